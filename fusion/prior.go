@@ -1,0 +1,59 @@
+package fusion
+
+import "github.com/mnemo-dev/mnemo/mnemotype"
+
+// ImportanceMode selects how a memory's importance adjusts its fused score.
+type ImportanceMode string
+
+// Importance modes.
+const (
+	// ImportanceMultiplier applies score × (0.7 + 0.3·importance) (seed 004), the default.
+	ImportanceMultiplier ImportanceMode = "multiplier"
+	// ImportanceBoost adds 1/(k+1) − 1/(k+11) to memories with importance ≥
+	// HighImportance (seed 001), leaving the others unchanged.
+	ImportanceBoost ImportanceMode = "boost"
+	// ImportanceOff leaves fused scores unchanged.
+	ImportanceOff ImportanceMode = "off"
+)
+
+// HighImportance is the threshold of ImportanceBoost.
+const HighImportance = 0.8
+
+// ParseImportanceMode validates s; the empty string yields ImportanceMultiplier.
+func ParseImportanceMode(s string) (ImportanceMode, error) {
+	switch m := ImportanceMode(s); m {
+	case "":
+		return ImportanceMultiplier, nil
+	case ImportanceMultiplier, ImportanceBoost, ImportanceOff:
+		return m, nil
+	default:
+		return "", mnemotype.Invalidf("importance mode %q: must be one of multiplier, boost, off", s)
+	}
+}
+
+// ApplyImportance returns a copy of res with each score adjusted by the
+// importance prior and re-sorted (see Sort). importance reports an item's
+// importance in [0, 1]; k is the RRF constant used by ImportanceBoost.
+func ApplyImportance(res []Result, importance func(id string) float64, mode ImportanceMode, k float64) []Result {
+	out := append([]Result(nil), res...)
+	if mode == ImportanceOff {
+		return out
+	}
+	if k <= 0 {
+		k = DefaultK
+	}
+	boost := 1/(k+1) - 1/(k+11)
+	for i := range out {
+		imp := importance(out[i].ID)
+		switch mode {
+		case ImportanceBoost:
+			if imp >= HighImportance {
+				out[i].Score += boost
+			}
+		default:
+			out[i].Score *= 0.7 + 0.3*imp
+		}
+	}
+	Sort(out)
+	return out
+}

@@ -1,0 +1,177 @@
+// Package mnemotype holds mnemo's leaf domain types and sentinel errors.
+//
+// It imports only the standard library so that every other package (fusion,
+// store implementations, the recall pipeline, servers) can share these types
+// without import cycles. The root package re-exports them with type aliases.
+package mnemotype
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+)
+
+// Sentinel errors. Store implementations translate driver errors into these at
+// their boundary so callers can use errors.Is.
+var (
+	// ErrNotFound is returned when a memory id does not exist in the caller's profile.
+	ErrNotFound = errors.New("not found")
+	// ErrClosed is returned by operations on a closed engine or store.
+	ErrClosed = errors.New("closed")
+	// ErrDimensionMismatch is returned when a vector's dimension differs from the
+	// dimension already used in the same profile.
+	ErrDimensionMismatch = errors.New("embedding dimension mismatch")
+	// ErrInvalid wraps every validation failure; the wrapping message names the
+	// field and its allowed range.
+	ErrInvalid = errors.New("invalid input")
+)
+
+// Invalidf returns an error wrapping ErrInvalid with a message naming what was wrong.
+func Invalidf(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
+}
+
+// Kind classifies a memory (seed 003).
+type Kind string
+
+// Memory kinds.
+const (
+	KindEpisodic Kind = "episodic"
+	KindSemantic Kind = "semantic"
+	KindIdentity Kind = "identity"
+)
+
+// Kinds lists every valid kind, in a stable order.
+var Kinds = []Kind{KindEpisodic, KindSemantic, KindIdentity}
+
+// ParseKind validates s as a Kind. The empty string yields KindEpisodic.
+func ParseKind(s string) (Kind, error) {
+	switch k := Kind(strings.ToLower(strings.TrimSpace(s))); k {
+	case "":
+		return KindEpisodic, nil
+	case KindEpisodic, KindSemantic, KindIdentity:
+		return k, nil
+	default:
+		return "", Invalidf("kind %q: must be one of episodic, semantic, identity", s)
+	}
+}
+
+// DefaultImportance is the importance given to a memory that does not set one.
+const DefaultImportance = 0.5
+
+// Leg names. A leg is one ranked retrieval signal fed into fusion.
+const (
+	LegLexical = "lexical"
+	LegDense   = "dense"
+	LegRecency = "recency"
+	LegAccess  = "access"
+)
+
+// Legs lists the built-in legs in a stable order.
+var Legs = []string{LegLexical, LegDense, LegRecency, LegAccess}
+
+// Memory is one stored memory.
+type Memory struct {
+	ID          string          `json:"id"`
+	Content     string          `json:"content"`
+	Kind        Kind            `json:"kind"`
+	Profile     string          `json:"profile"`
+	Project     string          `json:"project,omitempty"`
+	Session     string          `json:"session,omitempty"`
+	Importance  float64         `json:"importance"`
+	CreatedAt   time.Time       `json:"created_at"`
+	AccessedAt  time.Time       `json:"accessed_at"`
+	AccessCount int64           `json:"access_count"`
+	Metadata    json.RawMessage `json:"metadata,omitempty"`
+	// Embedding is the memory's vector, L2-normalised; nil when the memory has
+	// not been embedded (yet).
+	Embedding      []float32 `json:"-"`
+	EmbeddingModel string    `json:"embedding_model,omitempty"`
+}
+
+// EmbeddingDim is the dimension of the memory's embedding, 0 when it has none.
+func (m *Memory) EmbeddingDim() int { return len(m.Embedding) }
+
+// MaxContentBytes bounds a memory's content; larger content is rejected.
+const MaxContentBytes = 256 << 10
+
+// Validate checks the fields a caller sets and returns an ErrInvalid error
+// naming the first offending field.
+func (m *Memory) Validate() error {
+	if strings.TrimSpace(m.Profile) == "" {
+		return Invalidf("profile is required")
+	}
+	if strings.TrimSpace(m.Content) == "" {
+		return Invalidf("content is empty")
+	}
+	if len(m.Content) > MaxContentBytes {
+		return Invalidf("content is %d bytes: at most %d allowed", len(m.Content), MaxContentBytes)
+	}
+	if _, err := ParseKind(string(m.Kind)); err != nil {
+		return err
+	}
+	if err := CheckUnit("importance", m.Importance); err != nil {
+		return err
+	}
+	if len(m.Metadata) > 0 {
+		var obj map[string]any
+		if err := json.Unmarshal(m.Metadata, &obj); err != nil || obj == nil {
+			return Invalidf("metadata must be a JSON object")
+		}
+	}
+	for _, f := range m.Embedding {
+		if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
+			return Invalidf("embedding contains a non-finite value")
+		}
+	}
+	return nil
+}
+
+// CheckUnit reports an ErrInvalid error unless v is a finite number in [0, 1].
+func CheckUnit(field string, v float64) error {
+	return CheckRange(field, v, 0, 1)
+}
+
+// CheckRange reports an ErrInvalid error unless v is a finite number in [lo, hi].
+func CheckRange(field string, v, lo, hi float64) error {
+	if math.IsNaN(v) || math.IsInf(v, 0) || v < lo || v > hi {
+		return Invalidf("%s = %v: must be a number in [%g, %g]", field, v, lo, hi)
+	}
+	return nil
+}
+
+// Scope restricts a query to part of one profile's memories. Scope is enforced
+// inside every leg's query, never by filtering afterwards.
+type Scope struct {
+	// Profile is the tenant; required.
+	Profile string
+	// Project, when set, restricts to memories of that project.
+	Project string
+	// Sessions, when non-empty, restricts to memories of those sessions.
+	Sessions []string
+	// Kinds, when non-empty, restricts to memories of those kinds.
+	Kinds []Kind
+	// Exclude lists memory ids that must not be returned (e.g. ids already in the prompt).
+	Exclude []string
+}
+
+// Hit is one entry of a leg's ranked list.
+type Hit struct {
+	ID string `json:"id"`
+	// Score is the leg's raw score, oriented so that higher is better
+	// (the lexical leg negates FTS5's bm25()).
+	Score float64 `json:"score"`
+	// Rank is the 1-based dense rank (ties share a rank, no gaps).
+	Rank int `json:"rank"`
+}
+
+// LegDetail is one leg's view of one fused result.
+type LegDetail struct {
+	Rank         int     `json:"rank"`
+	Score        float64 `json:"score"`
+	Normalized   float64 `json:"normalized,omitempty"`
+	Contribution float64 `json:"contribution"`
+}
