@@ -1,0 +1,104 @@
+// Command mnemo is the command-line interface to mnemo's memory engine.
+//
+// It is a thin layer over the mnemo library: it reads flags and environment
+// variables, opens an Engine, and prints results. Exit codes: 0 success,
+// 2 usage or validation error (nothing written), 1 internal error.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"syscall"
+)
+
+// app carries the process's streams and environment so commands are testable
+// in process.
+type app struct {
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+	getenv func(string) string
+}
+
+// command is one subcommand.
+type command struct {
+	summary string
+	run     func(ctx context.Context, a *app, args []string) error
+}
+
+// usageError marks an error that exits with code 2.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+// usagef returns an error that makes mnemo exit with code 2.
+func usagef(format string, args ...any) error {
+	return usageError{fmt.Errorf(format, args...)}
+}
+
+func commands() map[string]command {
+	return map[string]command{
+		"fuse": {"fuse ranked lists read from stdin", cmdFuse},
+	}
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, &app{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}, os.Args[1:])
+	stop()
+	os.Exit(code)
+}
+
+// run executes one mnemo invocation and returns its exit code.
+func run(ctx context.Context, a *app, args []string) int {
+	cmds := commands()
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		printUsage(a.stderr, cmds)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	c, ok := cmds[args[0]]
+	if !ok {
+		fmt.Fprintf(a.stderr, "mnemo: unknown command %q\n", args[0])
+		printUsage(a.stderr, cmds)
+		return 2
+	}
+	err := c.run(ctx, a, args[1:])
+	return exitCode(a.stderr, args[0], err)
+}
+
+func exitCode(stderr io.Writer, name string, err error) int {
+	if err == nil {
+		return 0
+	}
+	if errors.Is(err, errHelp) {
+		return 0
+	}
+	fmt.Fprintf(stderr, "mnemo %s: %v\n", name, err)
+	var ue usageError
+	if errors.As(err, &ue) || isInvalid(err) {
+		return 2
+	}
+	return 1
+}
+
+func printUsage(w io.Writer, cmds map[string]command) {
+	fmt.Fprintln(w, "usage: mnemo <command> [flags] [args]\n\ncommands:")
+	names := make([]string, 0, len(cmds))
+	for n := range cmds {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-10s %s\n", n, cmds[n].summary)
+	}
+	fmt.Fprintln(w, "\nrun 'mnemo <command> -h' for a command's flags")
+}
