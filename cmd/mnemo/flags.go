@@ -42,4 +42,3 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 }
 
 func isInvalid(err error) bool { return errors.Is(err, mnemotype.ErrInvalid) }
-
