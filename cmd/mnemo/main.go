@@ -44,7 +44,13 @@ func usagef(format string, args ...any) error {
 
 func commands() map[string]command {
 	return map[string]command{
-		"fuse": {"fuse ranked lists read from stdin", cmdFuse},
+		"fuse":     {"fuse ranked lists read from stdin", cmdFuse},
+		"add":      {"remember one memory", cmdAdd},
+		"import":   {"bulk-import memories from a JSONL file", cmdImport},
+		"recall":   {"recall the memories that best match a query", cmdRecall},
+		"get":      {"print one memory as JSON", cmdGet},
+		"delete":   {"forget memories by id", cmdDelete},
+		"settings": {"show or change recall settings", cmdSettings},
 	}
 }
 

@@ -1,0 +1,117 @@
+package mnemo
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/mnemo-dev/mnemo/store"
+)
+
+// tracker batches access statistics off the request path: Recall records
+// what it returned in memory and a background loop writes the batch every
+// interval; Close writes what is left, so nothing is lost on a clean
+// shutdown.
+type tracker struct {
+	st       store.Store
+	log      *slog.Logger
+	interval time.Duration
+
+	mu      sync.Mutex
+	pending map[accessKey]*store.Access
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+type accessKey struct{ profile, id string }
+
+func newTracker(st store.Store, log *slog.Logger, interval time.Duration) *tracker {
+	t := &tracker{st: st, log: log, interval: interval, pending: map[accessKey]*store.Access{},
+		stop: make(chan struct{}), done: make(chan struct{})}
+	if interval > 0 {
+		go t.loop()
+	} else {
+		close(t.done)
+	}
+	return t
+}
+
+func (t *tracker) record(profile string, at time.Time, ids []string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, id := range ids {
+		k := accessKey{profile, id}
+		a := t.pending[k]
+		if a == nil {
+			a = &store.Access{Profile: profile, ID: id}
+			t.pending[k] = a
+		}
+		a.Count++
+		if at.After(a.At) {
+			a.At = at
+		}
+	}
+}
+
+func (t *tracker) loop() {
+	defer close(t.done)
+	tick := time.NewTicker(t.interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-t.stop:
+			return
+		case <-tick.C:
+			if err := t.flush(context.Background()); err != nil {
+				t.log.Warn("flush access statistics", "err", err)
+			}
+		}
+	}
+}
+
+// flush writes the pending batch; on failure the batch is put back so a
+// later flush retries it.
+func (t *tracker) flush(ctx context.Context) error {
+	t.mu.Lock()
+	if len(t.pending) == 0 {
+		t.mu.Unlock()
+		return nil
+	}
+	batch := make([]store.Access, 0, len(t.pending))
+	for _, a := range t.pending {
+		batch = append(batch, *a)
+	}
+	t.pending = map[accessKey]*store.Access{}
+	t.mu.Unlock()
+	if err := t.st.RecordAccess(ctx, batch); err != nil {
+		t.mu.Lock()
+		for _, a := range batch {
+			k := accessKey{a.Profile, a.ID}
+			if p := t.pending[k]; p != nil {
+				p.Count += a.Count
+				if a.At.After(p.At) {
+					p.At = a.At
+				}
+			} else {
+				a := a
+				t.pending[k] = &a
+			}
+		}
+		t.mu.Unlock()
+		return err
+	}
+	return nil
+}
+
+// close stops the loop and writes what is pending.
+func (t *tracker) close(ctx context.Context) error {
+	select {
+	case <-t.stop:
+	default:
+		close(t.stop)
+	}
+	<-t.done
+	return t.flush(ctx)
+}

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/mnemo-dev/mnemo"
+)
+
+// optFloat is a float flag that records whether it was set.
+type optFloat struct {
+	v   float64
+	set bool
+}
+
+func (o *optFloat) String() string { return fmt.Sprint(o.v) }
+func (o *optFloat) Set(s string) error {
+	f, err := parseFloat(s)
+	if err != nil {
+		return err
+	}
+	o.v, o.set = f, true
+	return nil
+}
+
+// parseFloat parses a number, accepting NaN and Inf so that validation can
+// name the field and its range instead of the parser failing vaguely.
+func parseFloat(s string) (float64, error) {
+	var f float64
+	if _, err := fmt.Sscan(strings.TrimSpace(s), &f); err != nil {
+		switch strings.ToLower(strings.TrimSpace(s)) {
+		case "nan":
+			return math.NaN(), nil
+		case "inf", "+inf":
+			return math.Inf(1), nil
+		case "-inf":
+			return math.Inf(-1), nil
+		}
+		return 0, fmt.Errorf("not a number")
+	}
+	return f, nil
+}
+
+func cmdAdd(ctx context.Context, a *app, args []string) error {
+	fs := newFlags(a, "add")
+	var ef engineFlags
+	ef.register(fs)
+	profile := fs.String("profile", "", "profile (tenant) the memory belongs to (required)")
+	project := fs.String("project", "", "project")
+	session := fs.String("session", "", "session")
+	kind := fs.String("kind", "episodic", "kind: episodic, semantic or identity")
+	var importance optFloat
+	fs.Var(&importance, "importance", "importance in [0, 1] (default 0.5)")
+	id := fs.String("id", "", "memory id (default: a new UUIDv7)")
+	at := fs.String("at", "", "creation time, RFC 3339 (default: now)")
+	metadata := fs.String("metadata", "", "metadata, a JSON object")
+	asJSON := fs.Bool("json", false, "print {\"id\": ...} as JSON")
+	fs.Usage = func() {
+		fmt.Fprintln(a.stderr, "usage: mnemo add --profile P [--project X] [--session S] [--kind K] [--importance F] [--id ID] [--at RFC3339] [--json] TEXT")
+		fs.PrintDefaults()
+	}
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := requireProfile(*profile); err != nil {
+		return err
+	}
+	text := strings.Join(pos, " ")
+	if text == "-" {
+		b, err := readAllLimited(a.stdin, mnemo.MaxContentBytes+1)
+		if err != nil {
+			return err
+		}
+		text = string(b)
+	}
+	if strings.TrimSpace(text) == "" {
+		return usagef("content is empty: pass the memory's text as the argument (or - to read stdin)")
+	}
+	in := mnemo.Input{ID: *id, Content: text, Kind: *kind, Profile: *profile, Project: *project, Session: *session}
+	if importance.set {
+		in.Importance = &importance.v
+	}
+	if *at != "" {
+		t, err := time.Parse(time.RFC3339Nano, *at)
+		if err != nil {
+			return usagef("--at %q: must be an RFC 3339 time such as 2026-11-23T10:00:00Z", *at)
+		}
+		in.CreatedAt = t
+	}
+	if *metadata != "" {
+		in.Metadata = []byte(*metadata)
+	}
+	e, err := ef.open(a)
+	if err != nil {
+		return err
+	}
+	m, rerr := e.Remember(ctx, in)
+	if err := e.Close(); rerr == nil && err != nil {
+		return err
+	}
+	if rerr != nil {
+		return rerr
+	}
+	if *asJSON {
+		return writeJSON(a, map[string]string{"id": m.ID})
+	}
+	_, err = fmt.Fprintln(a.stdout, m.ID)
+	return err
+}

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+)
+
+func cmdGet(ctx context.Context, a *app, args []string) error {
+	fs := newFlags(a, "get")
+	var ef engineFlags
+	ef.register(fs)
+	profile := fs.String("profile", "", "profile the memory belongs to (required)")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := requireProfile(*profile); err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("usage: mnemo get --profile P ID")
+	}
+	e, err := ef.open(a)
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	m, err := e.Get(ctx, *profile, pos[0])
+	if err != nil {
+		return err
+	}
+	return writeJSON(a, m)
+}
+
+func cmdDelete(ctx context.Context, a *app, args []string) error {
+	fs := newFlags(a, "delete")
+	var ef engineFlags
+	ef.register(fs)
+	profile := fs.String("profile", "", "profile the memory belongs to (required)")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := requireProfile(*profile); err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		return usagef("usage: mnemo delete --profile P ID...")
+	}
+	e, err := ef.open(a)
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	for _, id := range pos {
+		if err := e.Forget(ctx, *profile, id); err != nil {
+			return err
+		}
+		fmt.Fprintln(a.stdout, "deleted", id)
+	}
+	return nil
+}
+
+// readAllLimited reads r up to limit bytes; more is an error.
+func readAllLimited(r io.Reader, limit int64) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, limit))
+	if err != nil {
+		return nil, fmt.Errorf("read stdin: %w", err)
+	}
+	if int64(len(b)) >= limit {
+		return nil, usagef("input is larger than %d bytes", limit-1)
+	}
+	return b, nil
+}

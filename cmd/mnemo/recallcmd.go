@@ -1,0 +1,224 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mnemo-dev/mnemo"
+	"github.com/mnemo-dev/mnemo/mnemotype"
+)
+
+// listFlag collects a repeatable flag whose values may also be
+// comma-separated.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+func (l *listFlag) Set(s string) error {
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			*l = append(*l, v)
+		}
+	}
+	return nil
+}
+
+// legSetting maps a leg name, as users type it in --weights, to its
+// settings key.
+func legSetting(leg string) (string, bool) {
+	switch strings.ToLower(strings.TrimSpace(leg)) {
+	case "lexical", "keyword", "bm25":
+		return "keywordWeight", true
+	case "dense", "semantic", "vector":
+		return "semanticWeight", true
+	case "recency":
+		return "recencyWeight", true
+	case "access":
+		return "accessWeight", true
+	}
+	return "", false
+}
+
+// parseWeights parses "lexical=1,dense=0.5" into settings overrides.
+func parseWeights(s string, into map[string]string) error {
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		leg, val, ok := strings.Cut(part, "=")
+		if !ok {
+			return usagef("--weights %q: want leg=weight pairs such as lexical=1,dense=0.5", s)
+		}
+		key, ok := legSetting(leg)
+		if !ok {
+			return usagef("--weights: unknown leg %q: must be one of %s", leg, strings.Join(mnemotype.Legs, ", "))
+		}
+		w, err := parseFloat(val)
+		if err != nil {
+			return usagef("--weights: weight %s = %q: must be a number in [0, %g]", leg, val, mnemo.MaxWeight)
+		}
+		if err := mnemotype.CheckRange("weight "+strings.TrimSpace(leg), w, 0, mnemo.MaxWeight); err != nil {
+			return err
+		}
+		into[key] = strconv.FormatFloat(w, 'g', -1, 64)
+	}
+	return nil
+}
+
+func cmdRecall(ctx context.Context, a *app, args []string) error {
+	fs := newFlags(a, "recall")
+	var ef engineFlags
+	ef.register(fs)
+	profile := fs.String("profile", "", "profile to recall from (required)")
+	project := fs.String("project", "", "restrict to a project")
+	var sessions, kinds, exclude listFlag
+	fs.Var(&sessions, "session", "restrict to a session (repeatable, or comma-separated)")
+	fs.Var(&kinds, "kind", "restrict to a kind: episodic, semantic, identity (repeatable)")
+	fs.Var(&exclude, "exclude", "ids not to return, comma-separated")
+	limit := fs.Int("limit", mnemo.DefaultLimit, "number of memories to return")
+	weights := fs.String("weights", "", "leg weights, e.g. lexical=1,dense=1,recency=0,access=0 (each in [0, 5])")
+	var k optFloat
+	fs.Var(&k, "k", "RRF k (default from settings, 60)")
+	strategy := fs.String("strategy", "", "fusion strategy (default from settings)")
+	trace := fs.Bool("trace", false, "explain: each leg's list, per-result contributions, per-stage timings")
+	asJSON := fs.Bool("json", false, "print JSON")
+	fs.Usage = func() {
+		fmt.Fprintln(a.stderr, "usage: mnemo recall --profile P [--project X] [--session S]... [--kind K] [--limit N] [--exclude ID,...] [--weights lexical=1,dense=1,recency=0,access=0] [--k 60] [--trace] [--json] QUERY")
+		fs.PrintDefaults()
+	}
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := requireProfile(*profile); err != nil {
+		return err
+	}
+	query := strings.Join(pos, " ")
+	if strings.TrimSpace(query) == "" {
+		return usagef("query is empty: pass what to recall as the argument")
+	}
+	if *limit < 1 || *limit > mnemo.MaxLimit {
+		return usagef("--limit = %d: must be an integer in [1, %d]", *limit, mnemo.MaxLimit)
+	}
+	over := map[string]string{}
+	if err := parseWeights(*weights, over); err != nil {
+		return err
+	}
+	if k.set {
+		over["rrfK"] = strconv.FormatFloat(k.v, 'g', -1, 64)
+	}
+	if *strategy != "" {
+		over["strategy"] = *strategy
+	}
+	q := mnemo.Query{Text: query, Profile: *profile, Project: *project, Sessions: sessions, Exclude: exclude,
+		Limit: *limit, Overrides: over, Trace: *trace}
+	for _, s := range kinds {
+		kd, err := mnemotype.ParseKind(s)
+		if err != nil {
+			return err
+		}
+		q.Kinds = append(q.Kinds, kd)
+	}
+	e, err := ef.open(a)
+	if err != nil {
+		return err
+	}
+	res, rerr := e.Recall(ctx, q)
+	if err := e.Close(); rerr == nil && err != nil {
+		return err
+	}
+	if rerr != nil {
+		return rerr
+	}
+	if *asJSON {
+		return writeJSON(a, recallJSON(res))
+	}
+	return printRecall(a.stdout, res)
+}
+
+type legJSON struct {
+	Rank         int     `json:"rank"`
+	Score        float64 `json:"score"`
+	Normalized   float64 `json:"normalized,omitempty"`
+	Contribution float64 `json:"contribution"`
+}
+
+type resultJSON struct {
+	ID             string             `json:"id"`
+	Content        string             `json:"content"`
+	Score          float64            `json:"score"`
+	Rank           int                `json:"rank"`
+	Kind           string             `json:"kind"`
+	Project        string             `json:"project,omitempty"`
+	Session        string             `json:"session,omitempty"`
+	Importance     float64            `json:"importance"`
+	CreatedAt      time.Time          `json:"created_at"`
+	Legs           map[string]legJSON `json:"legs"`
+	Counterfactual map[string]int     `json:"counterfactual,omitempty"`
+}
+
+type recallOut struct {
+	Results []resultJSON `json:"results"`
+	Trace   *mnemo.Trace `json:"trace,omitempty"`
+}
+
+func recallJSON(res *mnemo.RecallResult) recallOut {
+	out := recallOut{Results: []resultJSON{}, Trace: res.Trace}
+	for _, r := range res.Results {
+		legs := map[string]legJSON{}
+		for name, d := range r.Legs {
+			legs[name] = legJSON{Rank: d.Rank, Score: d.Score, Normalized: d.Normalized, Contribution: d.Contribution}
+		}
+		out.Results = append(out.Results, resultJSON{ID: r.ID, Content: r.Content, Score: r.Score, Rank: r.Rank,
+			Kind: string(r.Kind), Project: r.Project, Session: r.Session, Importance: r.Importance,
+			CreatedAt: r.CreatedAt, Legs: legs, Counterfactual: r.Counterfactual})
+	}
+	return out
+}
+
+func printRecall(w io.Writer, res *mnemo.RecallResult) error {
+	if len(res.Results) == 0 {
+		fmt.Fprintln(w, "no memories found")
+	}
+	for _, r := range res.Results {
+		names := make([]string, 0, len(r.Legs))
+		for n := range r.Legs {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		var legs []string
+		for _, n := range names {
+			legs = append(legs, fmt.Sprintf("%s#%d", n, r.Legs[n].Rank))
+		}
+		fmt.Fprintf(w, "%2d. %.5f  %s  [%s]\n    %s\n", r.Rank, r.Score, r.ID, strings.Join(legs, " "), oneLine(r.Content, 200))
+	}
+	if t := res.Trace; t != nil {
+		fmt.Fprintf(w, "\ntrace: strategy=%s k=%g policy=%s terms=%q lexical=%s candidates=%d\n",
+			t.Strategy, t.K, t.Policy, t.Terms, t.LexicalOp, t.Candidates)
+		for leg, why := range t.Skipped {
+			fmt.Fprintf(w, "  %s skipped: %s\n", leg, why)
+		}
+		stages := make([]string, 0, len(t.Timings))
+		for s := range t.Timings {
+			stages = append(stages, s)
+		}
+		sort.Strings(stages)
+		for _, s := range stages {
+			fmt.Fprintf(w, "  %-12s %8.3f ms\n", s, t.Timings[s])
+		}
+	}
+	return nil
+}
+
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return s
+}

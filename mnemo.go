@@ -1,0 +1,442 @@
+// Package mnemo is long-term memory for AI agents: store what happened as
+// memories, recall the few that matter with hybrid retrieval (BM25 full
+// text, dense embeddings, recency, access frequency) fused by a configurable
+// strategy, scoped per profile, project and session.
+//
+// The Engine is the library's entry point and the only place where the
+// parts are wired: the store (SQLite by default), the embedder, the
+// in-memory vector index and the recall pipeline. The CLI and the servers
+// are thin layers over it.
+package mnemo
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/mnemo-dev/mnemo/embed"
+	"github.com/mnemo-dev/mnemo/mnemotype"
+	"github.com/mnemo-dev/mnemo/recall"
+	"github.com/mnemo-dev/mnemo/store"
+	"github.com/mnemo-dev/mnemo/store/sqlitestore"
+	"github.com/mnemo-dev/mnemo/vector"
+)
+
+// Re-exported leaf types, so users of the library need one import.
+type (
+	// Memory is one stored memory.
+	Memory = mnemotype.Memory
+	// Kind is a memory's kind: episodic, semantic or identity.
+	Kind = mnemotype.Kind
+	// LegDetail is one leg's part in a result's score.
+	LegDetail = mnemotype.LegDetail
+	// Hit is one entry of a leg's ranked list.
+	Hit = mnemotype.Hit
+	// Trace explains a recall.
+	Trace = recall.Trace
+)
+
+// Sentinel errors (see package mnemotype).
+var (
+	ErrNotFound          = mnemotype.ErrNotFound
+	ErrClosed            = mnemotype.ErrClosed
+	ErrDimensionMismatch = mnemotype.ErrDimensionMismatch
+	ErrInvalid           = mnemotype.ErrInvalid
+)
+
+// Defaults.
+const (
+	// DefaultLimit is the number of memories Recall returns when Query.Limit is 0.
+	DefaultLimit = 10
+	// MaxLimit bounds Query.Limit.
+	MaxLimit = 1000
+	// DefaultAccessFlushInterval is how often access statistics are written.
+	DefaultAccessFlushInterval = time.Second
+	// MaxContentBytes is the largest memory content accepted.
+	MaxContentBytes = mnemotype.MaxContentBytes
+)
+
+// Config configures an Engine. The zero value (or nil) is ready to use.
+type Config struct {
+	// Embedder embeds memories and queries. Defaults to the hashing
+	// embedder (embed.NewHash), which is deterministic but not semantic.
+	Embedder embed.Embedder
+	// Store replaces the SQLite store Open would create at path (e.g. a
+	// Postgres store); the Engine takes ownership and closes it.
+	Store store.Store
+	// Defaults are the settings of a profile that has stored none.
+	// Defaults to DefaultSettings().
+	Defaults *Settings
+	// AccessFlushInterval is how often access statistics are written in the
+	// background. Defaults to DefaultAccessFlushInterval; a negative value
+	// writes them only on Close.
+	AccessFlushInterval time.Duration
+	// Logger receives warnings (e.g. an embedder failure). Defaults to
+	// discarding.
+	Logger *slog.Logger
+}
+
+func (c *Config) withDefaults() Config {
+	var out Config
+	if c != nil {
+		out = *c
+	}
+	if out.Embedder == nil {
+		out.Embedder = embed.NewHash(embed.DefaultHashDim)
+	}
+	if out.Defaults == nil {
+		d := DefaultSettings()
+		out.Defaults = &d
+	}
+	if out.AccessFlushInterval == 0 {
+		out.AccessFlushInterval = DefaultAccessFlushInterval
+	}
+	if out.Logger == nil {
+		out.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return out
+}
+
+// Engine is a memory engine. It is safe for concurrent use.
+type Engine struct {
+	cfg     Config
+	st      store.Store
+	emb     embed.Embedder
+	log     *slog.Logger
+	access  *tracker
+	closeMu sync.RWMutex
+	closed  bool
+
+	mu      sync.Mutex
+	indexes map[string]*profileIndex
+}
+
+// profileIndex is a profile's in-memory catalog and the lock that
+// serialises catching it up with the store.
+type profileIndex struct {
+	sync sync.Mutex
+	x    *vector.Index
+}
+
+// Open opens the engine on the SQLite file at path (created if missing),
+// or on cfg.Store when set.
+func Open(path string, cfg *Config) (*Engine, error) {
+	c := cfg.withDefaults()
+	if _, err := c.Defaults.options(); err != nil {
+		return nil, fmt.Errorf("open: default settings: %w", err)
+	}
+	st := c.Store
+	if st == nil {
+		if path == "" {
+			return nil, mnemotype.Invalidf("database path is empty")
+		}
+		s, err := sqlitestore.Open(context.Background(), path, sqlitestore.Options{})
+		if err != nil {
+			return nil, err
+		}
+		st = s
+	}
+	e := &Engine{cfg: c, st: st, emb: c.Embedder, log: c.Logger, indexes: map[string]*profileIndex{}}
+	e.access = newTracker(st, c.Logger, c.AccessFlushInterval)
+	return e, nil
+}
+
+// Close flushes access statistics and closes the store. It is idempotent.
+func (e *Engine) Close() error {
+	e.closeMu.Lock()
+	if e.closed {
+		e.closeMu.Unlock()
+		return nil
+	}
+	e.closed = true
+	e.closeMu.Unlock()
+	return errors.Join(e.access.close(context.Background()), e.st.Close())
+}
+
+// enter guards an operation against a concurrent Close.
+func (e *Engine) enter() (func(), error) {
+	e.closeMu.RLock()
+	if e.closed {
+		e.closeMu.RUnlock()
+		return nil, ErrClosed
+	}
+	return e.closeMu.RUnlock, nil
+}
+
+// Embedder returns the engine's embedder.
+func (e *Engine) Embedder() embed.Embedder { return e.emb }
+
+// Input is a memory to remember. Only Profile and Content are required.
+type Input struct {
+	// ID defaults to a new UUIDv7.
+	ID      string `json:"id,omitempty"`
+	Content string `json:"content"`
+	Kind    string `json:"kind,omitempty"`
+	Profile string `json:"profile,omitempty"`
+	Project string `json:"project,omitempty"`
+	Session string `json:"session,omitempty"`
+	// Importance in [0, 1]; nil means DefaultImportance (0.5).
+	Importance *float64 `json:"importance,omitempty"`
+	// CreatedAt defaults to now.
+	CreatedAt time.Time       `json:"created_at,omitzero"`
+	Metadata  json.RawMessage `json:"metadata,omitempty"`
+	// Embedding, when set, is used instead of embedding Content; it must
+	// have the embedder's dimension. EmbeddingModel defaults to the
+	// embedder's model name.
+	Embedding      []float32 `json:"embedding,omitempty"`
+	EmbeddingModel string    `json:"embedding_model,omitempty"`
+}
+
+// memory validates in and turns it into a Memory (without embedding).
+func (in *Input) memory(now time.Time) (mnemotype.Memory, error) {
+	kind, err := mnemotype.ParseKind(in.Kind)
+	if err != nil {
+		return mnemotype.Memory{}, err
+	}
+	m := mnemotype.Memory{
+		ID: strings.TrimSpace(in.ID), Content: in.Content, Kind: kind, Profile: strings.TrimSpace(in.Profile),
+		Project: in.Project, Session: in.Session, Importance: mnemotype.DefaultImportance,
+		CreatedAt: in.CreatedAt.UTC(), Metadata: in.Metadata,
+	}
+	if in.Importance != nil {
+		m.Importance = *in.Importance
+	}
+	if m.ID == "" {
+		id, err := uuid.NewV7()
+		if err != nil {
+			return m, fmt.Errorf("generate id: %w", err)
+		}
+		m.ID = id.String()
+	}
+	if in.CreatedAt.IsZero() {
+		m.CreatedAt = now
+	}
+	m.AccessedAt = m.CreatedAt
+	if err := m.Validate(); err != nil {
+		return m, err
+	}
+	return m, nil
+}
+
+// Remember stores one memory and returns it as stored.
+func (e *Engine) Remember(ctx context.Context, in Input) (Memory, error) {
+	ms, err := e.RememberBatch(ctx, []Input{in})
+	if err != nil {
+		return Memory{}, err
+	}
+	return ms[0], nil
+}
+
+// RememberBatch stores memories atomically (all or none), embedding those
+// without a precomputed embedding in one batch. If the embedder fails, the
+// memories are stored without embeddings (the other legs still find them)
+// and a warning is logged. An invalid input is an ErrInvalid error naming
+// its index and field; nothing is written.
+func (e *Engine) RememberBatch(ctx context.Context, ins []Input) ([]Memory, error) {
+	done, err := e.enter()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	now := time.Now().UTC()
+	mems := make([]mnemotype.Memory, len(ins))
+	seen := make(map[string]int, len(ins))
+	var toEmbed []int
+	for i := range ins {
+		m, err := ins[i].memory(now)
+		if err != nil {
+			return nil, batchErr(len(ins), i, err)
+		}
+		if j, dup := seen[m.ID]; dup {
+			return nil, batchErr(len(ins), i, mnemotype.Invalidf("id %q repeats memory %d", m.ID, j))
+		}
+		seen[m.ID] = i
+		if len(ins[i].Embedding) > 0 {
+			if len(ins[i].Embedding) != e.emb.Dim() {
+				return nil, batchErr(len(ins), i, fmt.Errorf("%w: embedding has %d dimensions, the embedder %s has %d",
+					ErrDimensionMismatch, len(ins[i].Embedding), e.emb.Model(), e.emb.Dim()))
+			}
+			for _, f := range ins[i].Embedding {
+				if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
+					return nil, batchErr(len(ins), i, mnemotype.Invalidf("embedding contains a non-finite value"))
+				}
+			}
+			m.Embedding = ins[i].Embedding
+			m.EmbeddingModel = ins[i].EmbeddingModel
+			if m.EmbeddingModel == "" {
+				m.EmbeddingModel = e.emb.Model()
+			}
+		} else {
+			toEmbed = append(toEmbed, i)
+		}
+		mems[i] = m
+	}
+	if len(toEmbed) > 0 {
+		texts := make([]string, len(toEmbed))
+		for j, i := range toEmbed {
+			texts[j] = mems[i].Content
+		}
+		vecs, err := e.emb.Embed(ctx, texts)
+		if err == nil && len(vecs) != len(texts) {
+			err = fmt.Errorf("embedder %s returned %d vectors for %d texts", e.emb.Model(), len(vecs), len(texts))
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			e.log.Warn("embedding failed; storing memories without embeddings", "model", e.emb.Model(), "count", len(texts), "err", err)
+		} else {
+			for j, i := range toEmbed {
+				mems[i].Embedding, mems[i].EmbeddingModel = vecs[j], e.emb.Model()
+			}
+		}
+	}
+	if err := e.st.Insert(ctx, mems); err != nil {
+		return nil, err
+	}
+	return mems, nil
+}
+
+func batchErr(n, i int, err error) error {
+	if n == 1 {
+		return err
+	}
+	return fmt.Errorf("memory %d: %w", i, err)
+}
+
+// Get returns one memory of profile. Returns ErrNotFound if the id is not in
+// the profile.
+func (e *Engine) Get(ctx context.Context, profile, id string) (Memory, error) {
+	done, err := e.enter()
+	if err != nil {
+		return Memory{}, err
+	}
+	defer done()
+	ms, err := e.st.Get(ctx, store.GetParams{Profile: profile, IDs: []string{id}})
+	if err != nil {
+		return Memory{}, err
+	}
+	if len(ms) == 0 {
+		return Memory{}, fmt.Errorf("memory %s: %w", id, ErrNotFound)
+	}
+	return ms[0], nil
+}
+
+// Forget deletes one memory of profile. Returns ErrNotFound if the id is not
+// in the profile.
+func (e *Engine) Forget(ctx context.Context, profile, id string) error {
+	done, err := e.enter()
+	if err != nil {
+		return err
+	}
+	defer done()
+	return e.st.Delete(ctx, profile, id)
+}
+
+// Count returns the number of memories in profile.
+func (e *Engine) Count(ctx context.Context, profile string) (int, error) {
+	done, err := e.enter()
+	if err != nil {
+		return 0, err
+	}
+	defer done()
+	return e.st.Count(ctx, profile)
+}
+
+// Settings returns profile's effective settings: the engine defaults,
+// overridden by the server-wide stored settings (profile ""), overridden by
+// the profile's own.
+func (e *Engine) Settings(ctx context.Context, profile string) (Settings, error) {
+	done, err := e.enter()
+	if err != nil {
+		return Settings{}, err
+	}
+	defer done()
+	return e.settings(ctx, profile)
+}
+
+func (e *Engine) settings(ctx context.Context, profile string) (Settings, error) {
+	s := *e.cfg.Defaults
+	scopes := []string{""}
+	if profile != "" {
+		scopes = append(scopes, profile)
+	}
+	for _, p := range scopes {
+		kv, err := e.st.Settings(ctx, p)
+		if err != nil {
+			return s, err
+		}
+		if s, err = s.Apply(kv); err != nil {
+			// A stored value this version rejects must not break recall:
+			// report it and keep the defaults for that profile.
+			return s, fmt.Errorf("stored settings of profile %q: %w", p, err)
+		}
+	}
+	return s, nil
+}
+
+// UpdateSettings validates kv against profile's current settings and
+// stores it; on any error nothing changes. It returns the new effective
+// settings, in force for the next recall of any process.
+func (e *Engine) UpdateSettings(ctx context.Context, profile string, kv map[string]string) (Settings, error) {
+	done, err := e.enter()
+	if err != nil {
+		return Settings{}, err
+	}
+	defer done()
+	cur, err := e.settings(ctx, profile)
+	if err != nil {
+		return Settings{}, err
+	}
+	kv = canonical(kv)
+	next, err := cur.Apply(kv)
+	if err != nil {
+		return cur, err
+	}
+	if _, err := next.options(); err != nil {
+		return cur, err
+	}
+	if err := e.st.SetSettings(ctx, profile, kv); err != nil {
+		return cur, err
+	}
+	return next, nil
+}
+
+// index returns profile's in-memory catalog, caught up with the store.
+func (e *Engine) index(ctx context.Context, profile string) (*vector.Index, error) {
+	e.mu.Lock()
+	pi := e.indexes[profile]
+	if pi == nil {
+		pi = &profileIndex{x: vector.New()}
+		e.indexes[profile] = pi
+	}
+	e.mu.Unlock()
+	seq, err := e.st.Sequence(ctx)
+	if err != nil {
+		return nil, err
+	}
+	pi.sync.Lock()
+	defer pi.sync.Unlock()
+	if seq <= pi.x.Seq {
+		return pi.x, nil
+	}
+	cs, err := e.st.Changes(ctx, profile, pi.x.Seq)
+	if err != nil {
+		return nil, err
+	}
+	pi.x.Delete(cs.Deleted...)
+	if err := pi.x.Upsert(cs.Upserts); err != nil {
+		e.log.Warn("index profile", "profile", profile, "err", err)
+	}
+	pi.x.Seq = cs.Seq
+	return pi.x, nil
+}

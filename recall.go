@@ -1,0 +1,186 @@
+package mnemo
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/mnemo-dev/mnemo/mnemotype"
+	"github.com/mnemo-dev/mnemo/recall"
+	"github.com/mnemo-dev/mnemo/store"
+)
+
+// Query is one recall request.
+type Query struct {
+	// Text is what to recall; it must not be blank.
+	Text    string
+	Profile string
+	// Project, when set, restricts recall to the project.
+	Project string
+	// Sessions, when set, restricts recall to these sessions.
+	Sessions []string
+	// Kinds, when set, restricts recall to these kinds.
+	Kinds []Kind
+	// Exclude lists ids not to return (e.g. those already in the prompt).
+	Exclude []string
+	// Limit is the number of memories to return, in [1, MaxLimit].
+	// Defaults to DefaultLimit.
+	Limit int
+	// Overrides changes settings for this request only (same keys as
+	// Settings, e.g. "semanticWeight": "0.5", "strategy": "rrf").
+	Overrides map[string]string
+	// Trace asks for the per-leg lists and per-stage timings.
+	Trace bool
+}
+
+// Recalled is one recalled memory.
+type Recalled struct {
+	Memory
+	// Score is the fused score after the importance prior; higher is better.
+	Score float64
+	// Rank is the 1-based position.
+	Rank int
+	// Legs holds each leg's rank, raw score and contribution.
+	Legs map[string]LegDetail
+	// Counterfactual maps other strategies to this memory's rank under them.
+	Counterfactual map[string]int
+}
+
+// RecallResult is the answer to a Query.
+type RecallResult struct {
+	Results []Recalled
+	// Trace is set when Query.Trace was.
+	Trace *Trace
+}
+
+// Recall returns the memories of q's scope that best match q.Text.
+func (e *Engine) Recall(ctx context.Context, q Query) (*RecallResult, error) {
+	done, err := e.enter()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	start := time.Now()
+	if strings.TrimSpace(q.Profile) == "" {
+		return nil, mnemotype.Invalidf("profile is required")
+	}
+	if strings.TrimSpace(q.Text) == "" {
+		return nil, mnemotype.Invalidf("query is empty")
+	}
+	if q.Limit == 0 {
+		q.Limit = DefaultLimit
+	}
+	if q.Limit < 1 || q.Limit > MaxLimit {
+		return nil, mnemotype.Invalidf("limit = %d: must be an integer in [1, %d]", q.Limit, MaxLimit)
+	}
+	for i, k := range q.Kinds {
+		if _, err := mnemotype.ParseKind(string(k)); err != nil || k == "" {
+			return nil, mnemotype.Invalidf("kinds[%d] = %q: must be one of episodic, semantic, identity", i, k)
+		}
+	}
+	set, err := e.settings(ctx, q.Profile)
+	if err != nil {
+		return nil, err
+	}
+	if len(q.Overrides) > 0 {
+		if set, err = set.Apply(q.Overrides); err != nil {
+			return nil, err
+		}
+	}
+	opts, err := set.options()
+	if err != nil {
+		return nil, err
+	}
+	timings := map[string]float64{}
+
+	t0 := time.Now()
+	idx, err := e.index(ctx, q.Profile)
+	if err != nil {
+		return nil, err
+	}
+	timings["index_sync"] = msSince(t0)
+
+	req := recall.Request{
+		Query:   q.Text,
+		Scope:   mnemotype.Scope{Profile: q.Profile, Project: q.Project, Sessions: q.Sessions, Kinds: q.Kinds, Exclude: q.Exclude},
+		Limit:   q.Limit,
+		Options: opts,
+		Trace:   q.Trace,
+		Model:   e.emb.Model(),
+	}
+	if opts.Fusion.Weight(mnemotype.LegDense) > 0 {
+		t0 = time.Now()
+		req.Vector, req.VectorErr = e.embedQuery(ctx, q.Text)
+		if d := idx.Dim(); req.VectorErr == nil && d != 0 && d != len(req.Vector) {
+			req.Vector, req.VectorErr = nil, fmt.Errorf("%w: memories hold %d-d embeddings, embedder %s gives %d-d (re-embed or switch the embedder back)",
+				ErrDimensionMismatch, d, e.emb.Model(), e.emb.Dim())
+		}
+		timings["embed"] = msSince(t0)
+		if req.VectorErr != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			e.log.Warn("query embedding unavailable; recalling without the dense leg", "err", req.VectorErr)
+		}
+	}
+	resp, err := recall.Run(ctx, e.st, idx, req)
+	if err != nil {
+		return nil, err
+	}
+
+	t0 = time.Now()
+	ids := make([]string, len(resp.Results))
+	for i, r := range resp.Results {
+		ids[i] = r.ID
+	}
+	mems, err := e.st.Get(ctx, store.GetParams{Profile: q.Profile, IDs: ids})
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[string]Memory, len(mems))
+	for _, m := range mems {
+		byID[m.ID] = m
+	}
+	out := &RecallResult{Results: make([]Recalled, 0, len(resp.Results))}
+	for _, r := range resp.Results {
+		m, ok := byID[r.ID]
+		if !ok {
+			continue // deleted between the legs and now
+		}
+		out.Results = append(out.Results, Recalled{Memory: m, Score: r.Score, Rank: len(out.Results) + 1, Legs: r.Legs,
+			Counterfactual: r.Counterfactual})
+	}
+	timings["fetch"] = msSince(t0)
+	now := time.Now().UTC()
+	idx.Touch(now, ids...)
+	e.access.record(q.Profile, now, ids)
+	if resp.Trace != nil {
+		for k, v := range timings {
+			resp.Trace.Timings[k] = v
+		}
+		resp.Trace.Timings["total"] = msSince(start)
+		out.Trace = resp.Trace
+	}
+	return out, nil
+}
+
+// embedQuery embeds the query text, checking the embedder's output.
+func (e *Engine) embedQuery(ctx context.Context, text string) ([]float32, error) {
+	vs, err := e.emb.Embed(ctx, []string{text})
+	if err != nil {
+		return nil, fmt.Errorf("embed query with %s: %w", e.emb.Model(), err)
+	}
+	if len(vs) != 1 || len(vs[0]) != e.emb.Dim() {
+		return nil, fmt.Errorf("embed query with %s: malformed output: %w", e.emb.Model(), ErrDimensionMismatch)
+	}
+	for _, f := range vs[0] {
+		if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
+			return nil, fmt.Errorf("embed query with %s: non-finite output", e.emb.Model())
+		}
+	}
+	return vs[0], nil
+}
+
+func msSince(t time.Time) float64 { return float64(time.Since(t).Microseconds()) / 1000 }

@@ -1,0 +1,395 @@
+// Package recall runs one recall request: the retrieval legs concurrently
+// inside the request's scope, seed 001's pre-compute pass that scores every
+// candidate in every leg it can, fusion, and the importance prior. It knows
+// nothing about SQL: it consumes a small Source interface and an in-memory
+// vector.Index.
+package recall
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/mnemo-dev/mnemo/fusion"
+	"github.com/mnemo-dev/mnemo/mnemotype"
+	"github.com/mnemo-dev/mnemo/store"
+	"github.com/mnemo-dev/mnemo/vector"
+)
+
+// Source is what the pipeline needs from storage.
+type Source interface {
+	Lexical(ctx context.Context, p store.LexicalParams) ([]mnemotype.Hit, error)
+	RecentlyAccessed(ctx context.Context, scope mnemotype.Scope, n int) ([]string, error)
+}
+
+// Vectors is what the pipeline needs from the in-memory index.
+type Vectors interface {
+	Search(q []float32, model string, f vector.Filter, k int) ([]mnemotype.Hit, error)
+	Score(q []float32, model string, ids []string) ([]mnemotype.Hit, error)
+	Signals(ids []string) map[string]vector.Signals
+}
+
+var _ Vectors = (*vector.Index)(nil)
+
+// CandidatePolicy chooses which memories the dense leg considers.
+type CandidatePolicy string
+
+// Candidate policies.
+const (
+	// PolicyScope searches every embedded memory in the scope (exact cosine)
+	// and the lexical leg's top limit×fetchMultiplier. The default.
+	PolicyScope CandidatePolicy = "scope"
+	// PolicyPool is seed 001's two-stage pool: the lexical leg's top
+	// LexicalCap over the scope plus the PoolSize most recently accessed
+	// memories with embeddings; the dense leg scores that pool only.
+	PolicyPool CandidatePolicy = "pool"
+)
+
+// ParsePolicy validates s; "" yields PolicyScope.
+func ParsePolicy(s string) (CandidatePolicy, error) {
+	switch p := CandidatePolicy(s); p {
+	case "":
+		return PolicyScope, nil
+	case PolicyScope, PolicyPool:
+		return p, nil
+	}
+	return "", mnemotype.Invalidf("candidatePolicy %q: must be one of scope, pool", s)
+}
+
+// Defaults.
+const (
+	DefaultFetchMultiplier = 3   // seed 003
+	DefaultLexicalCap      = 50  // seed 001
+	DefaultPoolSize        = 200 // seed 001
+)
+
+// Options are the tunables of one recall, already validated and merged
+// from settings and per-request overrides.
+type Options struct {
+	Fusion fusion.Params
+	// FetchMultiplier: each leg fetches Limit × FetchMultiplier. Defaults to
+	// DefaultFetchMultiplier.
+	FetchMultiplier int
+	Importance      fusion.ImportanceMode
+	Policy          CandidatePolicy
+	// LexicalCap and PoolSize size PolicyPool; default 50 and 200.
+	LexicalCap int
+	PoolSize   int
+}
+
+// Request is one recall.
+type Request struct {
+	Query string
+	Scope mnemotype.Scope
+	Limit int
+	// Vector is the query embedding by Model; nil when the dense leg cannot
+	// run (VectorErr says why, and the trace reports it).
+	Vector    []float32
+	Model     string
+	VectorErr error
+	Options   Options
+	Trace     bool
+}
+
+// Result is one recalled memory id with its fused score and per-leg detail.
+type Result struct {
+	ID    string
+	Score float64
+	Rank  int
+	Legs  map[string]mnemotype.LegDetail
+	// Counterfactual maps other strategies to the rank this memory would
+	// have had under them (filled by strategies that support it).
+	Counterfactual map[string]int
+}
+
+// Trace explains a recall: what each leg returned and what each stage cost.
+type Trace struct {
+	Terms      []string `json:"terms"`
+	LexicalOp  string   `json:"lexical_operator,omitempty"` // "and" or "or"
+	Policy     string   `json:"candidate_policy"`
+	Strategy   string   `json:"strategy"`
+	Importance string   `json:"importance_mode"`
+	Weights    map[string]float64
+	K          float64 `json:"k"`
+	Fetch      int     `json:"fetch"`
+	Candidates int     `json:"candidates"`
+	// Legs holds each executed leg's full ranked list (after the
+	// cross-scoring pass), with raw scores.
+	Legs map[string][]mnemotype.Hit `json:"legs"`
+	// Skipped names legs not executed and why.
+	Skipped map[string]string `json:"skipped,omitempty"`
+	// Timings per stage in milliseconds.
+	Timings map[string]float64 `json:"timings_ms"`
+}
+
+// Response is the outcome of Run.
+type Response struct {
+	Results []Result
+	Trace   *Trace // nil unless Request.Trace
+}
+
+// Run executes req.
+func Run(ctx context.Context, src Source, vec Vectors, req Request) (*Response, error) {
+	start := time.Now()
+	o := req.Options
+	if o.FetchMultiplier <= 0 {
+		o.FetchMultiplier = DefaultFetchMultiplier
+	}
+	if o.LexicalCap <= 0 {
+		o.LexicalCap = DefaultLexicalCap
+	}
+	if o.PoolSize <= 0 {
+		o.PoolSize = DefaultPoolSize
+	}
+	if o.Policy == "" {
+		o.Policy = PolicyScope
+	}
+	if o.Importance == "" {
+		o.Importance = fusion.ImportanceMultiplier
+	}
+	if req.Limit <= 0 {
+		return nil, mnemotype.Invalidf("limit = %d: must be ≥ 1", req.Limit)
+	}
+	if err := o.Fusion.Validate(); err != nil {
+		return nil, err
+	}
+	fetch := req.Limit * o.FetchMultiplier
+	w := o.Fusion.Weight
+	tr := &Trace{
+		Terms:      Terms(req.Query),
+		Policy:     string(o.Policy),
+		Importance: string(o.Importance),
+		Fetch:      fetch,
+		Legs:       map[string][]mnemotype.Hit{},
+		Skipped:    map[string]string{},
+		Timings:    map[string]float64{},
+		Weights:    map[string]float64{},
+	}
+	for _, l := range mnemotype.Legs {
+		tr.Weights[l] = w(l)
+		if w(l) == 0 {
+			tr.Skipped[l] = "weight is 0"
+		}
+	}
+	runLexical := w(mnemotype.LegLexical) > 0 && len(tr.Terms) > 0
+	if w(mnemotype.LegLexical) > 0 && len(tr.Terms) == 0 {
+		tr.Skipped[mnemotype.LegLexical] = "query has no searchable words"
+	}
+	runDense := w(mnemotype.LegDense) > 0 && req.Vector != nil
+	if w(mnemotype.LegDense) > 0 && req.Vector == nil {
+		reason := "no query embedding"
+		if req.VectorErr != nil {
+			reason = "query embedding failed: " + req.VectorErr.Error()
+		}
+		tr.Skipped[mnemotype.LegDense] = reason
+	}
+	filter := vector.Filter{Project: req.Scope.Project, Sessions: req.Scope.Sessions, Kinds: req.Scope.Kinds, Exclude: req.Scope.Exclude}
+
+	var (
+		mu       sync.Mutex
+		lexical  []mnemotype.Hit
+		dense    []mnemotype.Hit
+		recent   []string
+		errs     []error
+		wg       sync.WaitGroup
+		lexLimit = fetch
+	)
+	if o.Policy == PolicyPool {
+		lexLimit = max(o.LexicalCap, fetch)
+	}
+	timed := func(stage string, f func() error) {
+		defer wg.Done()
+		t0 := time.Now()
+		err := f()
+		mu.Lock()
+		tr.Timings[stage] = ms(time.Since(t0))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s leg: %w", stage, err))
+		}
+		mu.Unlock()
+	}
+	if runLexical {
+		wg.Add(1)
+		go timed("lexical", func() error {
+			hits, op, err := lexicalSearch(ctx, src, req.Scope, tr.Terms, lexLimit, req.Limit)
+			lexical, tr.LexicalOp = hits, op
+			return err
+		})
+	}
+	if runDense && o.Policy == PolicyScope {
+		wg.Add(1)
+		go timed("dense", func() error {
+			var err error
+			dense, err = vec.Search(req.Vector, req.Model, filter, fetch)
+			return err
+		})
+	}
+	if runDense && o.Policy == PolicyPool {
+		wg.Add(1)
+		go timed("pool", func() error {
+			var err error
+			recent, err = src.RecentlyAccessed(ctx, req.Scope, o.PoolSize)
+			return err
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+
+	// Pre-compute pass (seed 001): every candidate is scored in every leg
+	// that can score it, so none is penalised for falling outside one
+	// leg's window.
+	t0 := time.Now()
+	var err error
+	if runDense && o.Policy == PolicyPool {
+		pool := union(recent, ids(lexical))
+		if dense, err = vec.Score(req.Vector, req.Model, pool); err != nil {
+			return nil, fmt.Errorf("dense leg: %w", err)
+		}
+	}
+	if runDense {
+		if missing := minus(ids(lexical), dense); len(missing) > 0 {
+			extra, err := vec.Score(req.Vector, req.Model, missing)
+			if err != nil {
+				return nil, fmt.Errorf("dense leg: %w", err)
+			}
+			dense = append(dense, extra...)
+		}
+	}
+	if runLexical {
+		if missing := minus(ids(dense), lexical); len(missing) > 0 {
+			extra, err := src.Lexical(ctx, store.LexicalParams{
+				Scope: req.Scope, Match: store.MatchQuery{Terms: tr.Terms}, Only: missing,
+			})
+			if err != nil {
+				return nil, fmt.Errorf("lexical leg: %w", err)
+			}
+			lexical = append(lexical, extra...)
+		}
+	}
+	tr.Timings["cross_score"] = ms(time.Since(t0))
+
+	legs := map[string][]mnemotype.Hit{}
+	if runLexical {
+		legs[mnemotype.LegLexical] = fusion.DenseRanks(lexical)
+	}
+	if runDense {
+		legs[mnemotype.LegDense] = fusion.DenseRanks(dense)
+	}
+	cands := union(ids(lexical), ids(dense))
+	tr.Candidates = len(cands)
+	t0 = time.Now()
+	sig := vec.Signals(cands)
+	if w(mnemotype.LegRecency) > 0 {
+		legs[mnemotype.LegRecency] = signalLeg(cands, sig, func(s vector.Signals) float64 { return float64(s.CreatedAt) })
+	}
+	if w(mnemotype.LegAccess) > 0 {
+		legs[mnemotype.LegAccess] = signalLeg(cands, sig, func(s vector.Signals) float64 { return float64(s.AccessCount) })
+	}
+	tr.Timings["signals"] = ms(time.Since(t0))
+
+	t0 = time.Now()
+	fused, err := fusion.Fuse(legs, o.Fusion)
+	if err != nil {
+		return nil, err
+	}
+	k := o.Fusion.K
+	if k == 0 {
+		k = fusion.DefaultK
+	}
+	fused = fusion.ApplyImportance(fused, func(id string) float64 {
+		if s, ok := sig[id]; ok {
+			return s.Importance
+		}
+		return mnemotype.DefaultImportance
+	}, o.Importance, k)
+	if len(fused) > req.Limit {
+		fused = fused[:req.Limit]
+	}
+	tr.Timings["fusion"] = ms(time.Since(t0))
+	tr.Strategy = string(o.Fusion.Strategy)
+	if tr.Strategy == "" {
+		tr.Strategy = string(fusion.RRF)
+	}
+	tr.K = k
+
+	resp := &Response{Results: make([]Result, len(fused))}
+	for i, f := range fused {
+		resp.Results[i] = Result{ID: f.ID, Score: f.Score, Rank: f.Rank, Legs: f.Legs}
+	}
+	tr.Timings["pipeline"] = ms(time.Since(start))
+	if req.Trace {
+		tr.Legs = legs
+		resp.Trace = tr
+	}
+	return resp, nil
+}
+
+// lexicalSearch runs the AND query and, when it finds fewer than want hits
+// and there is more than one term, broadens to OR (seed 004).
+func lexicalSearch(ctx context.Context, src Source, scope mnemotype.Scope, terms []string, limit, want int) ([]mnemotype.Hit, string, error) {
+	hits, err := src.Lexical(ctx, store.LexicalParams{Scope: scope, Match: store.MatchQuery{Terms: terms, All: true}, Limit: limit})
+	if err != nil || len(hits) >= want || len(terms) < 2 {
+		return hits, "and", err
+	}
+	// A document's bm25 is the same under the AND and the OR form (both sum
+	// the same phrases), so the OR list simply extends the AND list.
+	hits, err = src.Lexical(ctx, store.LexicalParams{Scope: scope, Match: store.MatchQuery{Terms: terms}, Limit: limit})
+	return hits, "or", err
+}
+
+// signalLeg ranks cands by value (higher first), dense ranks for ties.
+func signalLeg(cands []string, sig map[string]vector.Signals, value func(vector.Signals) float64) []mnemotype.Hit {
+	hits := make([]mnemotype.Hit, 0, len(cands))
+	for _, id := range cands {
+		if s, ok := sig[id]; ok {
+			hits = append(hits, mnemotype.Hit{ID: id, Score: value(s)})
+		}
+	}
+	return fusion.DenseRanks(hits)
+}
+
+func ids(h []mnemotype.Hit) []string {
+	out := make([]string, len(h))
+	for i := range h {
+		out[i] = h[i].ID
+	}
+	return out
+}
+
+// union returns the distinct ids of a then b, in first-seen order.
+func union(a, b []string) []string {
+	seen := make(map[string]bool, len(a)+len(b))
+	out := make([]string, 0, len(a)+len(b))
+	for _, l := range [][]string{a, b} {
+		for _, id := range l {
+			if !seen[id] {
+				seen[id] = true
+				out = append(out, id)
+			}
+		}
+	}
+	return out
+}
+
+// minus returns the ids of want that are not in have, sorted.
+func minus(want []string, have []mnemotype.Hit) []string {
+	in := make(map[string]bool, len(have))
+	for _, h := range have {
+		in[h.ID] = true
+	}
+	var out []string
+	for _, id := range want {
+		if !in[id] {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -1,0 +1,242 @@
+package mnemo
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/mnemo-dev/mnemo/fusion"
+	"github.com/mnemo-dev/mnemo/mnemotype"
+	"github.com/mnemo-dev/mnemo/recall"
+)
+
+// MaxWeight is the largest weight a leg may have.
+const MaxWeight = 5.0
+
+// Settings are the live, per-profile tunables of recall. Stored settings of
+// a profile override the engine's defaults key by key; a request may
+// override them again. JSON names follow seed 000 (semanticWeight,
+// keywordWeight) and extend it.
+type Settings struct {
+	// KeywordWeight is the lexical (BM25) leg's weight in [0, 5]. 0 skips the leg.
+	KeywordWeight float64 `json:"keywordWeight"`
+	// SemanticWeight is the dense (embedding) leg's weight in [0, 5].
+	SemanticWeight float64 `json:"semanticWeight"`
+	// RecencyWeight is the recency leg's weight in [0, 5].
+	RecencyWeight float64 `json:"recencyWeight"`
+	// AccessWeight is the access-frequency leg's weight in [0, 5].
+	AccessWeight float64 `json:"accessWeight"`
+	// RRFK is RRF's k, in [1, 1000].
+	RRFK float64 `json:"rrfK"`
+	// Strategy is the fusion strategy.
+	Strategy string `json:"strategy"`
+	// FetchMultiplier: each leg fetches limit × fetchMultiplier, in [1, 20].
+	FetchMultiplier int `json:"fetchMultiplier"`
+	// ImportanceMode is multiplier, boost or off.
+	ImportanceMode string `json:"importanceMode"`
+	// CandidatePolicy is scope (exact search over the scope) or pool (seed 001).
+	CandidatePolicy string `json:"candidatePolicy"`
+	// LexicalCap is the pool policy's lexical hit cap, in [1, 10000].
+	LexicalCap int `json:"lexicalCap"`
+	// PoolSize is the pool policy's recently-accessed window, in [1, 100000].
+	PoolSize int `json:"poolSize"`
+}
+
+// DefaultSettings returns the settings a new profile starts with.
+func DefaultSettings() Settings {
+	return Settings{
+		KeywordWeight:   1,
+		SemanticWeight:  1,
+		RecencyWeight:   0,
+		AccessWeight:    0,
+		RRFK:            fusion.DefaultK,
+		Strategy:        string(fusion.RRF),
+		FetchMultiplier: recall.DefaultFetchMultiplier,
+		ImportanceMode:  string(fusion.ImportanceMultiplier),
+		CandidatePolicy: string(recall.PolicyScope),
+		LexicalCap:      recall.DefaultLexicalCap,
+		PoolSize:        recall.DefaultPoolSize,
+	}
+}
+
+// settingField binds one settings key to its field.
+type settingField struct {
+	name string
+	get  func(*Settings) string
+	set  func(*Settings, string) error
+}
+
+func floatField(name string, p func(*Settings) *float64, lo, hi float64) settingField {
+	return settingField{
+		name: name,
+		get:  func(s *Settings) string { return strconv.FormatFloat(*p(s), 'g', -1, 64) },
+		set: func(s *Settings, v string) error {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil {
+				return mnemotype.Invalidf("%s = %q: must be a number in [%g, %g]", name, v, lo, hi)
+			}
+			if err := mnemotype.CheckRange(name, f, lo, hi); err != nil {
+				return err
+			}
+			*p(s) = f
+			return nil
+		},
+	}
+}
+
+func intField(name string, p func(*Settings) *int, lo, hi int) settingField {
+	return settingField{
+		name: name,
+		get:  func(s *Settings) string { return strconv.Itoa(*p(s)) },
+		set: func(s *Settings, v string) error {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil || n < lo || n > hi {
+				return mnemotype.Invalidf("%s = %q: must be an integer in [%d, %d]", name, v, lo, hi)
+			}
+			*p(s) = n
+			return nil
+		},
+	}
+}
+
+func enumField(name string, p func(*Settings) *string, parse func(string) (string, error)) settingField {
+	return settingField{
+		name: name,
+		get:  func(s *Settings) string { return *p(s) },
+		set: func(s *Settings, v string) error {
+			c, err := parse(strings.TrimSpace(v))
+			if err != nil {
+				return err
+			}
+			*p(s) = c
+			return nil
+		},
+	}
+}
+
+func settingFields() []settingField {
+	return []settingField{
+		floatField("keywordWeight", func(s *Settings) *float64 { return &s.KeywordWeight }, 0, MaxWeight),
+		floatField("semanticWeight", func(s *Settings) *float64 { return &s.SemanticWeight }, 0, MaxWeight),
+		floatField("recencyWeight", func(s *Settings) *float64 { return &s.RecencyWeight }, 0, MaxWeight),
+		floatField("accessWeight", func(s *Settings) *float64 { return &s.AccessWeight }, 0, MaxWeight),
+		floatField("rrfK", func(s *Settings) *float64 { return &s.RRFK }, 1, 1000),
+		enumField("strategy", func(s *Settings) *string { return &s.Strategy }, func(v string) (string, error) {
+			p := fusion.Params{Strategy: fusion.Strategy(v)}
+			if v == "" {
+				return "", mnemotype.Invalidf("strategy is empty")
+			}
+			if err := p.Validate(); err != nil {
+				return "", err
+			}
+			return v, nil
+		}),
+		intField("fetchMultiplier", func(s *Settings) *int { return &s.FetchMultiplier }, 1, 20),
+		enumField("importanceMode", func(s *Settings) *string { return &s.ImportanceMode }, func(v string) (string, error) {
+			m, err := fusion.ParseImportanceMode(v)
+			return string(m), err
+		}),
+		enumField("candidatePolicy", func(s *Settings) *string { return &s.CandidatePolicy }, func(v string) (string, error) {
+			p, err := recall.ParsePolicy(v)
+			return string(p), err
+		}),
+		intField("lexicalCap", func(s *Settings) *int { return &s.LexicalCap }, 1, 10000),
+		intField("poolSize", func(s *Settings) *int { return &s.PoolSize }, 1, 100000),
+	}
+}
+
+// SettingNames lists the settings keys in a stable order.
+func SettingNames() []string {
+	f := settingFields()
+	out := make([]string, len(f))
+	for i := range f {
+		out[i] = f[i].name
+	}
+	return out
+}
+
+// Apply returns s with the key=value pairs of kv applied, validated as a
+// whole: on any error (an unknown key, a value out of range) s is returned
+// unchanged with an ErrInvalid error naming the key and its allowed range.
+func (s Settings) Apply(kv map[string]string) (Settings, error) {
+	byName := map[string]settingField{}
+	for _, f := range settingFields() {
+		byName[strings.ToLower(f.name)] = f
+	}
+	keys := make([]string, 0, len(kv))
+	for k := range kv {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := s
+	for _, k := range keys {
+		f, ok := byName[strings.ToLower(k)]
+		if !ok {
+			return s, mnemotype.Invalidf("unknown setting %q: known settings are %s", k, strings.Join(SettingNames(), ", "))
+		}
+		if err := f.set(&out, kv[k]); err != nil {
+			return s, err
+		}
+	}
+	return out, nil
+}
+
+// Map renders s as key → value strings (the form settings are stored in).
+func (s Settings) Map() map[string]string {
+	out := map[string]string{}
+	for _, f := range settingFields() {
+		out[f.name] = f.get(&s)
+	}
+	return out
+}
+
+// canonical maps user-typed keys to their canonical spelling.
+func canonical(kv map[string]string) map[string]string {
+	byName := map[string]string{}
+	for _, n := range SettingNames() {
+		byName[strings.ToLower(n)] = n
+	}
+	out := make(map[string]string, len(kv))
+	for k, v := range kv {
+		if n, ok := byName[strings.ToLower(k)]; ok {
+			k = n
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// weights returns the legs' weights as fusion expects them.
+func (s Settings) weights() map[string]float64 {
+	return map[string]float64{
+		mnemotype.LegLexical: s.KeywordWeight,
+		mnemotype.LegDense:   s.SemanticWeight,
+		mnemotype.LegRecency: s.RecencyWeight,
+		mnemotype.LegAccess:  s.AccessWeight,
+	}
+}
+
+// options converts s into the pipeline's options.
+func (s Settings) options() (recall.Options, error) {
+	imp, err := fusion.ParseImportanceMode(s.ImportanceMode)
+	if err != nil {
+		return recall.Options{}, err
+	}
+	pol, err := recall.ParsePolicy(s.CandidatePolicy)
+	if err != nil {
+		return recall.Options{}, err
+	}
+	o := recall.Options{
+		Fusion:          fusion.Params{Strategy: fusion.Strategy(s.Strategy), Weights: s.weights(), K: s.RRFK},
+		FetchMultiplier: s.FetchMultiplier,
+		Importance:      imp,
+		Policy:          pol,
+		LexicalCap:      s.LexicalCap,
+		PoolSize:        s.PoolSize,
+	}
+	if err := o.Fusion.Validate(); err != nil {
+		return o, fmt.Errorf("settings: %w", err)
+	}
+	return o, nil
+}

@@ -1,0 +1,769 @@
+// Package sqlitestore implements store.Store on one SQLite file with the
+// pure-Go driver modernc.org/sqlite: FTS5 (porter unicode61) kept in sync by
+// triggers for the lexical leg, embeddings as little-endian float32 BLOBs,
+// WAL, one writer connection and a pool of readers.
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/mnemo-dev/mnemo/mnemotype"
+	"github.com/mnemo-dev/mnemo/store"
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+// DefaultBusyTimeout is how long a connection waits for a lock held by
+// another connection or process before failing.
+const DefaultBusyTimeout = 10 * time.Second
+
+// Options tunes a Store. The zero value is ready to use.
+type Options struct {
+	// Readers is the size of the reader pool. Defaults to max(4, GOMAXPROCS).
+	Readers int
+	// BusyTimeout defaults to DefaultBusyTimeout.
+	BusyTimeout time.Duration
+}
+
+// Store is a SQLite-backed store.Store. It is safe for concurrent use, and
+// several processes may open the same file (SQLite's locking serialises
+// writers; the busy timeout makes them wait instead of failing).
+type Store struct {
+	w      *sql.DB // exactly one connection: SQLite allows one writer
+	r      *sql.DB
+	path   string
+	closed atomic.Bool
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open opens (creating if needed) the database at path and migrates it to the
+// current schema.
+func Open(ctx context.Context, path string, opt Options) (*Store, error) {
+	if opt.Readers <= 0 {
+		opt.Readers = max(4, runtime.GOMAXPROCS(0))
+	}
+	if opt.BusyTimeout <= 0 {
+		opt.BusyTimeout = DefaultBusyTimeout
+	}
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("create database directory: %w", err)
+		}
+	}
+	pragmas := fmt.Sprintf("_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)",
+		opt.BusyTimeout.Milliseconds())
+	// _txlock=immediate takes the write lock at BEGIN, so a transaction
+	// never fails half-way on a lock upgrade (SQLITE_BUSY without waiting).
+	w, err := sql.Open("sqlite", "file:"+path+"?"+pragmas+"&_txlock=immediate")
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	s := &Store{w: w, path: path}
+	if err := s.migrate(ctx); err != nil {
+		w.Close()
+		return nil, err
+	}
+	r, err := sql.Open("sqlite", "file:"+path+"?"+pragmas+"&_pragma=query_only(1)")
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	r.SetMaxOpenConns(opt.Readers)
+	r.SetMaxIdleConns(opt.Readers)
+	r.SetConnMaxLifetime(0)
+	s.r = r
+	return s, nil
+}
+
+func (s *Store) migrate(ctx context.Context) error {
+	var fts int
+	if err := s.w.QueryRowContext(ctx, `SELECT sqlite_compileoption_used('ENABLE_FTS5')`).Scan(&fts); err != nil {
+		return fmt.Errorf("open %s: %w", s.path, err)
+	}
+	if fts != 1 {
+		return fmt.Errorf("open %s: this SQLite build lacks FTS5", s.path)
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("migrate %s: %w", s.path, err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)`); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	var v int
+	err = tx.QueryRowContext(ctx, `SELECT version FROM schema_version`).Scan(&v)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_version(version) VALUES (0)`); err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+	case err != nil:
+		return fmt.Errorf("migrate: read schema version: %w", err)
+	}
+	if v > len(migrations) {
+		return fmt.Errorf("open %s: schema version %d is newer than this mnemo (%d): upgrade mnemo", s.path, v, len(migrations))
+	}
+	for i := v; i < len(migrations); i++ {
+		if _, err := tx.ExecContext(ctx, migrations[i]); err != nil {
+			return fmt.Errorf("migrate to version %d: %w", i+1, err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE schema_version SET version = ?`, len(migrations)); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	return tx.Commit()
+}
+
+// SchemaVersion returns the number of migrations applied.
+func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
+	var v int
+	err := s.r.QueryRowContext(ctx, `SELECT version FROM schema_version`).Scan(&v)
+	return v, err
+}
+
+// Close checkpoints the WAL and closes the database. It is idempotent.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	// Best effort: fold the WAL into the main file so a copied .db is whole.
+	_, _ = s.w.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`)
+	err := errors.Join(s.r.Close(), s.w.Close())
+	if err != nil {
+		return fmt.Errorf("close %s: %w", s.path, err)
+	}
+	return nil
+}
+
+func (s *Store) check() error {
+	if s.closed.Load() {
+		return mnemotype.ErrClosed
+	}
+	return nil
+}
+
+// nextSeq advances the change counter by n inside tx and returns the first
+// new value.
+func nextSeq(ctx context.Context, tx *sql.Tx, n int) (int64, error) {
+	var last int64
+	if err := tx.QueryRowContext(ctx, `UPDATE counters SET value = value + ? WHERE name = 'seq' RETURNING value`, n).Scan(&last); err != nil {
+		return 0, fmt.Errorf("advance change sequence: %w", err)
+	}
+	return last - int64(n) + 1, nil
+}
+
+const insertSQL = `INSERT INTO memories
+	(id, profile, project, session, kind, content, importance, created_at, accessed_at, access_count,
+	 metadata, embedding, embedding_model, embedding_dim, seq)
+	VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
+
+// Insert implements store.Store.
+func (s *Store) Insert(ctx context.Context, mems []mnemotype.Memory) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	if len(mems) == 0 {
+		return nil
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("insert memories: %w", err)
+	}
+	defer tx.Rollback()
+	seq, err := nextSeq(ctx, tx, len(mems))
+	if err != nil {
+		return err
+	}
+	stmt, err := tx.PrepareContext(ctx, insertSQL)
+	if err != nil {
+		return fmt.Errorf("insert memories: %w", err)
+	}
+	defer stmt.Close()
+	for i := range mems {
+		m := &mems[i]
+		if m.ID == "" {
+			return mnemotype.Invalidf("memory %d has no id", i)
+		}
+		var blob []byte
+		var model any
+		var dim any
+		if len(m.Embedding) > 0 {
+			blob = EncodeVector(m.Embedding)
+			model, dim = m.EmbeddingModel, len(m.Embedding)
+		}
+		accessed := m.AccessedAt
+		if accessed.IsZero() {
+			accessed = m.CreatedAt
+		}
+		_, err := stmt.ExecContext(ctx, m.ID, m.Profile, m.Project, m.Session, string(m.Kind), m.Content,
+			m.Importance, m.CreatedAt.UnixNano(), accessed.UnixNano(), m.AccessCount,
+			nullJSON(m.Metadata), blob, model, dim, seq+int64(i))
+		if err != nil {
+			if strings.Contains(err.Error(), "UNIQUE constraint failed: memories.id") {
+				return mnemotype.Invalidf("id %q already exists", m.ID)
+			}
+			return fmt.Errorf("insert memory %s: %w", m.ID, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("insert memories: commit: %w", err)
+	}
+	return nil
+}
+
+func nullJSON(b json.RawMessage) any {
+	if len(b) == 0 {
+		return nil
+	}
+	return string(b)
+}
+
+// EncodeVector encodes v as little-endian float32s.
+func EncodeVector(v []float32) []byte {
+	b := make([]byte, 4*len(v))
+	for i, f := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(f))
+	}
+	return b
+}
+
+// DecodeVector decodes a little-endian float32 BLOB.
+func DecodeVector(b []byte) ([]float32, error) {
+	if len(b)%4 != 0 {
+		return nil, fmt.Errorf("embedding blob of %d bytes is not a float32 vector", len(b))
+	}
+	v := make([]float32, len(b)/4)
+	for i := range v {
+		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return v, nil
+}
+
+const memoryCols = `id, profile, project, session, kind, content, importance, created_at, accessed_at,
+	access_count, metadata, embedding_model`
+
+type scanner interface{ Scan(...any) error }
+
+func scanMemory(sc scanner, extra ...any) (mnemotype.Memory, error) {
+	var m mnemotype.Memory
+	var kind string
+	var created, accessed int64
+	var meta, model sql.NullString
+	dest := append([]any{&m.ID, &m.Profile, &m.Project, &m.Session, &kind, &m.Content, &m.Importance,
+		&created, &accessed, &m.AccessCount, &meta, &model}, extra...)
+	if err := sc.Scan(dest...); err != nil {
+		return m, err
+	}
+	m.Kind = mnemotype.Kind(kind)
+	m.CreatedAt = time.Unix(0, created).UTC()
+	m.AccessedAt = time.Unix(0, accessed).UTC()
+	if meta.Valid {
+		m.Metadata = json.RawMessage(meta.String)
+	}
+	m.EmbeddingModel = model.String
+	return m, nil
+}
+
+func placeholders(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return strings.Repeat("?,", n-1) + "?"
+}
+
+func anySlice[T any](xs []T) []any {
+	out := make([]any, len(xs))
+	for i, x := range xs {
+		out[i] = x
+	}
+	return out
+}
+
+// Get implements store.Store.
+func (s *Store) Get(ctx context.Context, p store.GetParams) ([]mnemotype.Memory, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	if len(p.IDs) == 0 {
+		return nil, nil
+	}
+	cols := memoryCols
+	if p.WithEmbedding {
+		cols += ", embedding"
+	}
+	q := `SELECT ` + cols + ` FROM memories WHERE profile = ? AND id IN (` + placeholders(len(p.IDs)) + `)`
+	rows, err := s.r.QueryContext(ctx, q, append([]any{p.Profile}, anySlice(p.IDs)...)...)
+	if err != nil {
+		return nil, fmt.Errorf("get memories: %w", err)
+	}
+	defer rows.Close()
+	byID := make(map[string]mnemotype.Memory, len(p.IDs))
+	for rows.Next() {
+		var blob []byte
+		var extra []any
+		if p.WithEmbedding {
+			extra = []any{&blob}
+		}
+		m, err := scanMemory(rows, extra...)
+		if err != nil {
+			return nil, fmt.Errorf("get memories: %w", err)
+		}
+		if len(blob) > 0 {
+			if m.Embedding, err = DecodeVector(blob); err != nil {
+				return nil, fmt.Errorf("get memory %s: %w", m.ID, err)
+			}
+		}
+		byID[m.ID] = m
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("get memories: %w", err)
+	}
+	out := make([]mnemotype.Memory, 0, len(byID))
+	for _, id := range p.IDs {
+		if m, ok := byID[id]; ok {
+			out = append(out, m)
+			delete(byID, id) // an id asked twice is returned once
+		}
+	}
+	return out, nil
+}
+
+// Update implements store.Store.
+func (s *Store) Update(ctx context.Context, p store.UpdateParams) (mnemotype.Memory, error) {
+	if err := s.check(); err != nil {
+		return mnemotype.Memory{}, err
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return mnemotype.Memory{}, fmt.Errorf("update memory %s: %w", p.ID, err)
+	}
+	defer tx.Rollback()
+	var blob []byte
+	m, err := scanMemory(tx.QueryRowContext(ctx, `SELECT `+memoryCols+`, embedding FROM memories WHERE profile = ? AND id = ?`,
+		p.Profile, p.ID), &blob)
+	if errors.Is(err, sql.ErrNoRows) {
+		return mnemotype.Memory{}, fmt.Errorf("update memory %s: %w", p.ID, mnemotype.ErrNotFound)
+	}
+	if err != nil {
+		return mnemotype.Memory{}, fmt.Errorf("update memory %s: %w", p.ID, err)
+	}
+	if len(blob) > 0 {
+		if m.Embedding, err = DecodeVector(blob); err != nil {
+			return mnemotype.Memory{}, fmt.Errorf("update memory %s: %w", p.ID, err)
+		}
+	}
+	if p.Content != nil {
+		m.Content = *p.Content
+	}
+	if p.Kind != nil {
+		m.Kind = *p.Kind
+	}
+	if p.Project != nil {
+		m.Project = *p.Project
+	}
+	if p.Session != nil {
+		m.Session = *p.Session
+	}
+	if p.Importance != nil {
+		m.Importance = *p.Importance
+	}
+	if p.Metadata != nil {
+		m.Metadata = *p.Metadata
+	}
+	if p.EmbeddingModel != "" {
+		m.Embedding, m.EmbeddingModel = p.Embedding, p.EmbeddingModel
+	}
+	if err := m.Validate(); err != nil {
+		return mnemotype.Memory{}, err
+	}
+	seq, err := nextSeq(ctx, tx, 1)
+	if err != nil {
+		return mnemotype.Memory{}, err
+	}
+	var newBlob []byte
+	var model, dim any
+	if len(m.Embedding) > 0 {
+		newBlob, model, dim = EncodeVector(m.Embedding), m.EmbeddingModel, len(m.Embedding)
+	}
+	_, err = tx.ExecContext(ctx, `UPDATE memories SET content = ?, kind = ?, project = ?, session = ?, importance = ?,
+		metadata = ?, embedding = ?, embedding_model = ?, embedding_dim = ?, seq = ? WHERE profile = ? AND id = ?`,
+		m.Content, string(m.Kind), m.Project, m.Session, m.Importance, nullJSON(m.Metadata), newBlob, model, dim, seq,
+		p.Profile, p.ID)
+	if err != nil {
+		return mnemotype.Memory{}, fmt.Errorf("update memory %s: %w", p.ID, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return mnemotype.Memory{}, fmt.Errorf("update memory %s: commit: %w", p.ID, err)
+	}
+	return m, nil
+}
+
+// Delete implements store.Store.
+func (s *Store) Delete(ctx context.Context, profile, id string) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("delete memory %s: %w", id, err)
+	}
+	defer tx.Rollback()
+	res, err := tx.ExecContext(ctx, `DELETE FROM memories WHERE profile = ? AND id = ?`, profile, id)
+	if err != nil {
+		return fmt.Errorf("delete memory %s: %w", id, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("delete memory %s: %w", id, mnemotype.ErrNotFound)
+	}
+	seq, err := nextSeq(ctx, tx, 1)
+	if err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO tombstones(seq, profile, id) VALUES (?,?,?)`, seq, profile, id); err != nil {
+		return fmt.Errorf("delete memory %s: %w", id, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("delete memory %s: commit: %w", id, err)
+	}
+	return nil
+}
+
+// List implements store.Store.
+func (s *Store) List(ctx context.Context, p store.ListParams) (store.ListPage, error) {
+	if err := s.check(); err != nil {
+		return store.ListPage{}, err
+	}
+	if p.Limit <= 0 {
+		p.Limit = 100
+	}
+	where := []string{"profile = ?"}
+	args := []any{p.Profile}
+	if p.Project != "" {
+		where, args = append(where, "project = ?"), append(args, p.Project)
+	}
+	if p.Session != "" {
+		where, args = append(where, "session = ?"), append(args, p.Session)
+	}
+	if p.Cursor != "" {
+		at, id, err := decodeCursor(p.Cursor)
+		if err != nil {
+			return store.ListPage{}, err
+		}
+		where, args = append(where, "(created_at, id) > (?, ?)"), append(args, at, id)
+	}
+	q := `SELECT ` + memoryCols + ` FROM memories WHERE ` + strings.Join(where, " AND ") +
+		` ORDER BY created_at, id LIMIT ?`
+	rows, err := s.r.QueryContext(ctx, q, append(args, p.Limit+1)...)
+	if err != nil {
+		return store.ListPage{}, fmt.Errorf("list memories: %w", err)
+	}
+	defer rows.Close()
+	var page store.ListPage
+	for rows.Next() {
+		m, err := scanMemory(rows)
+		if err != nil {
+			return store.ListPage{}, fmt.Errorf("list memories: %w", err)
+		}
+		page.Memories = append(page.Memories, m)
+	}
+	if err := rows.Err(); err != nil {
+		return store.ListPage{}, fmt.Errorf("list memories: %w", err)
+	}
+	if len(page.Memories) > p.Limit {
+		page.Memories = page.Memories[:p.Limit]
+		last := page.Memories[p.Limit-1]
+		page.NextCursor = encodeCursor(last.CreatedAt.UnixNano(), last.ID)
+	}
+	return page, nil
+}
+
+func encodeCursor(at int64, id string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(at, 10) + ":" + id))
+}
+
+func decodeCursor(c string) (int64, string, error) {
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err == nil {
+		if at, id, ok := strings.Cut(string(b), ":"); ok {
+			if n, err := strconv.ParseInt(at, 10, 64); err == nil {
+				return n, id, nil
+			}
+		}
+	}
+	return 0, "", mnemotype.Invalidf("cursor %q: not a cursor returned by a previous page", c)
+}
+
+// scopeSQL returns the WHERE conditions enforcing scope on table alias a.
+func scopeSQL(a string, sc mnemotype.Scope) (string, []any) {
+	conds := []string{a + ".profile = ?"}
+	args := []any{sc.Profile}
+	if sc.Project != "" {
+		conds, args = append(conds, a+".project = ?"), append(args, sc.Project)
+	}
+	if len(sc.Sessions) > 0 {
+		conds = append(conds, a+".session IN ("+placeholders(len(sc.Sessions))+")")
+		args = append(args, anySlice(sc.Sessions)...)
+	}
+	if len(sc.Kinds) > 0 {
+		conds = append(conds, a+".kind IN ("+placeholders(len(sc.Kinds))+")")
+		for _, k := range sc.Kinds {
+			args = append(args, string(k))
+		}
+	}
+	if len(sc.Exclude) > 0 {
+		conds = append(conds, a+".id NOT IN ("+placeholders(len(sc.Exclude))+")")
+		args = append(args, anySlice(sc.Exclude)...)
+	}
+	return strings.Join(conds, " AND "), args
+}
+
+// MatchExpr renders q in FTS5 syntax: every term a quoted string (quotes
+// doubled), joined by implicit AND or by OR. User text therefore never reaches
+// the FTS5 query language as operators.
+func MatchExpr(q store.MatchQuery) string {
+	parts := make([]string, len(q.Terms))
+	for i, t := range q.Terms {
+		parts[i] = `"` + strings.ReplaceAll(t, `"`, `""`) + `"`
+	}
+	if q.All {
+		return strings.Join(parts, " ")
+	}
+	return strings.Join(parts, " OR ")
+}
+
+// Lexical implements store.Store with FTS5's bm25(), negated so that higher
+// is better.
+func (s *Store) Lexical(ctx context.Context, p store.LexicalParams) ([]mnemotype.Hit, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	if len(p.Match.Terms) == 0 || (p.Only != nil && len(p.Only) == 0) {
+		return nil, nil
+	}
+	cond, args := scopeSQL("m", p.Scope)
+	q := `SELECT m.id, bm25(memories_fts) FROM memories_fts JOIN memories m ON m.rid = memories_fts.rowid
+		WHERE memories_fts MATCH ? AND ` + cond
+	args = append([]any{MatchExpr(p.Match)}, args...)
+	if p.Only != nil {
+		q += ` AND m.id IN (` + placeholders(len(p.Only)) + `)`
+		args = append(args, anySlice(p.Only)...)
+	}
+	q += ` ORDER BY bm25(memories_fts), m.id`
+	if p.Limit > 0 {
+		q += ` LIMIT ?`
+		args = append(args, p.Limit)
+	}
+	rows, err := s.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("lexical search: %w", err)
+	}
+	defer rows.Close()
+	var hits []mnemotype.Hit
+	for rows.Next() {
+		var h mnemotype.Hit
+		if err := rows.Scan(&h.ID, &h.Score); err != nil {
+			return nil, fmt.Errorf("lexical search: %w", err)
+		}
+		h.Score = -h.Score
+		hits = append(hits, h)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("lexical search: %w", err)
+	}
+	return hits, nil
+}
+
+// RecentlyAccessed implements store.Store using the partial index
+// memories_recent_embedded (seed 001).
+func (s *Store) RecentlyAccessed(ctx context.Context, scope mnemotype.Scope, n int) ([]string, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	cond, args := scopeSQL("m", scope)
+	rows, err := s.r.QueryContext(ctx, `SELECT m.id FROM memories m WHERE `+cond+
+		` AND m.embedding IS NOT NULL ORDER BY m.accessed_at DESC LIMIT ?`, append(args, n)...)
+	if err != nil {
+		return nil, fmt.Errorf("recently accessed: %w", err)
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("recently accessed: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}
+
+// Sequence implements store.Store.
+func (s *Store) Sequence(ctx context.Context) (int64, error) {
+	if err := s.check(); err != nil {
+		return 0, err
+	}
+	var v int64
+	if err := s.r.QueryRowContext(ctx, `SELECT value FROM counters WHERE name = 'seq'`).Scan(&v); err != nil {
+		return 0, fmt.Errorf("read change sequence: %w", err)
+	}
+	return v, nil
+}
+
+// Changes implements store.Store. It reads in one transaction so the set is
+// a consistent snapshot.
+func (s *Store) Changes(ctx context.Context, profile string, since int64) (store.ChangeSet, error) {
+	if err := s.check(); err != nil {
+		return store.ChangeSet{}, err
+	}
+	var cs store.ChangeSet
+	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return cs, fmt.Errorf("read changes: %w", err)
+	}
+	defer tx.Rollback()
+	if err := tx.QueryRowContext(ctx, `SELECT value FROM counters WHERE name = 'seq'`).Scan(&cs.Seq); err != nil {
+		return cs, fmt.Errorf("read changes: %w", err)
+	}
+	if cs.Seq <= since {
+		return cs, nil
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT id, profile, project, session, kind, '', importance, created_at,
+		accessed_at, access_count, NULL, embedding_model, embedding FROM memories WHERE profile = ? AND seq > ?`, profile, since)
+	if err != nil {
+		return cs, fmt.Errorf("read changes: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var blob []byte
+		m, err := scanMemory(rows, &blob)
+		if err != nil {
+			return cs, fmt.Errorf("read changes: %w", err)
+		}
+		if len(blob) > 0 {
+			if m.Embedding, err = DecodeVector(blob); err != nil {
+				return cs, fmt.Errorf("read memory %s: %w", m.ID, err)
+			}
+		}
+		cs.Upserts = append(cs.Upserts, m)
+	}
+	if err := rows.Err(); err != nil {
+		return cs, fmt.Errorf("read changes: %w", err)
+	}
+	drows, err := tx.QueryContext(ctx, `SELECT id FROM tombstones WHERE profile = ? AND seq > ?`, profile, since)
+	if err != nil {
+		return cs, fmt.Errorf("read changes: %w", err)
+	}
+	defer drows.Close()
+	for drows.Next() {
+		var id string
+		if err := drows.Scan(&id); err != nil {
+			return cs, fmt.Errorf("read changes: %w", err)
+		}
+		cs.Deleted = append(cs.Deleted, id)
+	}
+	return cs, drows.Err()
+}
+
+// RecordAccess implements store.Store. Access statistics do not advance the
+// change sequence: they are signals, not content.
+func (s *Store) RecordAccess(ctx context.Context, acc []store.Access) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	if len(acc) == 0 {
+		return nil
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("record access: %w", err)
+	}
+	defer tx.Rollback()
+	stmt, err := tx.PrepareContext(ctx, `UPDATE memories SET access_count = access_count + ?,
+		accessed_at = max(accessed_at, ?) WHERE profile = ? AND id = ?`)
+	if err != nil {
+		return fmt.Errorf("record access: %w", err)
+	}
+	defer stmt.Close()
+	for _, a := range acc {
+		if _, err := stmt.ExecContext(ctx, a.Count, a.At.UnixNano(), a.Profile, a.ID); err != nil {
+			return fmt.Errorf("record access %s: %w", a.ID, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("record access: commit: %w", err)
+	}
+	return nil
+}
+
+// Settings implements store.Store.
+func (s *Store) Settings(ctx context.Context, profile string) (map[string]string, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT key, value FROM settings WHERE profile = ?`, profile)
+	if err != nil {
+		return nil, fmt.Errorf("read settings: %w", err)
+	}
+	defer rows.Close()
+	kv := map[string]string{}
+	for rows.Next() {
+		var k, v string
+		if err := rows.Scan(&k, &v); err != nil {
+			return nil, fmt.Errorf("read settings: %w", err)
+		}
+		kv[k] = v
+	}
+	return kv, rows.Err()
+}
+
+// SetSettings implements store.Store.
+func (s *Store) SetSettings(ctx context.Context, profile string, kv map[string]string) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("write settings: %w", err)
+	}
+	defer tx.Rollback()
+	for k, v := range kv {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO settings(profile, key, value) VALUES (?,?,?)
+			ON CONFLICT(profile, key) DO UPDATE SET value = excluded.value`, profile, k, v); err != nil {
+			return fmt.Errorf("write setting %s: %w", k, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("write settings: commit: %w", err)
+	}
+	return nil
+}
+
+// Count implements store.Store.
+func (s *Store) Count(ctx context.Context, profile string) (int, error) {
+	if err := s.check(); err != nil {
+		return 0, err
+	}
+	var n int
+	if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM memories WHERE profile = ?`, profile).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count memories: %w", err)
+	}
+	return n, nil
+}

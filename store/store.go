@@ -1,0 +1,141 @@
+// Package store defines mnemo's storage port: the operations the engine and
+// the recall pipeline need from a backend (SQLite now, Postgres next). The
+// pipeline never sees SQL; implementations translate driver errors into the
+// sentinels of package mnemotype at this boundary.
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/mnemo-dev/mnemo/mnemotype"
+)
+
+// Store is a memory backend. Implementations are safe for concurrent use by
+// many goroutines and, for file-backed stores, by several processes.
+//
+// Every method taking a profile confines itself to that profile: a row of
+// another profile is never read, changed or reported as existing
+// (ErrNotFound instead).
+type Store interface {
+	// Insert stores memories atomically: all of them or none. Memories must
+	// be valid and carry ids and timestamps; an id that already exists is an
+	// ErrInvalid error naming it.
+	Insert(ctx context.Context, mems []mnemotype.Memory) error
+	// Get returns the memories with the given ids in p.Profile, in the order
+	// asked, skipping ids that do not exist. Embeddings are included only if
+	// p.WithEmbedding.
+	Get(ctx context.Context, p GetParams) ([]mnemotype.Memory, error)
+	// Update changes the fields set in p of one memory. Returns ErrNotFound
+	// if the id is not in the profile.
+	Update(ctx context.Context, p UpdateParams) (mnemotype.Memory, error)
+	// Delete removes one memory. Returns ErrNotFound if the id is not in the
+	// profile.
+	Delete(ctx context.Context, profile, id string) error
+	// List pages through a profile's memories in a stable order (creation
+	// time, then id).
+	List(ctx context.Context, p ListParams) (ListPage, error)
+	// Lexical runs a full-text query inside a scope. Scores are "higher is
+	// better" (the negated BM25 of SQLite); hits come best first with Rank
+	// unset.
+	Lexical(ctx context.Context, p LexicalParams) ([]mnemotype.Hit, error)
+	// RecentlyAccessed returns the ids of the n most recently accessed
+	// memories in the scope that have an embedding (seed 001's vector pool).
+	RecentlyAccessed(ctx context.Context, scope mnemotype.Scope, n int) ([]string, error)
+	// Changes reports what changed in a profile after sequence number since,
+	// for in-memory indexes to catch up with writes by any process.
+	Changes(ctx context.Context, profile string, since int64) (ChangeSet, error)
+	// Sequence returns the store's current change sequence number: a cheap
+	// check of whether Changes has anything new.
+	Sequence(ctx context.Context) (int64, error)
+	// RecordAccess adds each access to its memory's access_count and raises
+	// accessed_at; memories deleted meanwhile are skipped.
+	RecordAccess(ctx context.Context, acc []Access) error
+	// Settings returns the stored settings of profile ("" holds server-wide
+	// defaults).
+	Settings(ctx context.Context, profile string) (map[string]string, error)
+	// SetSettings stores key/value pairs for profile atomically.
+	SetSettings(ctx context.Context, profile string, kv map[string]string) error
+	// Count returns the number of memories in profile.
+	Count(ctx context.Context, profile string) (int, error)
+	// Close releases the store. Later calls return ErrClosed.
+	Close() error
+}
+
+// GetParams selects memories by id.
+type GetParams struct {
+	Profile       string
+	IDs           []string
+	WithEmbedding bool
+}
+
+// UpdateParams changes a memory; nil fields are left as they are.
+type UpdateParams struct {
+	Profile    string
+	ID         string
+	Content    *string
+	Kind       *mnemotype.Kind
+	Project    *string
+	Session    *string
+	Importance *float64
+	Metadata   *[]byte
+	// Embedding replaces the embedding when EmbeddingModel is not empty.
+	Embedding      []float32
+	EmbeddingModel string
+}
+
+// ListParams pages through memories.
+type ListParams struct {
+	Profile string
+	Project string
+	Session string
+	Limit   int
+	// Cursor is the NextCursor of the previous page, or "" for the first.
+	Cursor string
+}
+
+// ListPage is one page of List.
+type ListPage struct {
+	Memories []mnemotype.Memory
+	// NextCursor is "" on the last page.
+	NextCursor string
+}
+
+// LexicalParams is one full-text query.
+type LexicalParams struct {
+	Scope mnemotype.Scope
+	// Match is a query in the backend's full-text syntax, built by the
+	// pipeline from quoted tokens (never raw user text).
+	Match MatchQuery
+	// Limit caps the hits; 0 means no cap (used with Only).
+	Limit int
+	// Only, when not nil, restricts the query to these ids (scoring another
+	// leg's candidates).
+	Only []string
+}
+
+// MatchQuery is a backend-neutral full-text query: documents containing all
+// Terms (All) or any of them.
+type MatchQuery struct {
+	Terms []string
+	All   bool
+}
+
+// ChangeSet lists what changed in a profile since a sequence number.
+type ChangeSet struct {
+	// Upserts are memories inserted or changed, with embeddings, without
+	// content.
+	Upserts []mnemotype.Memory
+	// Deleted are ids removed.
+	Deleted []string
+	// Seq is the sequence number the set is complete up to.
+	Seq int64
+}
+
+// Access is one memory returned by a recall.
+type Access struct {
+	Profile string
+	ID      string
+	At      time.Time
+	Count   int64
+}
