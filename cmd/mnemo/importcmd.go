@@ -249,7 +249,9 @@ func (im *importer) parse(raw []byte) (mnemo.Input, error) {
 	in.Project = str("project")
 	in.Session = str("session")
 	if im.sessionField != "" {
-		in.Session = str(im.sessionField)
+		if v := str(im.sessionField); v != "" {
+			in.Session = v
+		}
 	}
 	in.Kind = str("kind")
 	ts := str("created_at")

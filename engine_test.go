@@ -1,0 +1,392 @@
+package mnemo_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mnemo-dev/mnemo"
+	"github.com/mnemo-dev/mnemo/embed"
+	"github.com/mnemo-dev/mnemo/mnemotype"
+)
+
+type testBundle struct {
+	path string
+}
+
+// setup opens an engine on a fresh SQLite file with the hashing embedder
+// and background access flushing off.
+func setup(t *testing.T) (*mnemo.Engine, *testBundle) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "mnemo.db")
+	e, err := mnemo.Open(path, &mnemo.Config{AccessFlushInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e, &testBundle{path: path}
+}
+
+func remember(t *testing.T, e *mnemo.Engine, in mnemo.Input) mnemo.Memory {
+	t.Helper()
+	m, err := e.Remember(context.Background(), in)
+	if err != nil {
+		t.Fatalf("remember %q: %v", in.Content, err)
+	}
+	return m
+}
+
+func ids(res *mnemo.RecallResult) []string {
+	out := make([]string, len(res.Results))
+	for i, r := range res.Results {
+		out[i] = r.ID
+	}
+	return out
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func TestEngine_RememberRecallForget(t *testing.T) {
+	t.Parallel()
+	e, _ := setup(t)
+	ctx := context.Background()
+	a := remember(t, e, mnemo.Input{Profile: "me", Session: "s1", Content: "Deployed Threadline v2.3 with the JWT auth fix"})
+	b := remember(t, e, mnemo.Input{Profile: "me", Session: "s2", Content: "bought groceries for the weekend"})
+	if a.Kind != mnemotype.KindEpisodic || a.Importance != 0.5 || a.EmbeddingModel != embed.HashModel || a.EmbeddingDim() != 256 {
+		t.Fatalf("defaults not applied: %+v", a)
+	}
+	res, err := e.Recall(ctx, mnemo.Query{Profile: "me", Text: "Threadline JWT", Trace: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Results) == 0 || res.Results[0].ID != a.ID {
+		t.Fatalf("want %s first, got %v", a.ID, ids(res))
+	}
+	top := res.Results[0]
+	if top.Content != a.Content || top.Legs["lexical"].Rank != 1 || top.Legs["dense"].Rank != 1 {
+		t.Fatalf("unexpected top result %+v", top)
+	}
+	// Seed 003: ranks 1 and 1 under k=60 → 2/61, times the importance prior 0.7+0.3·0.5.
+	if want := 2.0 / 61 * 0.85; abs(top.Score-want) > 1e-12 {
+		t.Fatalf("score = %v, want %v", top.Score, want)
+	}
+	if res.Trace == nil || res.Trace.Timings["total"] <= 0 || len(res.Trace.Legs["lexical"]) == 0 {
+		t.Fatalf("trace incomplete: %+v", res.Trace)
+	}
+	if err := e.Forget(ctx, "me", a.ID); err != nil {
+		t.Fatal(err)
+	}
+	res, err = e.Recall(ctx, mnemo.Query{Profile: "me", Text: "Threadline JWT"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(ids(res), a.ID) {
+		t.Fatalf("forgotten memory recalled: %v", ids(res))
+	}
+	if _, err := e.Get(ctx, "me", a.ID); !errors.Is(err, mnemo.ErrNotFound) {
+		t.Fatalf("get forgotten: %v", err)
+	}
+	if got, err := e.Get(ctx, "me", b.ID); err != nil || got.Content != b.Content {
+		t.Fatalf("get: %v %+v", err, got)
+	}
+}
+
+func abs(f float64) float64 {
+	if f < 0 {
+		return -f
+	}
+	return f
+}
+
+// TestEngine_ScopeIsolation checks every leg alone and fused: profile A
+// never sees B, a session filter never leaks other sessions, project and
+// kind filters and exclude hold.
+func TestEngine_ScopeIsolation(t *testing.T) {
+	t.Parallel()
+	e, _ := setup(t)
+	ctx := context.Background()
+	text := "the deploy of the billing service failed on tuesday"
+	mk := func(profile, project, session, kind string) mnemo.Memory {
+		return remember(t, e, mnemo.Input{Profile: profile, Project: project, Session: session, Kind: kind, Content: text})
+	}
+	a1 := mk("A", "p1", "s1", "episodic")
+	a2 := mk("A", "p1", "s2", "semantic")
+	a3 := mk("A", "p2", "s3", "episodic")
+	b1 := mk("B", "p1", "s1", "episodic")
+	legs := map[string]map[string]string{
+		"lexical only": {"semanticWeight": "0"},
+		"dense only":   {"keywordWeight": "0"},
+		"all legs":     {"recencyWeight": "1", "accessWeight": "1"},
+	}
+	cases := []struct {
+		name string
+		q    mnemo.Query
+		want []string
+	}{
+		{"profile A", mnemo.Query{Profile: "A"}, []string{a1.ID, a2.ID, a3.ID}},
+		{"profile B", mnemo.Query{Profile: "B"}, []string{b1.ID}},
+		{"unknown profile", mnemo.Query{Profile: "C"}, nil},
+		{"session s1", mnemo.Query{Profile: "A", Sessions: []string{"s1"}}, []string{a1.ID}},
+		{"sessions s1 s3", mnemo.Query{Profile: "A", Sessions: []string{"s1", "s3"}}, []string{a1.ID, a3.ID}},
+		{"unknown session", mnemo.Query{Profile: "A", Sessions: []string{"nope"}}, nil},
+		{"project p1", mnemo.Query{Profile: "A", Project: "p1"}, []string{a1.ID, a2.ID}},
+		{"kind semantic", mnemo.Query{Profile: "A", Kinds: []mnemo.Kind{"semantic"}}, []string{a2.ID}},
+		{"exclude", mnemo.Query{Profile: "A", Exclude: []string{a1.ID, b1.ID}}, []string{a2.ID, a3.ID}},
+	}
+	for legName, over := range legs {
+		for _, c := range cases {
+			t.Run(legName+"/"+c.name, func(t *testing.T) {
+				q := c.q
+				q.Text = "billing deploy failed"
+				q.Overrides = over
+				res, err := e.Recall(ctx, q)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := ids(res)
+				slices.Sort(got)
+				want := slices.Clone(c.want)
+				slices.Sort(want)
+				if !slices.Equal(got, want) {
+					t.Fatalf("got %v, want %v", got, want)
+				}
+			})
+		}
+	}
+}
+
+func TestEngine_QueriesNeverBreakFTS(t *testing.T) {
+	t.Parallel()
+	e, _ := setup(t)
+	ctx := context.Background()
+	m := remember(t, e, mnemo.Input{Profile: "me", Content: "near the column x: we use AND and OR gates, price 5* with -x flag (see) café Zürich 東京"})
+	queries := []string{
+		"AND", "OR NEAR(", `"unbalanced`, `unbalanced"quote"`, "*", "-x", "col:x", ")(", "NEAR(a b, 3)", "a AND b OR c NOT d",
+		"^start", "x*y", "{col1 col2}: x", "'single'", `\"escaped\"`, "café", "CAFE", "zürich", "東京", "🙂 emoji", "%_%", "\x00",
+		"content:x", "memories_fts", "'); DROP TABLE memories; --",
+	}
+	for _, q := range queries {
+		t.Run(fmt.Sprintf("%q", q), func(t *testing.T) {
+			if _, err := e.Recall(ctx, mnemo.Query{Profile: "me", Text: q}); err != nil {
+				t.Fatalf("recall %q: %v", q, err)
+			}
+		})
+	}
+	// Plain-word semantics: the words are found, operators are not applied.
+	for _, q := range []string{"café", "cafe", "Zürich", "東京", "column", "gates"} {
+		res, err := e.Recall(ctx, mnemo.Query{Profile: "me", Text: q, Overrides: map[string]string{"semanticWeight": "0"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Results) != 1 || res.Results[0].ID != m.ID {
+			t.Errorf("lexical %q: got %v", q, ids(res))
+		}
+	}
+}
+
+func TestEngine_InvalidInput(t *testing.T) {
+	t.Parallel()
+	e, _ := setup(t)
+	ctx := context.Background()
+	remember(t, e, mnemo.Input{Profile: "me", Content: "something"})
+	nan := 0.0
+	nan = nan / nan
+	rememberCases := []struct {
+		name string
+		in   mnemo.Input
+		want string
+	}{
+		{"no profile", mnemo.Input{Content: "x"}, "profile"},
+		{"empty content", mnemo.Input{Profile: "me", Content: "  \n"}, "content"},
+		{"importance NaN", mnemo.Input{Profile: "me", Content: "x", Importance: &nan}, "importance"},
+		{"importance <0", mnemo.Input{Profile: "me", Content: "x", Importance: ptr(-0.1)}, "importance"},
+		{"importance >1", mnemo.Input{Profile: "me", Content: "x", Importance: ptr(1.5)}, "importance"},
+		{"bad kind", mnemo.Input{Profile: "me", Content: "x", Kind: "dream"}, "kind"},
+		{"bad metadata", mnemo.Input{Profile: "me", Content: "x", Metadata: []byte(`[1]`)}, "metadata"},
+		{"wrong dimension", mnemo.Input{Profile: "me", Content: "x", Embedding: make([]float32, 3)}, "dimension"},
+		{"oversize", mnemo.Input{Profile: "me", Content: strings.Repeat("x", mnemo.MaxContentBytes+1)}, "bytes"},
+	}
+	for _, c := range rememberCases {
+		t.Run("remember/"+c.name, func(t *testing.T) {
+			_, err := e.Remember(ctx, c.in)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err = %v, want mention of %q", err, c.want)
+			}
+			if !errors.Is(err, mnemo.ErrInvalid) && !errors.Is(err, mnemo.ErrDimensionMismatch) {
+				t.Fatalf("err = %v is not ErrInvalid", err)
+			}
+		})
+	}
+	if n, _ := e.Count(ctx, "me"); n != 1 {
+		t.Fatalf("invalid input wrote something: count %d", n)
+	}
+	dup := remember(t, e, mnemo.Input{Profile: "me", Content: "dup"})
+	if _, err := e.RememberBatch(ctx, []mnemo.Input{{Profile: "me", Content: "new"}, {Profile: "me", ID: dup.ID, Content: "again"}}); !errors.Is(err, mnemo.ErrInvalid) {
+		t.Fatalf("duplicate id: %v", err)
+	}
+	if n, _ := e.Count(ctx, "me"); n != 2 {
+		t.Fatalf("a failed batch wrote something: count %d", n)
+	}
+	recallCases := []struct {
+		name string
+		q    mnemo.Query
+		want string
+	}{
+		{"no profile", mnemo.Query{Text: "x"}, "profile"},
+		{"empty", mnemo.Query{Profile: "me", Text: ""}, "query"},
+		{"whitespace", mnemo.Query{Profile: "me", Text: " \t\n"}, "query"},
+		{"negative limit", mnemo.Query{Profile: "me", Text: "x", Limit: -1}, "limit"},
+		{"huge limit", mnemo.Query{Profile: "me", Text: "x", Limit: 1 << 20}, "limit"},
+		{"weight above 5", mnemo.Query{Profile: "me", Text: "x", Overrides: map[string]string{"keywordWeight": "5.5"}}, "keywordWeight"},
+		{"weight NaN", mnemo.Query{Profile: "me", Text: "x", Overrides: map[string]string{"semanticWeight": "NaN"}}, "semanticWeight"},
+		{"unknown setting", mnemo.Query{Profile: "me", Text: "x", Overrides: map[string]string{"bogus": "1"}}, "bogus"},
+		{"bad strategy", mnemo.Query{Profile: "me", Text: "x", Overrides: map[string]string{"strategy": "magic"}}, "strategy"},
+		{"bad kind", mnemo.Query{Profile: "me", Text: "x", Kinds: []mnemo.Kind{"dream"}}, "kinds"},
+	}
+	for _, c := range recallCases {
+		t.Run("recall/"+c.name, func(t *testing.T) {
+			_, err := e.Recall(ctx, c.q)
+			if !errors.Is(err, mnemo.ErrInvalid) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err = %v, want ErrInvalid mentioning %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestEngine_QueryWithoutSearchableWords(t *testing.T) {
+	t.Parallel()
+	e, _ := setup(t)
+	remember(t, e, mnemo.Input{Profile: "me", Content: "something"})
+	res, err := e.Recall(context.Background(), mnemo.Query{Profile: "me", Text: "?!", Trace: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Trace.Skipped["lexical"] == "" {
+		t.Fatalf("lexical leg should be skipped and say why: %+v", res.Trace.Skipped)
+	}
+}
+
+func TestEngine_Settings(t *testing.T) {
+	t.Parallel()
+	e, _ := setup(t)
+	ctx := context.Background()
+	s, err := e.Settings(ctx, "me")
+	if err != nil || s != mnemo.DefaultSettings() {
+		t.Fatalf("defaults: %v %+v", err, s)
+	}
+	s, err = e.UpdateSettings(ctx, "me", map[string]string{"semanticweight": "0.5", "rrfK": "20"})
+	if err != nil || s.SemanticWeight != 0.5 || s.RRFK != 20 {
+		t.Fatalf("update: %v %+v", err, s)
+	}
+	if _, err := e.UpdateSettings(ctx, "me", map[string]string{"rrfK": "30", "keywordWeight": "-1"}); !errors.Is(err, mnemo.ErrInvalid) {
+		t.Fatalf("invalid update accepted: %v", err)
+	}
+	if s, _ := e.Settings(ctx, "me"); s.RRFK != 20 {
+		t.Fatalf("a rejected update changed rrfK to %v", s.RRFK)
+	}
+	if s, _ := e.Settings(ctx, "other"); s != mnemo.DefaultSettings() {
+		t.Fatalf("settings leaked across profiles: %+v", s)
+	}
+	if _, err := e.UpdateSettings(ctx, "", map[string]string{"fetchMultiplier": "5"}); err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := e.Settings(ctx, "other"); s.FetchMultiplier != 5 {
+		t.Fatalf("server-wide default not inherited: %+v", s)
+	}
+	// Live: the next recall uses the new weights (lexical off → no lexical leg).
+	remember(t, e, mnemo.Input{Profile: "me", Content: "alpha beta"})
+	if _, err := e.UpdateSettings(ctx, "me", map[string]string{"keywordWeight": "0"}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.Recall(ctx, mnemo.Query{Profile: "me", Text: "alpha", Trace: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ran := res.Trace.Legs["lexical"]; ran || res.Trace.Skipped["lexical"] == "" {
+		t.Fatalf("lexical leg ran with weight 0: %+v", res.Trace)
+	}
+}
+
+func TestEngine_AccessTracking(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "m.db")
+	ctx := context.Background()
+	e, err := mnemo.Open(path, &mnemo.Config{AccessFlushInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := remember(t, e, mnemo.Input{Profile: "me", Content: "tracked memory", CreatedAt: time.Now().Add(-time.Hour)})
+	for i := 0; i < 3; i++ {
+		if _, err := e.Recall(ctx, mnemo.Query{Profile: "me", Text: "tracked"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e, err = mnemo.Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	got, err := e.Get(ctx, "me", m.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.AccessCount != 3 || !got.AccessedAt.After(m.CreatedAt) {
+		t.Fatalf("access not flushed on close: count %d accessed %v", got.AccessCount, got.AccessedAt)
+	}
+}
+
+// TestEngine_SeesOtherWriters checks that an engine's in-memory index
+// catches up with writes made through another engine on the same file (as
+// another process would).
+func TestEngine_SeesOtherWriters(t *testing.T) {
+	t.Parallel()
+	e1, b := setup(t)
+	ctx := context.Background()
+	remember(t, e1, mnemo.Input{Profile: "me", Content: "first memory about kayaks"})
+	if _, err := e1.Recall(ctx, mnemo.Query{Profile: "me", Text: "kayaks"}); err != nil {
+		t.Fatal(err)
+	}
+	e2, err := mnemo.Open(b.path, &mnemo.Config{AccessFlushInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e2.Close()
+	m2 := remember(t, e2, mnemo.Input{Profile: "me", Content: "second memory about canoes"})
+	res, err := e1.Recall(ctx, mnemo.Query{Profile: "me", Text: "canoes", Overrides: map[string]string{"keywordWeight": "0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Results) == 0 || res.Results[0].ID != m2.ID {
+		t.Fatalf("dense leg did not see the other writer's memory: %v", ids(res))
+	}
+	if err := e2.Forget(ctx, "me", m2.ID); err != nil {
+		t.Fatal(err)
+	}
+	res, err = e1.Recall(ctx, mnemo.Query{Profile: "me", Text: "canoes"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(ids(res), m2.ID) {
+		t.Fatal("deleted memory still recalled by the other engine")
+	}
+}
+
+func TestEngine_Closed(t *testing.T) {
+	t.Parallel()
+	e, _ := setup(t)
+	e.Close()
+	if _, err := e.Recall(context.Background(), mnemo.Query{Profile: "me", Text: "x"}); !errors.Is(err, mnemo.ErrClosed) {
+		t.Fatalf("recall after close: %v", err)
+	}
+	if _, err := e.Remember(context.Background(), mnemo.Input{Profile: "me", Content: "x"}); !errors.Is(err, mnemo.ErrClosed) {
+		t.Fatalf("remember after close: %v", err)
+	}
+}
