@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# Runs mnemo's whole test suite. Installs what it needs first (Go modules).
+# Runs mnemo's whole test suite from a clean clone: installs what it needs
+# first (Go modules and the built-in embedder's model, via setup.sh), then
+# vets and runs every test with the race detector. The model quality gate
+# must run here, so a missing model fails instead of skipping.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-go mod download
+./scripts/setup.sh
+export MNEMO_REQUIRE_MODEL=1
 go vet ./...
 go test -race -count=1 ./...

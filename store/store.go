@@ -19,8 +19,8 @@ import (
 // (ErrNotFound instead).
 type Store interface {
 	// Insert stores memories atomically: all of them or none. Memories must
-	// be valid and carry ids and timestamps; an id that already exists is an
-	// ErrInvalid error naming it.
+	// be valid and carry ids and timestamps; ids are unique per profile, and
+	// an id the profile already holds is an ErrInvalid error naming it.
 	Insert(ctx context.Context, mems []mnemotype.Memory) error
 	// Get returns the memories with the given ids in p.Profile, in the order
 	// asked, skipping ids that do not exist. Embeddings are included only if
@@ -121,7 +121,9 @@ type MatchQuery struct {
 	All   bool
 }
 
-// ChangeSet lists what changed in a profile since a sequence number.
+// ChangeSet lists what changed in a profile since a sequence number. An id
+// deleted and then inserted again appears in both lists: apply Deleted
+// first, then Upserts (which reflect the rows as they are now).
 type ChangeSet struct {
 	// Upserts are memories inserted or changed, with embeddings, without
 	// content.

@@ -119,13 +119,9 @@ func (x *Index) Upsert(mems []mnemotype.Memory) error {
 			mismatched = append(mismatched, m.ID)
 			emb = nil
 		}
-		var norm float64
-		for _, f := range emb {
-			norm += float64(f) * float64(f)
-		}
-		if len(emb) > 0 && norm > 0 {
+		if inv := invNorm(emb); inv > 0 { // a zero (or unusable) vector is no embedding
 			r.model = x.intern(m.EmbeddingModel)
-			r.invNorm = float32(1 / math.Sqrt(norm))
+			r.invNorm = inv
 		}
 		s, ok := x.slot[m.ID]
 		if !ok {
@@ -212,7 +208,10 @@ type compiled struct {
 }
 
 func (x *Index) compile(f Filter) compiled {
-	c := compiled{project: -1, kinds: f.Kinds}
+	c := compiled{project: -1}
+	if len(f.Kinds) > 0 { // an empty, non-nil list means any kind, as for Sessions
+		c.kinds = f.Kinds
+	}
 	if f.Project != "" {
 		p, ok := x.strs[f.Project]
 		if !ok {
@@ -368,6 +367,9 @@ func (x *Index) Score(q []float32, model string, ids []string) ([]mnemotype.Hit,
 			continue
 		}
 		sc := float64(dot(q, x.vecs[s*x.dim:(s+1)*x.dim]) * x.rows[s].invNorm * qn)
+		if math.IsNaN(sc) { // as in Search: NaN has no place in a ranking
+			continue
+		}
 		out = append(out, mnemotype.Hit{ID: id, Score: sc})
 	}
 	sortHits(out)
@@ -396,6 +398,8 @@ func sortHits(h []mnemotype.Hit) {
 	})
 }
 
+// invNorm returns 1/‖v‖, or 0 when v cannot be scored: zero, non-finite,
+// or so small that 1/‖v‖ overflows float32 (every score would be 0·Inf).
 func invNorm(v []float32) float32 {
 	var s float64
 	for _, f := range v {
@@ -404,7 +408,11 @@ func invNorm(v []float32) float32 {
 	if s == 0 || math.IsNaN(s) || math.IsInf(s, 0) {
 		return 0
 	}
-	return float32(1 / math.Sqrt(s))
+	inv := float32(1 / math.Sqrt(s))
+	if math.IsInf(float64(inv), 0) {
+		return 0
+	}
+	return inv
 }
 
 // dot is unrolled by four: the compiler keeps four independent

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/mnemo-dev/mnemo/embed"
+	"github.com/mnemo-dev/mnemo/embed/glove"
 )
 
 // home returns mnemo's data directory: $MNEMO_HOME, else
@@ -55,14 +56,26 @@ func (a *app) embedderName(flagValue string) string {
 }
 
 // defaultEmbedder is used when neither --embedder nor MNEMO_EMBEDDER is set.
-const defaultEmbedder = "hash"
+const defaultEmbedder = "glove"
 
 // embedderNames lists the accepted --embedder values.
-var embedderNames = []string{"hash"}
+var embedderNames = []string{"glove", "hash"}
 
-// openEmbedder returns the embedder called name.
+// openEmbedder returns the embedder called name. "glove" loads the model
+// file installed by `mnemo models pull`; without it the error wraps
+// glove.ErrModelMissing and says to run that command.
 func (a *app) openEmbedder(name string) (embed.Embedder, error) {
 	switch name {
+	case "glove":
+		home, err := a.home()
+		if err != nil {
+			return nil, err
+		}
+		m, err := glove.Load(glove.DefaultPath(home))
+		if err != nil {
+			return nil, err
+		}
+		return m, nil
 	case "hash":
 		return embed.NewHash(embed.DefaultHashDim), nil
 	default:

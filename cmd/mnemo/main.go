@@ -51,6 +51,8 @@ func commands() map[string]command {
 		"get":      {"print one memory as JSON", cmdGet},
 		"delete":   {"forget memories by id", cmdDelete},
 		"settings": {"show or change recall settings", cmdSettings},
+		"models":   {"install or list the built-in embedder's model", cmdModels},
+		"embed":    {"print the embeddings of texts", cmdEmbed},
 	}
 }
 

@@ -6,7 +6,7 @@ var migrations = []string{
 	// 1: memories, full-text index kept in sync by triggers, change log.
 	`CREATE TABLE memories (
 		rid             INTEGER PRIMARY KEY,
-		id              TEXT    NOT NULL UNIQUE,
+		id              TEXT    NOT NULL,
 		profile         TEXT    NOT NULL,
 		project         TEXT    NOT NULL DEFAULT '',
 		session         TEXT    NOT NULL DEFAULT '',
@@ -20,7 +20,8 @@ var migrations = []string{
 		embedding       BLOB,
 		embedding_model TEXT,
 		embedding_dim   INTEGER,
-		seq             INTEGER NOT NULL
+		seq             INTEGER NOT NULL,
+		UNIQUE (profile, id)
 	);
 	CREATE INDEX memories_scope   ON memories(profile, project, session);
 	CREATE INDEX memories_created ON memories(profile, created_at, id);
@@ -51,7 +52,7 @@ var migrations = []string{
 	INSERT INTO counters(name, value) VALUES ('seq', 0);`,
 	// 2: seed 001's vector-pool index: most recently accessed memories that
 	// have an embedding.
-	`CREATE INDEX memories_recent_embedded ON memories(profile, accessed_at DESC) WHERE embedding IS NOT NULL;`,
+	`CREATE INDEX memories_recent_embedded ON memories(profile, accessed_at DESC, id) WHERE embedding IS NOT NULL;`,
 	// 3: settings per profile; profile '' holds server-wide defaults.
 	`CREATE TABLE settings (
 		profile TEXT NOT NULL,

@@ -1,0 +1,209 @@
+package mnemo_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mnemo-dev/mnemo"
+	"github.com/mnemo-dev/mnemo/embed"
+)
+
+// datasetDir finds ../shared/datasets/NAME walking up from the package
+// directory; benchmarks skip when it is absent.
+func datasetDir(tb testing.TB, name string) string {
+	tb.Helper()
+	dir, _ := os.Getwd()
+	for {
+		p := filepath.Join(dir, "..", "shared", "datasets", name)
+		if st, err := os.Stat(p); err == nil && st.IsDir() {
+			return p
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			tb.Skipf("dataset %s not found next to the repository", name)
+		}
+		dir = parent
+	}
+}
+
+func readTexts(tb testing.TB, file string) []string {
+	tb.Helper()
+	f, err := os.Open(file)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		var v struct{ Text string }
+		if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
+			tb.Fatal(err)
+		}
+		out = append(out, v.Text)
+	}
+	return out
+}
+
+// cachedEmbedder serves precomputed query vectors so benchmarks measure
+// recall without query embedding (DESIGN §9).
+type cachedEmbedder struct {
+	embed.Embedder
+	mu    sync.RWMutex
+	cache map[string][]float32
+}
+
+func (c *cachedEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	if len(texts) == 1 {
+		c.mu.RLock()
+		v, ok := c.cache[texts[0]]
+		c.mu.RUnlock()
+		if ok {
+			return [][]float32{v}, nil
+		}
+	}
+	vs, err := c.Embedder.Embed(ctx, texts)
+	if err == nil && len(texts) == 1 {
+		c.mu.Lock()
+		c.cache[texts[0]] = vs[0]
+		c.mu.Unlock()
+	}
+	return vs, err
+}
+
+// benchCorpus builds n memories from LoCoMo dialogue turns: each memory
+// joins two random turns, so texts are realistic and rarely repeat.
+func benchCorpus(tb testing.TB, n int) (inputs []mnemo.Input, queries []string) {
+	dir := datasetDir(tb, "locomo-dev")
+	turns := readTexts(tb, filepath.Join(dir, "corpus.jsonl"))
+	queries = readTexts(tb, filepath.Join(dir, "queries.jsonl"))
+	rng := rand.New(rand.NewPCG(1, 2))
+	emb := embed.NewHash(embed.DefaultHashDim)
+	start := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	inputs = make([]mnemo.Input, n)
+	texts := make([]string, n)
+	for i := range inputs {
+		texts[i] = turns[rng.IntN(len(turns))] + " " + turns[rng.IntN(len(turns))]
+	}
+	vecs, err := emb.Embed(context.Background(), texts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for i := range inputs {
+		inputs[i] = mnemo.Input{ID: fmt.Sprintf("m%07d", i), Profile: "bench", Session: fmt.Sprintf("s%d", i%50),
+			Content: texts[i], CreatedAt: start.Add(time.Duration(i) * time.Minute), Embedding: vecs[i]}
+	}
+	return inputs, queries
+}
+
+// benchEngine opens an engine on a database of n memories, built once per
+// size and process.
+func benchEngine(b *testing.B, n int) (*mnemo.Engine, []string) {
+	b.Helper()
+	inputs, queries := benchCorpus(b, n)
+	path := filepath.Join(b.TempDir(), "bench.db")
+	emb := &cachedEmbedder{Embedder: embed.NewHash(embed.DefaultHashDim), cache: map[string][]float32{}}
+	e, err := mnemo.Open(path, &mnemo.Config{Embedder: emb, AccessFlushInterval: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { e.Close() })
+	for i := 0; i < n; i += 5000 {
+		if _, err := e.RememberBatch(context.Background(), inputs[i:min(i+5000, n)]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	// Warm: load the index, embed every query once, touch the FTS pages.
+	for _, q := range queries {
+		if _, err := e.Recall(context.Background(), mnemo.Query{Profile: "bench", Text: q}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return e, queries
+}
+
+var sinkResult *mnemo.RecallResult
+
+func benchmarkRecall(b *testing.B, n int, over map[string]string) {
+	e, queries := benchEngine(b, n)
+	ctx := context.Background()
+	lat := make([]time.Duration, 0, b.N)
+	stages := map[string]float64{}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t := time.Now()
+		// The trace costs little (the lists exist anyway) and yields the
+		// per-stage breakdown reported below.
+		res, err := e.Recall(ctx, mnemo.Query{Profile: "bench", Text: queries[i%len(queries)], Overrides: over, Trace: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(t))
+		for k, v := range res.Trace.Timings {
+			stages[k] += v
+		}
+		sinkResult = res
+	}
+	b.StopTimer()
+	for _, k := range []string{"lexical", "dense", "cross_score", "fetch"} {
+		b.ReportMetric(stages[k]/float64(b.N), k+"-ms")
+	}
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(lat[len(lat)*95/100].Microseconds())/1000, "p95-ms")
+}
+
+// BenchmarkRecall measures warm hybrid recall (lexical + dense, RRF) of 10
+// memories in one scope, query embedding excluded.
+func BenchmarkRecall_10k(b *testing.B)  { benchmarkRecall(b, 10_000, nil) }
+func BenchmarkRecall_100k(b *testing.B) { benchmarkRecall(b, 100_000, nil) }
+
+// BenchmarkRecallPool_100k uses seed 001's two-stage candidate pool.
+func BenchmarkRecallPool_100k(b *testing.B) {
+	benchmarkRecall(b, 100_000, map[string]string{"candidatePolicy": "pool"})
+}
+
+// BenchmarkRecallAllLegs_10k adds the recency and access legs.
+func BenchmarkRecallAllLegs_10k(b *testing.B) {
+	benchmarkRecall(b, 10_000, map[string]string{"recencyWeight": "0.6", "accessWeight": "0.4"})
+}
+
+// BenchmarkImport measures ingest with precomputed embeddings in batches of
+// 1,000 (the CLI import's batch size).
+func BenchmarkImport(b *testing.B) {
+	const n = 20_000
+	inputs, _ := benchCorpus(b, n)
+	b.ResetTimer()
+	var total time.Duration
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		path := filepath.Join(b.TempDir(), fmt.Sprintf("import%d.db", i))
+		e, err := mnemo.Open(path, &mnemo.Config{AccessFlushInterval: -1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		t := time.Now()
+		for j := 0; j < n; j += 1000 {
+			if _, err := e.RememberBatch(context.Background(), inputs[j:j+1000]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		total += time.Since(t)
+		b.StopTimer()
+		e.Close()
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(n*b.N)/total.Seconds(), "memories/s")
+}

@@ -1,0 +1,645 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mnemo-dev/mnemo/mnemotype"
+	"github.com/mnemo-dev/mnemo/store"
+	"github.com/mnemo-dev/mnemo/store/storetest"
+)
+
+// openTest opens a store on a fresh file in tb's temporary directory and
+// closes it when tb ends.
+func openTest(tb testing.TB) *Store {
+	tb.Helper()
+	return openPath(tb, filepath.Join(tb.TempDir(), "mnemo.db"))
+}
+
+func openPath(tb testing.TB, path string) *Store {
+	tb.Helper()
+	s, err := Open(tb.Context(), path, Options{})
+	if err != nil {
+		tb.Fatalf("Open(%s): %v", path, err)
+	}
+	tb.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// rawDB opens path with the driver directly, for inspecting or tampering
+// with the file behind the store's back.
+func rawDB(t *testing.T, path string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	return db
+}
+
+func TestStore_Conformance(t *testing.T) {
+	t.Parallel()
+	storetest.Exercise(t, func(t *testing.T) store.Store { return openTest(t) })
+}
+
+func TestOpen_FTS5CompiledIn(t *testing.T) {
+	t.Parallel()
+	s := openTest(t)
+	var fts int
+	var version string
+	if err := s.r.QueryRowContext(t.Context(), `SELECT sqlite_compileoption_used('ENABLE_FTS5'), sqlite_version()`).Scan(&fts, &version); err != nil {
+		t.Fatal(err)
+	}
+	if fts != 1 {
+		t.Fatalf("SQLite %s was built without FTS5", version)
+	}
+	var ddl string
+	if err := s.r.QueryRowContext(t.Context(), `SELECT sql FROM sqlite_master WHERE name = 'memories_fts'`).Scan(&ddl); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(ddl, "fts5") || !strings.Contains(ddl, "porter unicode61") {
+		t.Errorf("memories_fts is not an FTS5 table with the porter unicode61 tokenizer:\n%s", ddl)
+	}
+}
+
+// schemaSnapshot lists every schema object with its DDL.
+func schemaSnapshot(t *testing.T, db interface {
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+}) []string {
+	t.Helper()
+	rows, err := db.QueryContext(t.Context(), `SELECT type, name, coalesce(sql, '') FROM sqlite_master ORDER BY type, name`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var typ, name, ddl string
+		if err := rows.Scan(&typ, &name, &ddl); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, typ+" "+name+": "+ddl)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestOpen_Reopen(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "mnemo.db")
+	s, err := Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := storetest.GenerateMemories(1, "alice", 20, 8)
+	if err := s.Insert(ctx, ms); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetSettings(ctx, "alice", map[string]string{"k": "v"}); err != nil {
+		t.Fatal(err)
+	}
+	seq, err := s.Sequence(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema := schemaSnapshot(t, s.r)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	for round := range 2 {
+		s, err := Open(ctx, path, Options{})
+		if err != nil {
+			t.Fatalf("reopen #%d: %v", round+1, err)
+		}
+		if v, err := s.SchemaVersion(ctx); err != nil || v != len(migrations) {
+			t.Errorf("reopen #%d: SchemaVersion = %d, %v; want %d", round+1, v, err, len(migrations))
+		}
+		var rows int
+		if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM schema_version`).Scan(&rows); err != nil || rows != 1 {
+			t.Errorf("schema_version holds %d rows (%v), want 1", rows, err)
+		}
+		if got := schemaSnapshot(t, s.r); !slices.Equal(got, schema) {
+			t.Errorf("reopen #%d changed the schema:\n%s\nwas\n%s", round+1, strings.Join(got, "\n"), strings.Join(schema, "\n"))
+		}
+		if got, err := s.Sequence(ctx); err != nil || got != seq {
+			t.Errorf("reopen #%d: Sequence = %d, %v; want %d", round+1, got, err, seq)
+		}
+		got, err := s.Get(ctx, store.GetParams{Profile: "alice", IDs: []string{ms[0].ID, ms[19].ID}, WithEmbedding: true})
+		if err != nil || len(got) != 2 || !slices.Equal(got[1].Embedding, ms[19].Embedding) || got[0].Content != ms[0].Content {
+			t.Errorf("reopen #%d: Get = %d memories, %v", round+1, len(got), err)
+		}
+		word := strings.Fields(ms[3].Content)[0]
+		hits, err := s.Lexical(ctx, store.LexicalParams{Scope: mnemotype.Scope{Profile: "alice"}, Match: store.MatchQuery{Terms: []string{word}}})
+		if err != nil || !slices.ContainsFunc(hits, func(h mnemotype.Hit) bool { return h.ID == ms[3].ID }) {
+			t.Errorf("reopen #%d: Lexical %q = %v, %v; want it to find %s", round+1, word, hits, err, ms[3].ID)
+		}
+		if kv, err := s.Settings(ctx, "alice"); err != nil || kv["k"] != "v" {
+			t.Errorf("reopen #%d: Settings = %v, %v", round+1, kv, err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestOpen_AppliesOnlyMissingMigrations rewinds a store to an older schema
+// version: reopening must run the missing migration and none of the applied
+// ones (which would fail on existing tables).
+func TestOpen_AppliesOnlyMissingMigrations(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "mnemo.db")
+	s := openPath(t, path)
+	ms := storetest.GenerateMemories(1, "alice", 5, 4)
+	if err := s.Insert(ctx, ms); err != nil {
+		t.Fatal(err)
+	}
+	want := schemaSnapshot(t, s.r)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	db := rawDB(t, path)
+	last := migrations[len(migrations)-1]
+	if !strings.Contains(last, "CREATE TABLE settings") {
+		t.Fatalf("this test undoes the last migration by dropping the settings table; the last migration is now:\n%s", last)
+	}
+	for _, q := range []string{`DROP TABLE settings`, fmt.Sprintf(`UPDATE schema_version SET version = %d`, len(migrations)-1)} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+
+	s = openPath(t, path)
+	if v, err := s.SchemaVersion(ctx); err != nil || v != len(migrations) {
+		t.Errorf("SchemaVersion = %d, %v; want %d", v, err, len(migrations))
+	}
+	if got := schemaSnapshot(t, s.r); !slices.Equal(got, want) {
+		t.Errorf("schema after migrating:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if n, err := s.Count(ctx, "alice"); err != nil || n != len(ms) {
+		t.Errorf("Count = %d, %v; want %d", n, err, len(ms))
+	}
+	if err := s.SetSettings(ctx, "alice", map[string]string{"k": "v"}); err != nil {
+		t.Errorf("SetSettings after migrating: %v", err)
+	}
+}
+
+func TestOpen_RefusesNewerSchema(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "mnemo.db")
+	if err := openPath(t, path).Close(); err != nil {
+		t.Fatal(err)
+	}
+	db := rawDB(t, path)
+	if _, err := db.ExecContext(t.Context(), `UPDATE schema_version SET version = ?`, len(migrations)+1); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	s, err := Open(t.Context(), path, Options{})
+	if err == nil {
+		s.Close()
+		t.Fatal("Open accepted a schema newer than its migrations")
+	}
+	if !strings.Contains(err.Error(), "newer") {
+		t.Errorf("error %q does not say the schema is newer", err)
+	}
+}
+
+// TestOpen_PathWithURICharacters opens stores under directory names that
+// mean something in a URI.
+func TestOpen_PathWithURICharacters(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"a#b", "a?b", "100%", "50%41", "with space"} {
+		dir := filepath.Join(t.TempDir(), name)
+		path := filepath.Join(dir, "mnemo.db")
+		s, err := Open(t.Context(), path, Options{})
+		if err != nil {
+			t.Errorf("Open(%s): %v", path, err)
+			continue
+		}
+		s.Close()
+		if _, err := os.Stat(path); err != nil {
+			t.Errorf("Open(%s) did not create the file: %v", path, err)
+		}
+		if stray, _ := filepath.Glob(filepath.Join(filepath.Dir(dir), "*")); len(stray) != 1 {
+			t.Errorf("Open(%s) created %v", path, stray)
+		}
+	}
+}
+
+func TestOpen_WAL(t *testing.T) {
+	t.Parallel()
+	s, err := Open(t.Context(), filepath.Join(t.TempDir(), "mnemo.db"), Options{BusyTimeout: 1500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for name, db := range map[string]*sql.DB{"writer": s.w, "reader": s.r} {
+		var mode string
+		var busy, fk int
+		if err := db.QueryRowContext(t.Context(), `SELECT * FROM pragma_journal_mode, pragma_busy_timeout, pragma_foreign_keys`).Scan(&mode, &busy, &fk); err != nil {
+			t.Fatal(err)
+		}
+		if mode != "wal" {
+			t.Errorf("%s: journal_mode = %s, want wal", name, mode)
+		}
+		if busy != 1500 {
+			t.Errorf("%s: busy_timeout = %d ms, want 1500", name, busy)
+		}
+		if fk != 1 {
+			t.Errorf("%s: foreign_keys = %d", name, fk)
+		}
+	}
+	var qo int
+	if err := s.r.QueryRowContext(t.Context(), `PRAGMA query_only`).Scan(&qo); err != nil || qo != 1 {
+		t.Errorf("reader pool: query_only = %d, %v; want 1", qo, err)
+	}
+}
+
+// recentlyAccessedSQL rebuilds the query of RecentlyAccessed for scope.
+// Keep in step with Store.RecentlyAccessed.
+func recentlyAccessedSQL(scope mnemotype.Scope) (string, []any) {
+	cond, args := scopeSQL("m", scope)
+	return `SELECT m.id FROM memories m WHERE ` + cond + ` AND m.embedding IS NOT NULL ORDER BY m.accessed_at DESC, m.id LIMIT ?`, append(args, 10)
+}
+
+func TestRecentlyAccessed_UsesPartialIndex(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s := openTest(t)
+	for seed := range uint64(4) {
+		dim := 8
+		if seed%2 == 1 {
+			dim = 0 // half the memories have no embedding
+		}
+		if err := s.Insert(ctx, storetest.GenerateMemories(seed, "alice", 250, dim)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Insert(ctx, storetest.GenerateMemories(9, "bob", 100, 8)); err != nil {
+		t.Fatal(err)
+	}
+
+	var ddl string
+	if err := s.r.QueryRowContext(ctx, `SELECT sql FROM sqlite_master WHERE type = 'index' AND name = 'memories_recent_embedded'`).Scan(&ddl); err != nil {
+		t.Fatalf("index memories_recent_embedded: %v", err)
+	}
+	if !strings.Contains(ddl, "WHERE embedding IS NOT NULL") || !strings.Contains(ddl, "accessed_at DESC") {
+		t.Errorf("memories_recent_embedded is not the partial (profile, accessed_at DESC) index:\n%s", ddl)
+	}
+
+	// The query must match the real method's results, or this test checks
+	// the plan of some other query.
+	q, args := recentlyAccessedSQL(mnemotype.Scope{Profile: "alice"})
+	ids, err := s.RecentlyAccessed(ctx, mnemotype.Scope{Profile: "alice"}, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mirrored []string
+	rows, err := s.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		mirrored = append(mirrored, id)
+	}
+	rows.Close()
+	if !slices.Equal(ids, mirrored) {
+		t.Fatalf("recentlyAccessedSQL is out of step with RecentlyAccessed: %v vs %v", mirrored, ids)
+	}
+
+	for _, scope := range []mnemotype.Scope{
+		{Profile: "alice"},
+		{Profile: "alice", Project: "apollo"},
+		{Profile: "alice", Sessions: []string{"session-1", "session-2"}},
+		{Profile: "alice", Project: "zeus", Kinds: []mnemotype.Kind{mnemotype.KindSemantic}, Exclude: []string{"x", "y"}},
+	} {
+		q, args := recentlyAccessedSQL(scope)
+		plan := queryPlan(t, s.r, q, args...)
+		if !strings.Contains(plan, "USING INDEX memories_recent_embedded") && !strings.Contains(plan, "USING COVERING INDEX memories_recent_embedded") {
+			t.Errorf("%+v: RecentlyAccessed does not use memories_recent_embedded:\n%s", scope, plan)
+		}
+		if strings.Contains(plan, "TEMP B-TREE") {
+			t.Errorf("%+v: RecentlyAccessed sorts instead of walking the index:\n%s", scope, plan)
+		}
+	}
+}
+
+func queryPlan(t *testing.T, db *sql.DB, q string, args ...any) string {
+	t.Helper()
+	rows, err := db.QueryContext(t.Context(), `EXPLAIN QUERY PLAN `+q, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var lines []string
+	for rows.Next() {
+		var id, parent, notused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, detail)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// TestStore_TwoInstances opens the same file twice, as two processes
+// would: each sees the other's writes.
+func TestStore_TwoInstances(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "mnemo.db")
+
+	// Both create and migrate the new file at the same time.
+	var a, b *Store
+	var errA, errB error
+	var wg sync.WaitGroup
+	wg.Go(func() { a, errA = Open(ctx, path, Options{}) })
+	wg.Go(func() { b, errB = Open(ctx, path, Options{}) })
+	wg.Wait()
+	if errA != nil || errB != nil {
+		t.Fatalf("concurrent Open: %v, %v", errA, errB)
+	}
+	defer a.Close()
+	defer b.Close()
+
+	seq0, err := b.Sequence(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := storetest.GenerateMemories(1, "alice", 3, 8)
+	ms[0].Content = "the platypus lays eggs"
+	if err := a.Insert(ctx, ms); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := b.Changes(ctx, "alice", seq0)
+	if err != nil || len(cs.Upserts) != 3 {
+		t.Fatalf("b.Changes after a.Insert: %d upserts, %v", len(cs.Upserts), err)
+	}
+	hits, err := b.Lexical(ctx, store.LexicalParams{Scope: mnemotype.Scope{Profile: "alice"}, Match: store.MatchQuery{Terms: []string{"platypus"}}})
+	if err != nil || len(hits) != 1 || hits[0].ID != ms[0].ID {
+		t.Errorf("b.Lexical(platypus) = %v, %v", hits, err)
+	}
+
+	if _, err := b.Update(ctx, store.UpdateParams{Profile: "alice", ID: ms[1].ID, Content: ptrTo("an echidna too")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Delete(ctx, "alice", ms[2].ID); err != nil {
+		t.Fatal(err)
+	}
+	cs2, err := a.Changes(ctx, "alice", cs.Seq)
+	if err != nil || len(cs2.Upserts) != 1 || cs2.Upserts[0].ID != ms[1].ID || !slices.Equal(cs2.Deleted, []string{ms[2].ID}) {
+		t.Errorf("a.Changes after b's writes = %v / %v, %v", cs2.Upserts, cs2.Deleted, err)
+	}
+	hits, err = a.Lexical(ctx, store.LexicalParams{Scope: mnemotype.Scope{Profile: "alice"}, Match: store.MatchQuery{Terms: []string{"echidna"}}})
+	if err != nil || len(hits) != 1 || hits[0].ID != ms[1].ID {
+		t.Errorf("a.Lexical(echidna) = %v, %v", hits, err)
+	}
+	sa, errA := a.Sequence(ctx)
+	sb, errB := b.Sequence(ctx)
+	if errA != nil || errB != nil || sa != sb || sa != cs2.Seq {
+		t.Errorf("Sequence: a %d (%v), b %d (%v), Changes %d", sa, errA, sb, errB, cs2.Seq)
+	}
+
+	// Both write at once: the busy timeout and immediate transactions make
+	// them take turns instead of failing with SQLITE_BUSY.
+	const batches = 15
+	for i, s := range []*Store{a, b} {
+		wg.Go(func() {
+			for j := range batches {
+				if err := s.Insert(ctx, storetest.GenerateMemories(uint64(100+i*batches+j), "bob", 20, 8)); err != nil {
+					t.Errorf("store %d: Insert: %v", i, err)
+					return
+				}
+				if _, err := s.Changes(ctx, "bob", 0); err != nil {
+					t.Errorf("store %d: Changes: %v", i, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for i, s := range []*Store{a, b} {
+		if n, err := s.Count(ctx, "bob"); err != nil || n != 2*batches*20 {
+			t.Errorf("store %d: Count = %d, %v; want %d", i, n, err, 2*batches*20)
+		}
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+func TestEncodeVector(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		v    []float32
+	}{
+		{"Nil", nil},
+		{"One", []float32{1}},
+		{"Specials", []float32{0, float32(math.Copysign(0, -1)), math.SmallestNonzeroFloat32, math.MaxFloat32,
+			-math.MaxFloat32, math.Float32frombits(0x007fffff), float32(math.Inf(1)), float32(math.Inf(-1))}},
+		{"NaNPayload", []float32{math.Float32frombits(0x7fc00001), math.Float32frombits(0xffbfffff)}},
+		{"Dim1536", storetest.GenerateMemories(1, "p", 1, 1536)[0].Embedding},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := EncodeVector(tc.v)
+			if len(b) != 4*len(tc.v) {
+				t.Fatalf("EncodeVector: %d bytes for %d values", len(b), len(tc.v))
+			}
+			got, err := DecodeVector(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(tc.v) {
+				t.Fatalf("DecodeVector: %d values, want %d", len(got), len(tc.v))
+			}
+			for i := range got {
+				if math.Float32bits(got[i]) != math.Float32bits(tc.v[i]) {
+					t.Errorf("value %d: %08x, want %08x", i, math.Float32bits(got[i]), math.Float32bits(tc.v[i]))
+				}
+			}
+		})
+	}
+
+	t.Run("LittleEndian", func(t *testing.T) {
+		got := EncodeVector([]float32{1, -2})
+		want := []byte{0x00, 0x00, 0x80, 0x3f, 0x00, 0x00, 0x00, 0xc0}
+		if !slices.Equal(got, want) {
+			t.Errorf("EncodeVector(1, -2) = % x, want % x", got, want)
+		}
+	})
+
+	for _, n := range []int{1, 2, 3, 5, 7, 1023} {
+		t.Run(fmt.Sprintf("DecodeRejects%dBytes", n), func(t *testing.T) {
+			if v, err := DecodeVector(make([]byte, n)); err == nil {
+				t.Errorf("DecodeVector(%d bytes) = %v, want an error", n, v)
+			}
+		})
+	}
+}
+
+func TestMatchExpr(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		q    store.MatchQuery
+		want string
+	}{
+		{"OneTerm", store.MatchQuery{Terms: []string{"apple"}}, `"apple"`},
+		{"Any", store.MatchQuery{Terms: []string{"red", "apple"}}, `"red" OR "apple"`},
+		{"All", store.MatchQuery{Terms: []string{"red", "apple"}, All: true}, `"red" "apple"`},
+		{"Operators", store.MatchQuery{Terms: []string{"AND", "NEAR(", "*"}, All: true}, `"AND" "NEAR(" "*"`},
+		{"QuotesDoubled", store.MatchQuery{Terms: []string{`a"b`, `"`}}, `"a""b" OR """"`},
+		{"NULBecomesSpace", store.MatchQuery{Terms: []string{"salt\x00pepper", "\x00"}}, `"salt pepper" OR " "`},
+		{"Empty", store.MatchQuery{}, ``},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := MatchExpr(tc.q); got != tc.want {
+				t.Errorf("MatchExpr(%q, all=%v) = %s, want %s", tc.q.Terms, tc.q.All, got, tc.want)
+			}
+		})
+	}
+}
+
+// FuzzMatchExpr checks that no input, split into terms any way, makes the
+// FTS5 query built by MatchExpr fail, and that results stay in scope and
+// best first.
+func FuzzMatchExpr(f *testing.F) {
+	for _, seed := range []string{
+		"AND", "OR", "NOT", "salt AND pepper", "NEAR(", "NEAR(salt pepper, 2)", "*", "salt*", "-x", "+x", "^x",
+		"col:x", "content:apple", "{content}:apple", "{content id}: x", ")(", "(", ")", `"`, `"unbalanced`, `a"b`,
+		`""`, `'x'`, "", " ", "café 東京 naïve", "CAFÉ", "running runs", "\x00", "a\x00b", "\xff\xfe", "a,b,,c",
+		"'); DROP TABLE memories; --", strings.Repeat("(", 100), strings.Repeat(`"`, 99),
+	} {
+		f.Add(seed)
+	}
+	ctx := f.Context()
+	s := openTest(f)
+	docs := []string{
+		"salt and pepper or vinegar near the table", "x marks the spot", "col x row y", "content apple",
+		"this is NOT a drill", "a café in 東京", "a naive question", "she runs every morning",
+	}
+	var ms []mnemotype.Memory
+	for i, d := range docs {
+		profile := "alice"
+		if i%4 == 3 {
+			profile = "bob"
+		}
+		ms = append(ms, mnemotype.Memory{ID: fmt.Sprintf("%s-%d", profile, i), Profile: profile, Content: d,
+			Kind: mnemotype.KindEpisodic, Importance: 0.5, CreatedAt: time.Unix(0, 0), AccessedAt: time.Unix(0, 0)})
+	}
+	if err := s.Insert(ctx, ms); err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		for _, terms := range [][]string{strings.Fields(in), {in}, strings.Split(in, ",")} {
+			for _, all := range []bool{false, true} {
+				q := store.MatchQuery{Terms: terms, All: all}
+				hits, err := s.Lexical(t.Context(), store.LexicalParams{Scope: mnemotype.Scope{Profile: "alice"}, Match: q, Limit: 20})
+				if err != nil {
+					t.Fatalf("terms %q all=%v: MATCH %s: %v", terms, all, MatchExpr(q), err)
+				}
+				for i, h := range hits {
+					if !strings.HasPrefix(h.ID, "alice-") {
+						t.Errorf("hit %s is outside the scope", h.ID)
+					}
+					if i > 0 && h.Score > hits[i-1].Score {
+						t.Errorf("hits not best first: %v", hits)
+					}
+				}
+			}
+		}
+	})
+}
+
+var benchSink int
+
+func BenchmarkInsert(b *testing.B) {
+	for _, bc := range []struct{ batch, dim int }{{1000, 256}} {
+		b.Run(fmt.Sprintf("batch=%d/dim=%d", bc.batch, bc.dim), func(b *testing.B) {
+			s := openTest(b)
+			batches := make([][]mnemotype.Memory, b.N)
+			for i := range batches {
+				batches[i] = storetest.GenerateMemories(uint64(i), "bench", bc.batch, bc.dim)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				if err := s.Insert(b.Context(), batches[i]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(b.N*bc.batch)/b.Elapsed().Seconds(), "memories/s")
+		})
+	}
+}
+
+func BenchmarkLexical(b *testing.B) {
+	for _, size := range []struct {
+		name string
+		n    int
+	}{{"1k", 1_000}, {"10k", 10_000}} {
+		b.Run(size.name, func(b *testing.B) {
+			ctx := b.Context()
+			s := openTest(b)
+			for i := range size.n / 1000 {
+				if err := s.Insert(ctx, storetest.GenerateMemories(uint64(i), "bench", 1000, 0)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			// Queries: two or three words of stored memories, as the
+			// pipeline would build them from a recall.
+			var queries [][]string
+			for _, m := range storetest.GenerateMemories(999, "q", 64, 0) {
+				w := strings.Fields(m.Content)
+				queries = append(queries, w[:2+len(queries)%2])
+			}
+			for _, all := range []bool{false, true} {
+				name := "any"
+				if all {
+					name = "all"
+				}
+				b.Run(name, func(b *testing.B) {
+					b.ReportAllocs()
+					i := 0
+					for b.Loop() {
+						hits, err := s.Lexical(ctx, store.LexicalParams{
+							Scope: mnemotype.Scope{Profile: "bench"},
+							Match: store.MatchQuery{Terms: queries[i%len(queries)], All: all},
+							Limit: 50,
+						})
+						if err != nil {
+							b.Fatal(err)
+						}
+						benchSink += len(hits)
+						i++
+					}
+				})
+			}
+		})
+	}
+}
