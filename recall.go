@@ -93,6 +93,10 @@ func (e *Engine) Recall(ctx context.Context, q Query) (*RecallResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	if _, explicit := canonical(q.Overrides)["strategy"]; explicit {
+		// An explicit per-request strategy is honoured, not switched.
+		opts.Fusion.HighConfidence = false
+	}
 	timings := map[string]float64{}
 
 	t0 := time.Now()
@@ -109,6 +113,17 @@ func (e *Engine) Recall(ctx context.Context, q Query) (*RecallResult, error) {
 		Options: opts,
 		Trace:   q.Trace,
 		Model:   e.emb.Model(),
+		Contents: func(ctx context.Context, ids []string) (map[string]string, error) {
+			ms, err := e.st.Get(ctx, store.GetParams{Profile: q.Profile, IDs: ids})
+			if err != nil {
+				return nil, err
+			}
+			out := make(map[string]string, len(ms))
+			for _, m := range ms {
+				out[m.ID] = m.Content
+			}
+			return out, nil
+		},
 	}
 	if opts.Fusion.Weight(mnemotype.LegDense) > 0 {
 		t0 = time.Now()

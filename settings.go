@@ -41,6 +41,27 @@ type Settings struct {
 	LexicalCap int `json:"lexicalCap"`
 	// PoolSize is the pool policy's recently-accessed window, in [1, 100000].
 	PoolSize int `json:"poolSize"`
+	// Normalization maps scores to [0, 1] for the score-based strategies:
+	// minmax, zscore, none, tmm or dbsf.
+	Normalization string `json:"normalization"`
+	// KParam is score_weighted_rrf's rank offset, in (0, 1000].
+	KParam float64 `json:"kParam"`
+	// BordaK is borda_rank's k, in (0, 1000].
+	BordaK float64 `json:"bordaK"`
+	// MissingLeg is what a leg contributes for a candidate it did not list:
+	// zero, renormalize, impute_min or impute_rank.
+	MissingLeg string `json:"missingLeg"`
+	// HighConfidence turns on seed 002's shortcut to max_confidence when the
+	// top dense score reaches HighConfidenceThreshold.
+	HighConfidence bool `json:"highConfidence"`
+	// HighConfidenceThreshold is that threshold, in [-1, 1].
+	HighConfidenceThreshold float64 `json:"highConfidenceThreshold"`
+	// AdaptiveWeights splits the lexical and dense weights by the query's
+	// detected intent (seed 002's table).
+	AdaptiveWeights bool `json:"adaptiveWeights"`
+	// ExactMatchBonus, in [0, 1], rewards memories containing the query's
+	// quoted phrase or identifier (seed 004); 0 is off.
+	ExactMatchBonus float64 `json:"exactMatchBonus"`
 }
 
 // DefaultSettings returns the settings a new profile starts with.
@@ -57,6 +78,12 @@ func DefaultSettings() Settings {
 		CandidatePolicy: string(recall.PolicyScope),
 		LexicalCap:      recall.DefaultLexicalCap,
 		PoolSize:        recall.DefaultPoolSize,
+		Normalization:   string(fusion.NormMinMax),
+		KParam:          fusion.DefaultKParam,
+		BordaK:          fusion.DefaultBordaK,
+		MissingLeg:      string(fusion.MissingZero),
+
+		HighConfidenceThreshold: fusion.DefaultHighConfidenceThreshold,
 	}
 }
 
@@ -100,6 +127,34 @@ func intField(name string, p func(*Settings) *int, lo, hi int) settingField {
 	}
 }
 
+func boolField(name string, p func(*Settings) *bool) settingField {
+	return settingField{
+		name: name,
+		get:  func(s *Settings) string { return strconv.FormatBool(*p(s)) },
+		set: func(s *Settings, v string) error {
+			b, err := strconv.ParseBool(strings.TrimSpace(v))
+			if err != nil {
+				return mnemotype.Invalidf("%s = %q: must be true or false", name, v)
+			}
+			*p(s) = b
+			return nil
+		},
+	}
+}
+
+// positiveField is a float in (0, hi].
+func positiveField(name string, p func(*Settings) *float64, hi float64) settingField {
+	f := floatField(name, p, 0, hi)
+	set := f.set
+	f.set = func(s *Settings, v string) error {
+		if n, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil && n <= 0 {
+			return mnemotype.Invalidf("%s = %q: must be a number in (0, %g]", name, v, hi)
+		}
+		return set(s, v)
+	}
+	return f
+}
+
 func enumField(name string, p func(*Settings) *string, parse func(string) (string, error)) settingField {
 	return settingField{
 		name: name,
@@ -123,14 +178,11 @@ func settingFields() []settingField {
 		floatField("accessWeight", func(s *Settings) *float64 { return &s.AccessWeight }, 0, MaxWeight),
 		floatField("rrfK", func(s *Settings) *float64 { return &s.RRFK }, 1, 1000),
 		enumField("strategy", func(s *Settings) *string { return &s.Strategy }, func(v string) (string, error) {
-			p := fusion.Params{Strategy: fusion.Strategy(v)}
 			if v == "" {
-				return "", mnemotype.Invalidf("strategy is empty")
+				return "", mnemotype.Invalidf("strategy is empty: must be one of %s", strategyNames())
 			}
-			if err := p.Validate(); err != nil {
-				return "", err
-			}
-			return v, nil
+			st, err := fusion.ParseStrategy(v)
+			return string(st), err
 		}),
 		intField("fetchMultiplier", func(s *Settings) *int { return &s.FetchMultiplier }, 1, 20),
 		enumField("importanceMode", func(s *Settings) *string { return &s.ImportanceMode }, func(v string) (string, error) {
@@ -143,6 +195,20 @@ func settingFields() []settingField {
 		}),
 		intField("lexicalCap", func(s *Settings) *int { return &s.LexicalCap }, 1, 10000),
 		intField("poolSize", func(s *Settings) *int { return &s.PoolSize }, 1, 100000),
+		enumField("normalization", func(s *Settings) *string { return &s.Normalization }, func(v string) (string, error) {
+			n, err := fusion.ParseNormalization(v)
+			return string(n), err
+		}),
+		positiveField("kParam", func(s *Settings) *float64 { return &s.KParam }, 1000),
+		positiveField("bordaK", func(s *Settings) *float64 { return &s.BordaK }, 1000),
+		enumField("missingLeg", func(s *Settings) *string { return &s.MissingLeg }, func(v string) (string, error) {
+			m, err := fusion.ParseMissing(v)
+			return string(m), err
+		}),
+		boolField("highConfidence", func(s *Settings) *bool { return &s.HighConfidence }),
+		floatField("highConfidenceThreshold", func(s *Settings) *float64 { return &s.HighConfidenceThreshold }, -1, 1),
+		boolField("adaptiveWeights", func(s *Settings) *bool { return &s.AdaptiveWeights }),
+		floatField("exactMatchBonus", func(s *Settings) *float64 { return &s.ExactMatchBonus }, 0, 1),
 	}
 }
 
@@ -227,8 +293,21 @@ func (s Settings) options() (recall.Options, error) {
 	if err != nil {
 		return recall.Options{}, err
 	}
+	norm, err := fusion.ParseNormalization(s.Normalization)
+	if err != nil {
+		return recall.Options{}, err
+	}
+	miss, err := fusion.ParseMissing(s.MissingLeg)
+	if err != nil {
+		return recall.Options{}, err
+	}
 	o := recall.Options{
-		Fusion:          fusion.Params{Strategy: fusion.Strategy(s.Strategy), Weights: s.weights(), K: s.RRFK},
+		Fusion: fusion.Params{
+			Strategy: fusion.Strategy(s.Strategy), Weights: s.weights(), K: s.RRFK, BordaK: s.BordaK, KParam: s.KParam,
+			Normalization: norm, Missing: miss, HighConfidence: s.HighConfidence,
+			HighConfidenceThreshold: s.HighConfidenceThreshold, AdaptiveWeights: s.AdaptiveWeights,
+			ExactMatchBonus: s.ExactMatchBonus,
+		},
 		FetchMultiplier: s.FetchMultiplier,
 		Importance:      imp,
 		Policy:          pol,
@@ -239,4 +318,12 @@ func (s Settings) options() (recall.Options, error) {
 		return o, fmt.Errorf("settings: %w", err)
 	}
 	return o, nil
+}
+
+func strategyNames() string {
+	var names []string
+	for _, st := range fusion.Strategies() {
+		names = append(names, string(st))
+	}
+	return strings.Join(names, ", ")
 }

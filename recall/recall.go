@@ -92,6 +92,9 @@ type Request struct {
 	VectorErr error
 	Options   Options
 	Trace     bool
+	// Contents returns the content of memories by id; the exact-match bonus
+	// needs it (it is called only when Options.Fusion.ExactMatchBonus > 0).
+	Contents func(ctx context.Context, ids []string) (map[string]string, error)
 }
 
 // Result is one recalled memory id with its fused score and per-leg detail.
@@ -101,21 +104,33 @@ type Result struct {
 	Rank  int
 	Legs  map[string]mnemotype.LegDetail
 	// Counterfactual maps other strategies to the rank this memory would
-	// have had under them (filled by strategies that support it).
+	// have had under them on the same lists (fusion ranks, before the
+	// importance prior); filled when the request is traced.
 	Counterfactual map[string]int
 }
 
 // Trace explains a recall: what each leg returned and what each stage cost.
 type Trace struct {
-	Terms      []string `json:"terms"`
-	LexicalOp  string   `json:"lexical_operator,omitempty"` // "and" or "or"
-	Policy     string   `json:"candidate_policy"`
-	Strategy   string   `json:"strategy"`
-	Importance string   `json:"importance_mode"`
-	Weights    map[string]float64
-	K          float64 `json:"k"`
-	Fetch      int     `json:"fetch"`
-	Candidates int     `json:"candidates"`
+	Terms     []string `json:"terms"`
+	LexicalOp string   `json:"lexical_operator,omitempty"` // "and" or "or"
+	Policy    string   `json:"candidate_policy"`
+	// Strategy is the strategy used; Requested the one asked for (they
+	// differ when an automatic switch fired, named in Switches).
+	Strategy      string   `json:"strategy"`
+	Requested     string   `json:"requested_strategy"`
+	Switches      []string `json:"switches,omitempty"`
+	Intent        string   `json:"intent,omitempty"`
+	Normalization string   `json:"normalization,omitempty"`
+	Missing       string   `json:"missing_leg"`
+	Importance    string   `json:"importance_mode"`
+	// Weights are the weights in force per leg (after adaptive weights).
+	Weights    map[string]float64 `json:"weights"`
+	K          float64            `json:"k"`
+	KParam     float64            `json:"kparam"`
+	BordaK     float64            `json:"borda_k"`
+	ExactTerms []string           `json:"exact_terms,omitempty"`
+	Fetch      int                `json:"fetch"`
+	Candidates int                `json:"candidates"`
 	// Legs holds each executed leg's full ranked list (after the
 	// cross-scoring pass), with raw scores.
 	Legs map[string][]mnemotype.Hit `json:"legs"`
@@ -292,16 +307,25 @@ func Run(ctx context.Context, src Source, vec Vectors, req Request) (*Response, 
 	}
 	tr.Timings["signals"] = ms(time.Since(t0))
 
+	fp := o.Fusion
+	fp.Query = req.Query
+	fp.Counterfactual = req.Trace
+	if fp.ExactMatchBonus > 0 && req.Contents != nil {
+		t0 = time.Now()
+		contents, err := req.Contents(ctx, cands)
+		if err != nil {
+			return nil, fmt.Errorf("exact-match bonus: %w", err)
+		}
+		fp.Contents = func(id string) string { return contents[id] }
+		tr.Timings["contents"] = ms(time.Since(t0))
+	}
 	t0 = time.Now()
-	fused, err := fusion.Fuse(legs, o.Fusion)
+	out, err := fusion.FuseExplain(legs, fp)
 	if err != nil {
 		return nil, err
 	}
-	k := o.Fusion.K
-	if k == 0 {
-		k = fusion.DefaultK
-	}
-	fused = fusion.ApplyImportance(fused, func(id string) float64 {
+	k := out.K
+	fused := fusion.ApplyImportance(out.Results, func(id string) float64 {
 		if s, ok := sig[id]; ok {
 			return s.Importance
 		}
@@ -311,15 +335,16 @@ func Run(ctx context.Context, src Source, vec Vectors, req Request) (*Response, 
 		fused = fused[:req.Limit]
 	}
 	tr.Timings["fusion"] = ms(time.Since(t0))
-	tr.Strategy = string(o.Fusion.Strategy)
-	if tr.Strategy == "" {
-		tr.Strategy = string(fusion.RRF)
+	tr.Strategy, tr.Requested, tr.Switches = string(out.Strategy), string(out.Requested), out.Switches
+	tr.Intent, tr.Normalization, tr.Missing = string(out.Intent), string(out.Normalization), string(out.Missing)
+	tr.K, tr.KParam, tr.BordaK, tr.ExactTerms = out.K, out.KParam, out.BordaK, out.ExactTerms
+	for leg, w := range out.Weights {
+		tr.Weights[leg] = w
 	}
-	tr.K = k
 
 	resp := &Response{Results: make([]Result, len(fused))}
 	for i, f := range fused {
-		resp.Results[i] = Result{ID: f.ID, Score: f.Score, Rank: f.Rank, Legs: f.Legs}
+		resp.Results[i] = Result{ID: f.ID, Score: f.Score, Rank: f.Rank, Legs: f.Legs, Counterfactual: f.Counterfactual}
 	}
 	tr.Timings["pipeline"] = ms(time.Since(start))
 	if req.Trace {

@@ -84,7 +84,11 @@ func cmdRecall(ctx context.Context, a *app, args []string) error {
 	weights := fs.String("weights", "", "leg weights, e.g. lexical=1,dense=1,recency=0,access=0 (each in [0, 5])")
 	var k optFloat
 	fs.Var(&k, "k", "RRF k (default from settings, 60)")
-	strategy := fs.String("strategy", "", "fusion strategy (default from settings)")
+	strategy := fs.String("strategy", "", "fusion strategy: rrf, borda_rank, weighted_average, score_weighted_rrf, max_confidence, dbsf (default from settings)")
+	normalization := fs.String("normalization", "", "score normalization for score-based strategies: minmax, zscore, none, tmm, dbsf")
+	missing := fs.String("missing", "", "missing-leg policy: zero, renormalize, impute_min, impute_rank")
+	var kparam optFloat
+	fs.Var(&kparam, "kparam", "score_weighted_rrf rank offset (default from settings, 5)")
 	trace := fs.Bool("trace", false, "explain: each leg's list, per-result contributions, per-stage timings")
 	asJSON := fs.Bool("json", false, "print JSON")
 	fs.Usage = func() {
@@ -114,6 +118,15 @@ func cmdRecall(ctx context.Context, a *app, args []string) error {
 	}
 	if *strategy != "" {
 		over["strategy"] = *strategy
+	}
+	if *normalization != "" {
+		over["normalization"] = *normalization
+	}
+	if *missing != "" {
+		over["missingLeg"] = *missing
+	}
+	if kparam.set {
+		over["kParam"] = strconv.FormatFloat(kparam.v, 'g', -1, 64)
 	}
 	q := mnemo.Query{Text: query, Profile: *profile, Project: *project, Sessions: sessions, Exclude: exclude,
 		Limit: *limit, Overrides: over, Trace: *trace}
@@ -196,10 +209,25 @@ func printRecall(w io.Writer, res *mnemo.RecallResult) error {
 			legs = append(legs, fmt.Sprintf("%s#%d", n, r.Legs[n].Rank))
 		}
 		fmt.Fprintf(w, "%2d. %.5f  %s  [%s]\n    %s\n", r.Rank, r.Score, r.ID, strings.Join(legs, " "), oneLine(r.Content, 200))
+		if res.Trace != nil && len(r.Counterfactual) > 0 {
+			strats := make([]string, 0, len(r.Counterfactual))
+			for st := range r.Counterfactual {
+				strats = append(strats, st)
+			}
+			sort.Strings(strats)
+			var cf []string
+			for _, st := range strats {
+				cf = append(cf, fmt.Sprintf("%s#%d", st, r.Counterfactual[st]))
+			}
+			fmt.Fprintf(w, "    under other strategies: %s\n", strings.Join(cf, " "))
+		}
 	}
 	if t := res.Trace; t != nil {
-		fmt.Fprintf(w, "\ntrace: strategy=%s k=%g policy=%s terms=%q lexical=%s candidates=%d\n",
-			t.Strategy, t.K, t.Policy, t.Terms, t.LexicalOp, t.Candidates)
+		fmt.Fprintf(w, "\ntrace: strategy=%s (requested %s) k=%g normalization=%s missing=%s policy=%s terms=%q lexical=%s candidates=%d\n",
+			t.Strategy, t.Requested, t.K, t.Normalization, t.Missing, t.Policy, t.Terms, t.LexicalOp, t.Candidates)
+		if len(t.Switches) > 0 {
+			fmt.Fprintf(w, "  switches fired: %s (intent %s)\n", strings.Join(t.Switches, ", "), t.Intent)
+		}
 		for leg, why := range t.Skipped {
 			fmt.Fprintf(w, "  %s skipped: %s\n", leg, why)
 		}
