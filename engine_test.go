@@ -71,8 +71,9 @@ func TestEngine_RememberRecallForget(t *testing.T) {
 	if top.Content != a.Content || top.Legs["lexical"].Rank != 1 || top.Legs["dense"].Rank != 1 {
 		t.Fatalf("unexpected top result %+v", top)
 	}
-	// Seed 003: ranks 1 and 1 under k=60 → 2/61, times the importance prior 0.7+0.3·0.5.
-	if want := 2.0 / 61 * 0.85; abs(top.Score-want) > 1e-12 {
+	// Seed 003's formula: lexical rank 1 (weight 1) and dense rank 1 (default
+	// weight 0.5) under k=60, times the importance prior 0.7+0.3·0.5.
+	if want := (1.0/61 + 0.5/61) * 0.85; abs(top.Score-want) > 1e-12 {
 		t.Fatalf("score = %v, want %v", top.Score, want)
 	}
 	if res.Trace == nil || res.Trace.Timings["total"] <= 0 || len(res.Trace.Legs["lexical"]) == 0 {

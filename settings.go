@@ -68,7 +68,7 @@ type Settings struct {
 func DefaultSettings() Settings {
 	return Settings{
 		KeywordWeight:   1,
-		SemanticWeight:  1,
+		SemanticWeight:  0.5,
 		RecencyWeight:   0,
 		AccessWeight:    0,
 		RRFK:            fusion.DefaultK,

@@ -5,17 +5,25 @@ import (
 	"unicode"
 )
 
-// stopwords is Lucene's 33-word English stop list. Dropping these from the
-// lexical query matters for speed: an FTS5 query ORing every token,
-// stopwords included, measured 53 ms p50 at 100k memories against 10.9 ms
-// without them.
-var stopwords = map[string]bool{
-	"a": true, "an": true, "and": true, "are": true, "as": true, "at": true, "be": true, "but": true,
-	"by": true, "for": true, "if": true, "in": true, "into": true, "is": true, "it": true, "no": true,
-	"not": true, "of": true, "on": true, "or": true, "such": true, "that": true, "the": true,
-	"their": true, "then": true, "there": true, "these": true, "they": true, "this": true, "to": true,
-	"was": true, "will": true, "with": true,
-}
+// stopwords is Lucene's 33-word English stop list plus the interrogatives,
+// personal pronouns and auxiliaries that agents' questions are full of
+// ("when did I ...", "what does she ..."). Dropping them matters twice:
+// for speed — an FTS5 query ORing every token, stopwords included, measured
+// 53 ms p50 at 100k memories against 10.9 ms without the 33 words — and for
+// quality, because the AND query is tried first and question words make it
+// fail needlessly: on locomo-dev BM25 alone rose from recall@10 0.526 /
+// nDCG@10 0.395 (33 words) to 0.580 / 0.443 with this list (NLTK's 179-word
+// list: 0.569 / 0.434).
+var stopwords = func() map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields(`a an and are as at be but by for if in into is it no not of on or such that the
+		their then there these they this to was will with
+		what when where who whom which why how did do does i me my you your we our us he him his she her them its
+		were has have had can could would should am been being from about`) {
+		m[w] = true
+	}
+	return m
+}()
 
 // maxTerms bounds the lexical query so a pasted document cannot make FTS5
 // evaluate thousands of phrases.

@@ -226,9 +226,19 @@ func Run(ctx context.Context, src Source, vec Vectors, req Request) (*Response, 
 		}
 		mu.Unlock()
 	}
+	// With the scope policy and a dense leg, OR-broadening waits for the
+	// dense hits so that one OR pass both broadens and scores them (see
+	// below); otherwise the lexical leg broadens on its own.
+	deferOR := runDense && o.Policy == PolicyScope
 	if runLexical {
 		wg.Add(1)
 		go timed("lexical", func() error {
+			if deferOR {
+				var err error
+				lexical, err = src.Lexical(ctx, store.LexicalParams{Scope: req.Scope, Match: store.MatchQuery{Terms: tr.Terms, All: true}, Limit: lexLimit})
+				tr.LexicalOp = "and"
+				return err
+			}
 			hits, op, err := lexicalSearch(ctx, src, req.Scope, tr.Terms, lexLimit, req.Limit)
 			lexical, tr.LexicalOp = hits, op
 			return err
@@ -260,6 +270,20 @@ func Run(ctx context.Context, src Source, vec Vectors, req Request) (*Response, 
 	// leg's window.
 	t0 := time.Now()
 	var err error
+	lexicalScored := false // the dense hits already carry their lexical scores
+	if runLexical && deferOR && len(lexical) < req.Limit && len(tr.Terms) > 1 {
+		// AND found too little: broaden to OR (seed 004), and in the same
+		// pass score the dense hits, instead of a second FTS5 pass later. A
+		// document's bm25 is the same under the AND and the OR form (both
+		// sum the same phrases), so the OR list simply extends the AND list.
+		lexical, err = src.Lexical(ctx, store.LexicalParams{Scope: req.Scope, Match: store.MatchQuery{Terms: tr.Terms},
+			Limit: lexLimit, Also: ids(dense)})
+		if err != nil {
+			return nil, fmt.Errorf("lexical leg: %w", err)
+		}
+		tr.LexicalOp, lexicalScored = "or", true
+		tr.Timings["lexical_or"] = ms(time.Since(t0))
+	}
 	if runDense && o.Policy == PolicyPool {
 		pool := union(recent, ids(lexical))
 		if dense, err = vec.Score(req.Vector, req.Model, pool); err != nil {
@@ -275,10 +299,10 @@ func Run(ctx context.Context, src Source, vec Vectors, req Request) (*Response, 
 			dense = append(dense, extra...)
 		}
 	}
-	if runLexical {
+	if runLexical && !lexicalScored {
 		if missing := minus(ids(dense), lexical); len(missing) > 0 {
 			extra, err := src.Lexical(ctx, store.LexicalParams{
-				Scope: req.Scope, Match: store.MatchQuery{Terms: tr.Terms}, Only: missing,
+				Scope: req.Scope, Match: store.MatchQuery{Terms: tr.Terms, All: tr.LexicalOp == "and"}, Only: missing,
 			})
 			if err != nil {
 				return nil, fmt.Errorf("lexical leg: %w", err)

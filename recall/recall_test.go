@@ -144,7 +144,14 @@ func canned(and, or []mnemotype.Hit) func(context.Context, store.LexicalParams) 
 			}
 		}
 		if p.Limit > 0 && len(out) > p.Limit {
-			out = out[:p.Limit]
+			// The best Limit, plus any Also id further down.
+			kept := out[:p.Limit:p.Limit]
+			for _, h := range out[p.Limit:] {
+				if slices.Contains(p.Also, h.ID) {
+					kept = append(kept, h)
+				}
+			}
+			out = kept
 		}
 		return out, nil
 	}
@@ -390,9 +397,10 @@ func TestRun_CrossScoring(t *testing.T) {
 	x := corpus(t)
 	vec := newVectors(t, x)
 	// The AND list fills the window, so there is no OR query; its "e" is
-	// embedded, "n" is not. The OR list is what the cross-scoring call
-	// sees: "a" contains a term, "b" none.
-	src := &fakeSource{t: t, LexicalFunc: canned(hits("e", "n"), []mnemotype.Hit{{ID: "e", Score: 10}, {ID: "n", Score: 9}, {ID: "a", Score: 3}})}
+	// embedded, "n" is not. The cross-scoring call uses the leg's own
+	// (AND) query: "a" matches it beyond the window, "b" does not.
+	and := []mnemotype.Hit{{ID: "e", Score: 10}, {ID: "n", Score: 9}, {ID: "a", Score: 3}}
+	src := &fakeSource{t: t, LexicalFunc: canned(and, and)}
 	req := request("alpha beta", 2)
 	req.Scope = mnemotype.Scope{Profile: "p", Exclude: []string{"zz"}}
 	req.Options.FetchMultiplier = 1 // the dense leg fetches a, b only
@@ -406,8 +414,8 @@ func TestRun_CrossScoring(t *testing.T) {
 		if !slices.Equal(p.Only, []string{"a", "b"}) {
 			t.Errorf("cross-scoring Only = %v, want exactly the dense-only ids [a b]", p.Only)
 		}
-		if p.Limit != 0 || p.Match.All || !slices.Equal(p.Match.Terms, resp.Trace.Terms) || !sameScope(p.Scope, req.Scope) {
-			t.Errorf("cross-scoring call = %+v, want no limit, OR of %v, scope %+v", p, resp.Trace.Terms, req.Scope)
+		if p.Limit != 0 || !p.Match.All || !slices.Equal(p.Match.Terms, resp.Trace.Terms) || !sameScope(p.Scope, req.Scope) {
+			t.Errorf("cross-scoring call = %+v, want no limit, the leg's AND of %v, scope %+v", p, resp.Trace.Terms, req.Scope)
 		}
 		want := []mnemotype.Hit{{ID: "e", Score: 10, Rank: 1}, {ID: "n", Score: 9, Rank: 2}, {ID: "a", Score: 3, Rank: 3}}
 		if got := resp.Trace.Legs[mnemotype.LegLexical]; !slices.Equal(got, want) {
@@ -563,8 +571,14 @@ func TestRun_PoolPolicy(t *testing.T) {
 			if got := sortedCopy(hitIDs(resp.Trace.Legs[mnemotype.LegDense])); !slices.Equal(got, []string{"c", "f", "g", "h"}) {
 				t.Errorf("dense leg = %v, want c, f, g, h", got)
 			}
-			if got := sortedCopy(hitIDs(resp.Trace.Legs[mnemotype.LegLexical])); !slices.Equal(got, []string{"c", "g", "n"}) {
-				t.Errorf("lexical leg = %v, want c, g, n (g cross-scored)", got)
+			// "g" matches only the OR form: it is cross-scored when the leg
+			// broadened to OR, and rightly absent when AND sufficed.
+			want := []string{"c", "g", "n"}
+			if resp.Trace.LexicalOp == "and" {
+				want = []string{"c", "n"}
+			}
+			if got := sortedCopy(hitIDs(resp.Trace.Legs[mnemotype.LegLexical])); !slices.Equal(got, want) {
+				t.Errorf("lexical leg = %v (%s), want %v", got, resp.Trace.LexicalOp, want)
 			}
 			if resp.Trace.Policy != string(recall.PolicyPool) {
 				t.Errorf("trace policy = %q", resp.Trace.Policy)
@@ -906,4 +920,36 @@ func TestRun_Concurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// TestRun_BroadenScoresDenseInOnePass checks the scope policy's OR pass:
+// when AND finds fewer than limit, one OR query both broadens the lexical
+// leg and scores the dense hits (Also), with no separate cross-scoring call.
+func TestRun_BroadenScoresDenseInOnePass(t *testing.T) {
+	t.Parallel()
+	x := corpus(t)
+	vec := newVectors(t, x)
+	// AND finds only "e"; OR finds e, n, then "a" (a dense hit) far down.
+	or := []mnemotype.Hit{{ID: "e", Score: 10}, {ID: "n", Score: 9}, {ID: "c", Score: 8}, {ID: "a", Score: 1}}
+	src := &fakeSource{t: t, LexicalFunc: canned(hits("e"), or)}
+	req := request("alpha beta", 2)
+	req.Options.FetchMultiplier = 1 // each leg fetches 2; the dense leg finds a, b
+	resp := run(t, src, vec, req)
+	if len(src.lexCalls) != 2 {
+		t.Fatalf("%d Lexical calls, want AND then OR: %+v", len(src.lexCalls), src.lexCalls)
+	}
+	and, orCall := src.lexCalls[0], src.lexCalls[1]
+	if !and.Match.All || and.Also != nil || orCall.Match.All || orCall.Only != nil || orCall.Limit != 2 {
+		t.Errorf("calls = %+v, %+v; want AND then OR with limit 2", and, orCall)
+	}
+	if got := sortedCopy(orCall.Also); !slices.Equal(got, []string{"a", "b"}) {
+		t.Errorf("OR Also = %v, want the dense hits a, b", orCall.Also)
+	}
+	if resp.Trace.LexicalOp != "or" {
+		t.Errorf("LexicalOp = %q, want or", resp.Trace.LexicalOp)
+	}
+	want := []mnemotype.Hit{{ID: "e", Score: 10, Rank: 1}, {ID: "n", Score: 9, Rank: 2}, {ID: "a", Score: 1, Rank: 3}}
+	if got := resp.Trace.Legs[mnemotype.LegLexical]; !slices.Equal(got, want) {
+		t.Errorf("lexical leg = %v, want %v (top 2 of OR plus the dense hit a)", got, want)
+	}
 }

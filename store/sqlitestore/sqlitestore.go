@@ -584,10 +584,20 @@ func (s *Store) Lexical(ctx context.Context, p store.LexicalParams) ([]mnemotype
 		q += ` AND m.id IN (` + placeholders(len(p.Only)) + `)`
 		args = append(args, anySlice(p.Only)...)
 	}
-	q += ` ORDER BY bm25(memories_fts), m.id`
-	if p.Limit > 0 {
-		q += ` LIMIT ?`
-		args = append(args, p.Limit)
+	switch {
+	case len(p.Also) > 0 && p.Limit > 0:
+		// bm25() is computed once per match (materialised), then the best
+		// Limit and the Also ids are kept.
+		q = `WITH hits AS MATERIALIZED (` + strings.Replace(q, "bm25(memories_fts) FROM", "bm25(memories_fts) AS s FROM", 1) + `)
+			SELECT id, s FROM (SELECT id, s, row_number() OVER (ORDER BY s, id) AS rn FROM hits)
+			WHERE rn <= ? OR id IN (` + placeholders(len(p.Also)) + `) ORDER BY s, id`
+		args = append(append(args, p.Limit), anySlice(p.Also)...)
+	default:
+		q += ` ORDER BY bm25(memories_fts), m.id`
+		if p.Limit > 0 {
+			q += ` LIMIT ?`
+			args = append(args, p.Limit)
+		}
 	}
 	rows, err := s.r.QueryContext(ctx, q, args...)
 	if err != nil {

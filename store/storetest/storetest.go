@@ -1002,6 +1002,26 @@ func fillers(profile string, n int) []mnemotype.Memory {
 }
 
 func exerciseLexical(t *testing.T, open OpenFunc) {
+	t.Run("AlsoBeyondLimit", func(t *testing.T) {
+		b := setup(t, open)
+		b.insert(
+			mem("alice", "best", "orange orange orange"),
+			mem("alice", "second", "orange orange peel and more words here"),
+			mem("alice", "weak", "an orange among many many other words in a long sentence here"),
+			mem("alice", "none", "apple"),
+			mem("bob", "bob-weak", "an orange among many many other words in a long sentence here"),
+		)
+		hits, err := b.s.Lexical(b.ctx, store.LexicalParams{Scope: mnemotype.Scope{Profile: "alice"},
+			Match: store.MatchQuery{Terms: []string{"orange"}}, Limit: 1, Also: []string{"weak", "none", "bob-weak"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkHits(t, hits)
+		if got := hitIDs(hits); !slices.Equal(got, []string{"best", "weak"}) {
+			t.Errorf("Lexical with Limit 1 and Also = %v, want [best weak]: the best hit plus the Also ids that match, in the profile", got)
+		}
+	})
+
 	scopeFixture := func(b *bundle) {
 		b.insert(fillers("alice", 8)...)
 		b.insert(fillers("bob", 4)...)
