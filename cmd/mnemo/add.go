@@ -48,7 +48,7 @@ func cmdAdd(ctx context.Context, a *app, args []string) error {
 	fs := newFlags(a, "add")
 	var ef engineFlags
 	ef.register(fs)
-	profile := fs.String("profile", "", "profile (tenant) the memory belongs to (required)")
+	profile := fs.String("profile", a.getenv("MNEMO_PROFILE"), "profile (tenant) the memory belongs to (required) (default $MNEMO_PROFILE)")
 	project := fs.String("project", "", "project")
 	session := fs.String("session", "", "session")
 	kind := fs.String("kind", "episodic", "kind: episodic, semantic or identity")

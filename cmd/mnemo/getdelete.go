@@ -10,7 +10,7 @@ func cmdGet(ctx context.Context, a *app, args []string) error {
 	fs := newFlags(a, "get")
 	var ef engineFlags
 	ef.register(fs)
-	profile := fs.String("profile", "", "profile the memory belongs to (required)")
+	profile := fs.String("profile", a.getenv("MNEMO_PROFILE"), "profile the memory belongs to (required) (default $MNEMO_PROFILE)")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -37,7 +37,7 @@ func cmdDelete(ctx context.Context, a *app, args []string) error {
 	fs := newFlags(a, "delete")
 	var ef engineFlags
 	ef.register(fs)
-	profile := fs.String("profile", "", "profile the memory belongs to (required)")
+	profile := fs.String("profile", a.getenv("MNEMO_PROFILE"), "profile the memory belongs to (required) (default $MNEMO_PROFILE)")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err

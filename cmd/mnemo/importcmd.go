@@ -32,7 +32,7 @@ func cmdImport(ctx context.Context, a *app, args []string) error {
 	fs := newFlags(a, "import")
 	var ef engineFlags
 	ef.register(fs)
-	profile := fs.String("profile", "", "profile for lines that carry none")
+	profile := fs.String("profile", a.getenv("MNEMO_PROFILE"), "profile for lines that carry none (default $MNEMO_PROFILE)")
 	sessionField := fs.String("session-field", "", "take each memory's session from this field (e.g. conversation)")
 	strict := fs.Bool("strict", false, "abort on the first bad line, writing nothing")
 	fs.Usage = func() {

@@ -115,6 +115,12 @@ func TestCLI_EndToEnd(t *testing.T) {
 	if code, _, errs := c.run("", "get", "--profile", "me", added.ID); code != 1 || !strings.Contains(errs, "not found") {
 		t.Fatalf("get deleted: exit %d %s", code, errs)
 	}
+	// MNEMO_PROFILE stands in for --profile.
+	c.env["MNEMO_PROFILE"] = "me"
+	if out := c.ok("get", id1); !strings.Contains(out, "Threadline") {
+		t.Fatalf("get with MNEMO_PROFILE: %s", out)
+	}
+	delete(c.env, "MNEMO_PROFILE")
 	// settings.
 	if out := c.ok("settings", "set", "--profile", "me", "semanticWeight=0.5", "rrfK=20"); !strings.Contains(out, "rrfK=20") {
 		t.Fatalf("settings set: %s", out)

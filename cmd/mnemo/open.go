@@ -49,7 +49,7 @@ func writeJSON(a *app, v any) error {
 // requireProfile rejects a blank --profile.
 func requireProfile(p string) error {
 	if strings.TrimSpace(p) == "" {
-		return usagef("--profile is required")
+		return usagef("--profile is required (or set MNEMO_PROFILE)")
 	}
 	return nil
 }

@@ -74,7 +74,7 @@ func cmdRecall(ctx context.Context, a *app, args []string) error {
 	fs := newFlags(a, "recall")
 	var ef engineFlags
 	ef.register(fs)
-	profile := fs.String("profile", "", "profile to recall from (required)")
+	profile := fs.String("profile", a.getenv("MNEMO_PROFILE"), "profile to recall from (required) (default $MNEMO_PROFILE)")
 	project := fs.String("project", "", "restrict to a project")
 	var sessions, kinds, exclude listFlag
 	fs.Var(&sessions, "session", "restrict to a session (repeatable, or comma-separated)")
