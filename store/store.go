@@ -60,6 +60,18 @@ type Store interface {
 	Count(ctx context.Context, profile string) (int, error)
 	// Close releases the store. Later calls return ErrClosed.
 	Close() error
+
+	// CreateKey stores a new API key. Its ID and Hash must be new; a
+	// repeated one is an ErrInvalid error.
+	CreateKey(ctx context.Context, k APIKey) error
+	// KeyByHash returns the active (not revoked) key whose Hash is hash.
+	// Returns ErrNotFound if there is none.
+	KeyByHash(ctx context.Context, hash string) (APIKey, error)
+	// ListKeys returns API keys, oldest first (creation time, then id).
+	ListKeys(ctx context.Context, p ListKeysParams) ([]APIKey, error)
+	// RevokeKey marks the active key with this id revoked at at. Returns
+	// ErrNotFound if no active key has the id.
+	RevokeKey(ctx context.Context, id string, at time.Time) error
 }
 
 // GetParams selects memories by id.
@@ -144,4 +156,29 @@ type Access struct {
 	ID      string
 	At      time.Time
 	Count   int64
+}
+
+// APIKey is a stored API key: a bearer token bound to one profile. The
+// token itself is never stored, only its hash.
+type APIKey struct {
+	// ID names the key publicly (for listing and revoking).
+	ID      string
+	Profile string
+	// Name is a free-form label.
+	Name string
+	// Hash is the hex SHA-256 of the token.
+	Hash string
+	// Prefix is the token's first characters, to recognise it by.
+	Prefix    string
+	CreatedAt time.Time
+	// RevokedAt is zero while the key is active.
+	RevokedAt time.Time
+}
+
+// ListKeysParams selects API keys.
+type ListKeysParams struct {
+	// Profile, when set, restricts to that profile's keys.
+	Profile string
+	// IncludeRevoked also returns revoked keys.
+	IncludeRevoked bool
 }

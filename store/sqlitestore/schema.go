@@ -60,4 +60,15 @@ var migrations = []string{
 		value   TEXT NOT NULL,
 		PRIMARY KEY (profile, key)
 	);`,
+	// 4: API keys bound to profiles; only the token's SHA-256 is kept.
+	`CREATE TABLE api_keys (
+		id         TEXT    PRIMARY KEY,
+		profile    TEXT    NOT NULL,
+		name       TEXT    NOT NULL DEFAULT '',
+		hash       TEXT    NOT NULL UNIQUE,
+		prefix     TEXT    NOT NULL DEFAULT '',
+		created_at INTEGER NOT NULL,
+		revoked_at INTEGER
+	);
+	CREATE INDEX api_keys_profile ON api_keys(profile, created_at, id);`,
 }

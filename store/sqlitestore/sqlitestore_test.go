@@ -175,10 +175,10 @@ func TestOpen_AppliesOnlyMissingMigrations(t *testing.T) {
 
 	db := rawDB(t, path)
 	last := migrations[len(migrations)-1]
-	if !strings.Contains(last, "CREATE TABLE settings") {
-		t.Fatalf("this test undoes the last migration by dropping the settings table; the last migration is now:\n%s", last)
+	if !strings.Contains(last, "CREATE TABLE api_keys") {
+		t.Fatalf("this test undoes the last migration by dropping the api_keys table; the last migration is now:\n%s", last)
 	}
-	for _, q := range []string{`DROP TABLE settings`, fmt.Sprintf(`UPDATE schema_version SET version = %d`, len(migrations)-1)} {
+	for _, q := range []string{`DROP TABLE api_keys`, fmt.Sprintf(`UPDATE schema_version SET version = %d`, len(migrations)-1)} {
 		if _, err := db.ExecContext(ctx, q); err != nil {
 			t.Fatal(err)
 		}
@@ -195,8 +195,8 @@ func TestOpen_AppliesOnlyMissingMigrations(t *testing.T) {
 	if n, err := s.Count(ctx, "alice"); err != nil || n != len(ms) {
 		t.Errorf("Count = %d, %v; want %d", n, err, len(ms))
 	}
-	if err := s.SetSettings(ctx, "alice", map[string]string{"k": "v"}); err != nil {
-		t.Errorf("SetSettings after migrating: %v", err)
+	if _, err := s.ListKeys(ctx, store.ListKeysParams{}); err != nil {
+		t.Errorf("ListKeys after migrating: %v", err)
 	}
 }
 

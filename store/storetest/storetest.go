@@ -45,6 +45,7 @@ func Exercise(t *testing.T, open func(t *testing.T) store.Store) {
 		{"RecordAccess", exerciseRecordAccess},
 		{"Settings", exerciseSettings},
 		{"Count", exerciseCount},
+		{"Keys", ExerciseKeys},
 		{"Close", exerciseClose},
 		{"Concurrent", exerciseConcurrent},
 	}

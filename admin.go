@@ -1,0 +1,398 @@
+package mnemo
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mnemo-dev/mnemo/mnemotype"
+	"github.com/mnemo-dev/mnemo/recall"
+	"github.com/mnemo-dev/mnemo/store"
+	"github.com/mnemo-dev/mnemo/vector"
+)
+
+// List limits.
+const (
+	// DefaultListLimit is the page size List uses when ListQuery.Limit is 0.
+	DefaultListLimit = 100
+	// MaxListLimit bounds ListQuery.Limit.
+	MaxListLimit = 1000
+)
+
+// ListQuery selects a page of a profile's memories.
+type ListQuery struct {
+	// Profile is required.
+	Profile string
+	// Project and Session, when set, restrict the listing.
+	Project string
+	Session string
+	// Limit is the page size in [1, MaxListLimit]. Defaults to
+	// DefaultListLimit.
+	Limit int
+	// Cursor is the NextCursor of the previous page, or "" for the first.
+	Cursor string
+}
+
+// Page is one page of List.
+type Page struct {
+	Memories []Memory
+	// NextCursor is "" on the last page.
+	NextCursor string
+}
+
+// List pages through a profile's memories in a stable order (creation
+// time, then id): a memory written while paging never shifts the pages
+// already read. Embeddings are not included. A malformed cursor is an
+// ErrInvalid error.
+func (e *Engine) List(ctx context.Context, q ListQuery) (Page, error) {
+	done, err := e.enter()
+	if err != nil {
+		return Page{}, err
+	}
+	defer done()
+	if strings.TrimSpace(q.Profile) == "" {
+		return Page{}, mnemotype.Invalidf("profile is required")
+	}
+	if q.Limit == 0 {
+		q.Limit = DefaultListLimit
+	}
+	if q.Limit < 1 || q.Limit > MaxListLimit {
+		return Page{}, mnemotype.Invalidf("limit = %d: must be an integer in [1, %d]", q.Limit, MaxListLimit)
+	}
+	p, err := e.st.List(ctx, store.ListParams{Profile: q.Profile, Project: q.Project, Session: q.Session,
+		Limit: q.Limit, Cursor: q.Cursor})
+	if err != nil {
+		return Page{}, err
+	}
+	return Page{Memories: p.Memories, NextCursor: p.NextCursor}, nil
+}
+
+// Patch changes some fields of a memory; nil fields are left as they are.
+type Patch struct {
+	Content *string
+	// Kind is episodic, semantic or identity.
+	Kind    *string
+	Project *string
+	Session *string
+	// Importance in [0, 1].
+	Importance *float64
+	// Metadata replaces the metadata (a JSON object); an empty value or
+	// JSON null clears it.
+	Metadata *json.RawMessage
+}
+
+// Update applies p to one memory of profile and returns it as stored. When
+// the content changes the memory is embedded again (if the embedder fails,
+// it is kept without an embedding, as Remember does, so a stale vector never
+// describes new text). Returns ErrNotFound if the id is not in the profile
+// and an ErrInvalid error naming the field if p is invalid; nothing is
+// written then.
+func (e *Engine) Update(ctx context.Context, profile, id string, p Patch) (Memory, error) {
+	done, err := e.enter()
+	if err != nil {
+		return Memory{}, err
+	}
+	defer done()
+	if strings.TrimSpace(profile) == "" {
+		return Memory{}, mnemotype.Invalidf("profile is required")
+	}
+	up := store.UpdateParams{Profile: profile, ID: id, Content: p.Content, Project: p.Project, Session: p.Session,
+		Importance: p.Importance}
+	if p.Kind != nil {
+		k, err := mnemotype.ParseKind(*p.Kind)
+		if err != nil {
+			return Memory{}, err
+		}
+		up.Kind = &k
+	}
+	if p.Importance != nil {
+		if err := mnemotype.CheckUnit("importance", *p.Importance); err != nil {
+			return Memory{}, err
+		}
+	}
+	if p.Metadata != nil {
+		md := []byte(*p.Metadata)
+		if s := strings.TrimSpace(string(md)); s == "" || s == "null" {
+			md = []byte{}
+		}
+		up.Metadata = &md
+	}
+	if p.Content != nil {
+		if strings.TrimSpace(*p.Content) == "" {
+			return Memory{}, mnemotype.Invalidf("content is empty")
+		}
+		if len(*p.Content) > MaxContentBytes {
+			return Memory{}, mnemotype.Invalidf("content is %d bytes: at most %d allowed", len(*p.Content), MaxContentBytes)
+		}
+		cur, err := e.st.Get(ctx, store.GetParams{Profile: profile, IDs: []string{id}})
+		if err != nil {
+			return Memory{}, err
+		}
+		if len(cur) == 0 {
+			return Memory{}, fmt.Errorf("update memory %s: %w", id, ErrNotFound)
+		}
+		if cur[0].Content != *p.Content {
+			// A model name with no vector clears the embedding.
+			up.EmbeddingModel = e.emb.Model()
+			vecs, err := e.emb.Embed(ctx, []string{*p.Content})
+			if err == nil && (len(vecs) != 1 || len(vecs[0]) != e.emb.Dim()) {
+				err = fmt.Errorf("embedder %s returned a malformed vector", e.emb.Model())
+			}
+			if err != nil {
+				if ctx.Err() != nil {
+					return Memory{}, ctx.Err()
+				}
+				e.log.Warn("embedding failed; keeping the updated memory without an embedding", "id", id, "model", e.emb.Model(), "err", err)
+			} else {
+				up.Embedding = vecs[0]
+			}
+		}
+	}
+	m, err := e.st.Update(ctx, up)
+	if err != nil {
+		return Memory{}, err
+	}
+	if len(m.Embedding) == 0 {
+		m.EmbeddingModel = "" // as stored: no vector, no model
+	}
+	m.Embedding = nil
+	return m, nil
+}
+
+// Ping checks that the engine is open and its store answers.
+func (e *Engine) Ping(ctx context.Context) error {
+	done, err := e.enter()
+	if err != nil {
+		return err
+	}
+	defer done()
+	_, err = e.st.Sequence(ctx)
+	return err
+}
+
+// APIKey is a stored API key (without its token). See Engine.CreateKey.
+type APIKey = store.APIKey
+
+// ErrUnknownKey is returned by Authenticate for a token that is not an
+// active API key.
+var ErrUnknownKey = errors.New("unknown or revoked API key")
+
+// KeyTokenPrefix starts every API key token, so that leaked tokens are
+// recognisable (e.g. by secret scanners).
+const KeyTokenPrefix = "mnemo_"
+
+// HashKey returns the hex SHA-256 of an API key token: the form keys are
+// stored in.
+func HashKey(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])
+}
+
+// CreateKey creates an API key bound to profile and returns its token (32
+// random bytes, base64url, after KeyTokenPrefix). Only the token's SHA-256
+// is stored: the token cannot be shown again.
+func (e *Engine) CreateKey(ctx context.Context, profile, name string) (token string, key APIKey, err error) {
+	done, err := e.enter()
+	if err != nil {
+		return "", APIKey{}, err
+	}
+	defer done()
+	profile = strings.TrimSpace(profile)
+	if profile == "" {
+		return "", APIKey{}, mnemotype.Invalidf("profile is required")
+	}
+	var secret [32]byte
+	var idb [8]byte
+	if _, err := rand.Read(secret[:]); err != nil {
+		return "", APIKey{}, fmt.Errorf("create key: %w", err)
+	}
+	if _, err := rand.Read(idb[:]); err != nil {
+		return "", APIKey{}, fmt.Errorf("create key: %w", err)
+	}
+	token = KeyTokenPrefix + base64.RawURLEncoding.EncodeToString(secret[:])
+	key = APIKey{ID: "key_" + hex.EncodeToString(idb[:]), Profile: profile, Name: name, Hash: HashKey(token),
+		Prefix: token[:len(KeyTokenPrefix)+6], CreatedAt: time.Now().UTC()}
+	if err := e.st.CreateKey(ctx, key); err != nil {
+		return "", APIKey{}, err
+	}
+	return token, key, nil
+}
+
+// Keys lists API keys, oldest first: profile's, or every profile's when
+// profile is "".
+func (e *Engine) Keys(ctx context.Context, profile string, includeRevoked bool) ([]APIKey, error) {
+	done, err := e.enter()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	return e.st.ListKeys(ctx, store.ListKeysParams{Profile: profile, IncludeRevoked: includeRevoked})
+}
+
+// RevokeKey revokes the active API key with this id; requests bearing it
+// are refused from then on. Returns ErrNotFound if no active key has the id.
+func (e *Engine) RevokeKey(ctx context.Context, id string) error {
+	done, err := e.enter()
+	if err != nil {
+		return err
+	}
+	defer done()
+	return e.st.RevokeKey(ctx, strings.TrimSpace(id), time.Now().UTC())
+}
+
+// Authenticate returns the active API key whose token is token. Returns an
+// error wrapping ErrUnknownKey if there is none (unknown or revoked).
+func (e *Engine) Authenticate(ctx context.Context, token string) (APIKey, error) {
+	done, err := e.enter()
+	if err != nil {
+		return APIKey{}, err
+	}
+	defer done()
+	if token == "" {
+		return APIKey{}, fmt.Errorf("authenticate: %w", ErrUnknownKey)
+	}
+	k, err := e.st.KeyByHash(ctx, HashKey(token))
+	if errors.Is(err, ErrNotFound) {
+		return APIKey{}, fmt.Errorf("authenticate: %w", ErrUnknownKey)
+	}
+	if err != nil {
+		return APIKey{}, err
+	}
+	return k, nil
+}
+
+// RecallPool answers q like Recall with the candidatePolicy "pool" (seed
+// 001's two-stage pool: the lexical leg's top LexicalCap plus the PoolSize
+// most recently accessed memories), but without loading the profile's
+// whole in-memory index: only the pool's embeddings and signals are read
+// from the store. It is for one-shot processes such as `mnemo recollect`,
+// where loading every embedding of a large profile would cost more than
+// the recall itself; a long-running process should call Recall, whose
+// index stays warm.
+func (e *Engine) RecallPool(ctx context.Context, q Query) (*RecallResult, error) {
+	done, err := e.enter()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	over := make(map[string]string, len(q.Overrides)+1)
+	for k, v := range q.Overrides {
+		over[k] = v
+	}
+	over["candidatePolicy"] = string(recall.PolicyPool)
+	q.Overrides = over
+	if strings.TrimSpace(q.Profile) == "" {
+		return nil, mnemotype.Invalidf("profile is required")
+	}
+	set, err := e.settings(ctx, q.Profile)
+	if err != nil {
+		return nil, err
+	}
+	if set, err = set.Apply(over); err != nil {
+		return nil, err
+	}
+	limit := q.Limit
+	if limit <= 0 {
+		limit = DefaultLimit
+	}
+	seq, err := e.st.Sequence(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// The pool, as the pipeline will form it: the most recently accessed
+	// embedded memories and the lexical hits (AND, broadened to OR when AND
+	// finds too few). An id the pipeline asks about beyond these is only
+	// scored by the legs that need no embedding.
+	scope := mnemotype.Scope{Profile: q.Profile, Project: q.Project, Sessions: q.Sessions, Kinds: q.Kinds, Exclude: q.Exclude}
+	memo := &memoStore{Store: e.st, lexical: map[string][]mnemotype.Hit{}, recent: map[string][]string{}}
+	ids, err := memo.RecentlyAccessed(ctx, scope, set.PoolSize)
+	if err != nil {
+		return nil, err
+	}
+	if terms := recall.Terms(q.Text); len(terms) > 0 {
+		lim := max(set.LexicalCap, limit*set.FetchMultiplier)
+		hits, err := memo.Lexical(ctx, store.LexicalParams{Scope: scope, Match: store.MatchQuery{Terms: terms, All: true}, Limit: lim})
+		if err == nil && len(hits) < limit && len(terms) > 1 {
+			hits, err = memo.Lexical(ctx, store.LexicalParams{Scope: scope, Match: store.MatchQuery{Terms: terms}, Limit: lim})
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, h := range hits {
+			ids = append(ids, h.ID)
+		}
+	}
+	x := vector.New()
+	if len(ids) > 0 {
+		mems, err := e.st.Get(ctx, store.GetParams{Profile: q.Profile, IDs: ids, WithEmbedding: true})
+		if err != nil {
+			return nil, err
+		}
+		if err := x.Upsert(mems); err != nil {
+			e.log.Warn("index pool", "profile", q.Profile, "err", err)
+		}
+	}
+	x.Seq = seq // writes after seq reach it through the change feed as usual
+	// A view of e whose only index is the pool: Recall runs unchanged on it.
+	// The view's store answers the pipeline's repeats of the queries above
+	// from memory instead of running them twice.
+	view := &Engine{cfg: e.cfg, st: memo, emb: e.emb, log: e.log, access: e.access,
+		indexes: map[string]*profileIndex{q.Profile: {x: x}}}
+	return view.Recall(ctx, q)
+}
+
+// memoStore remembers the answers of Lexical and RecentlyAccessed for one
+// recall, keyed by their exact parameters. It is used by one goroutine's
+// recall at a time, but the pipeline's legs run concurrently, hence the
+// lock.
+type memoStore struct {
+	store.Store
+	mu      sync.Mutex
+	lexical map[string][]mnemotype.Hit
+	recent  map[string][]string
+}
+
+func (m *memoStore) Lexical(ctx context.Context, p store.LexicalParams) ([]mnemotype.Hit, error) {
+	if p.Only != nil || len(p.Also) > 0 {
+		return m.Store.Lexical(ctx, p)
+	}
+	key := fmt.Sprintf("%#v", p)
+	m.mu.Lock()
+	hits, ok := m.lexical[key]
+	m.mu.Unlock()
+	if ok {
+		return append([]mnemotype.Hit(nil), hits...), nil
+	}
+	hits, err := m.Store.Lexical(ctx, p)
+	if err == nil {
+		m.mu.Lock()
+		m.lexical[key] = append([]mnemotype.Hit(nil), hits...)
+		m.mu.Unlock()
+	}
+	return hits, err
+}
+
+func (m *memoStore) RecentlyAccessed(ctx context.Context, scope mnemotype.Scope, n int) ([]string, error) {
+	key := fmt.Sprintf("%#v %d", scope, n)
+	m.mu.Lock()
+	ids, ok := m.recent[key]
+	m.mu.Unlock()
+	if ok {
+		return append([]string(nil), ids...), nil
+	}
+	ids, err := m.Store.RecentlyAccessed(ctx, scope, n)
+	if err == nil {
+		m.mu.Lock()
+		m.recent[key] = append([]string(nil), ids...)
+		m.mu.Unlock()
+	}
+	return ids, err
+}

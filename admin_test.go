@@ -1,0 +1,392 @@
+package mnemo_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mnemo-dev/mnemo"
+	"github.com/mnemo-dev/mnemo/embed"
+	"github.com/mnemo-dev/mnemo/mnemotype"
+)
+
+// openAdmin opens an engine on a fresh file with emb (nil: the hashing
+// embedder).
+func openAdmin(t *testing.T, emb embed.Embedder) *mnemo.Engine {
+	t.Helper()
+	e, err := mnemo.Open(filepath.Join(t.TempDir(), "mnemo.db"), &mnemo.Config{Embedder: emb, AccessFlushInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+func addAdmin(t *testing.T, e *mnemo.Engine, in mnemo.Input) mnemo.Memory {
+	t.Helper()
+	m, err := e.Remember(t.Context(), in)
+	if err != nil {
+		t.Fatalf("Remember(%q): %v", in.Content, err)
+	}
+	return m
+}
+
+func ref[T any](v T) *T { return &v }
+
+// flakyEmbedder is the hashing embedder that fails while fail is set.
+type flakyEmbedder struct {
+	*embed.Hash
+	fail atomic.Bool
+}
+
+func (f *flakyEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	if f.fail.Load() {
+		return nil, errors.New("provider down")
+	}
+	return f.Hash.Embed(ctx, texts)
+}
+
+func TestEngine_List(t *testing.T) {
+	t.Parallel()
+	e := openAdmin(t, nil)
+	ctx := t.Context()
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var want []string
+	for i := range 7 {
+		m := addAdmin(t, e, mnemo.Input{Profile: "alice", Project: "p", Session: fmt.Sprintf("s%d", i%2),
+			Content: fmt.Sprintf("memory %d", i), CreatedAt: base.Add(time.Duration(i) * time.Minute)})
+		want = append(want, m.ID)
+	}
+	addAdmin(t, e, mnemo.Input{Profile: "bob", Project: "p", Content: "bob's memory"})
+
+	t.Run("PagesInCreationOrder", func(t *testing.T) {
+		var got []string
+		cursor := ""
+		for range 10 {
+			page, err := e.List(ctx, mnemo.ListQuery{Profile: "alice", Limit: 3, Cursor: cursor})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range page.Memories {
+				got = append(got, m.ID)
+				if m.Profile != "alice" {
+					t.Errorf("List(alice) returned a memory of %s", m.Profile)
+				}
+			}
+			if cursor = page.NextCursor; cursor == "" {
+				break
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("paged ids = %v, want %v", got, want)
+		}
+	})
+
+	t.Run("StableWhileWriting", func(t *testing.T) {
+		e := openAdmin(t, nil)
+		for i := range 4 {
+			addAdmin(t, e, mnemo.Input{Profile: "alice", Content: fmt.Sprintf("m %d", i), CreatedAt: base.Add(time.Duration(i) * time.Minute)})
+		}
+		p1, err := e.List(ctx, mnemo.ListQuery{Profile: "alice", Limit: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A memory created before the cursor does not shift later pages.
+		addAdmin(t, e, mnemo.Input{Profile: "alice", Content: "backdated", CreatedAt: base.Add(-time.Hour)})
+		p2, err := e.List(ctx, mnemo.ListQuery{Profile: "alice", Limit: 2, Cursor: p1.NextCursor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p2.Memories) != 2 || p2.Memories[0].Content != "m 2" || p2.NextCursor != "" {
+			t.Errorf("second page = %+v", p2)
+		}
+	})
+
+	t.Run("Filters", func(t *testing.T) {
+		page, err := e.List(ctx, mnemo.ListQuery{Profile: "alice", Session: "s1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Memories) != 3 {
+			t.Errorf("session s1 has %d memories, want 3", len(page.Memories))
+		}
+		page, err = e.List(ctx, mnemo.ListQuery{Profile: "alice", Project: "other"})
+		if err != nil || len(page.Memories) != 0 {
+			t.Errorf("project other: %d memories, %v", len(page.Memories), err)
+		}
+	})
+
+	t.Run("Invalid", func(t *testing.T) {
+		for name, q := range map[string]mnemo.ListQuery{
+			"NoProfile":   {},
+			"LimitLow":    {Profile: "alice", Limit: -1},
+			"LimitHigh":   {Profile: "alice", Limit: mnemo.MaxListLimit + 1},
+			"BadCursor":   {Profile: "alice", Cursor: "not a cursor"},
+			"ForgedCursr": {Profile: "alice", Cursor: "Zm9v"},
+		} {
+			if _, err := e.List(ctx, q); !errors.Is(err, mnemo.ErrInvalid) {
+				t.Errorf("%s: error = %v, want ErrInvalid", name, err)
+			}
+		}
+	})
+}
+
+// denseTop recalls text with the dense leg alone and returns the top
+// result and its dense score.
+func denseTop(t *testing.T, e *mnemo.Engine, profile, text string) (string, float64) {
+	t.Helper()
+	res, err := e.Recall(t.Context(), mnemo.Query{Profile: profile, Text: text, Limit: 1,
+		Overrides: map[string]string{"keywordWeight": "0", "semanticWeight": "1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Results) == 0 {
+		return "", 0
+	}
+	return res.Results[0].ID, res.Results[0].Legs[mnemotype.LegDense].Score
+}
+
+func TestEngine_Update(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	t.Run("ChangesFieldsAndReembeds", func(t *testing.T) {
+		e := openAdmin(t, nil)
+		m := addAdmin(t, e, mnemo.Input{Profile: "alice", Project: "p", Session: "s", Content: "the cat sat on the mat",
+			Metadata: json.RawMessage(`{"a":1}`)})
+		addAdmin(t, e, mnemo.Input{Profile: "alice", Content: "quantum chromodynamics lecture notes"})
+		if id, _ := denseTop(t, e, "alice", "the cat sat on the mat"); id != m.ID {
+			t.Fatalf("before update, dense top = %s", id)
+		}
+		got, err := e.Update(ctx, "alice", m.ID, mnemo.Patch{Content: ref("deployed the payment service to production"),
+			Kind: ref("semantic"), Project: ref(""), Importance: ref(0.9), Metadata: ref(json.RawMessage(`{"b":2}`))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Content != "deployed the payment service to production" || got.Kind != mnemotype.KindSemantic ||
+			got.Project != "" || got.Session != "s" || got.Importance != 0.9 || string(got.Metadata) != `{"b":2}` {
+			t.Errorf("Update returned %+v", got)
+		}
+		stored, err := e.Get(ctx, "alice", m.ID)
+		if err != nil || stored.Content != got.Content || stored.Kind != got.Kind || !stored.CreatedAt.Equal(m.CreatedAt) {
+			t.Errorf("Get after Update = %+v, %v", stored, err)
+		}
+		id, score := denseTop(t, e, "alice", "deployed the payment service to production")
+		if id != m.ID || score < 0.999 {
+			t.Errorf("dense top for the new content = %s (score %g), want %s with cosine 1: not re-embedded", id, score, m.ID)
+		}
+		// The old text no longer matches by embedding.
+		if _, score := denseTop(t, e, "alice", "the cat sat on the mat"); score > 0.9 {
+			t.Errorf("the old content still scores %g in the dense leg", score)
+		}
+		// The lexical index follows the content too.
+		res, err := e.Recall(ctx, mnemo.Query{Profile: "alice", Text: "payment", Overrides: map[string]string{"semanticWeight": "0"}})
+		if err != nil || len(res.Results) != 1 || res.Results[0].ID != m.ID {
+			t.Errorf("lexical recall of the new content: %v %v", res, err)
+		}
+	})
+
+	t.Run("ClearsMetadata", func(t *testing.T) {
+		e := openAdmin(t, nil)
+		m := addAdmin(t, e, mnemo.Input{Profile: "alice", Content: "x", Metadata: json.RawMessage(`{"a":1}`)})
+		got, err := e.Update(ctx, "alice", m.ID, mnemo.Patch{Metadata: ref(json.RawMessage("null"))})
+		if err != nil || len(got.Metadata) != 0 {
+			t.Errorf("Update(metadata null) = %s, %v", got.Metadata, err)
+		}
+	})
+
+	t.Run("SameContentKeepsEmbedding", func(t *testing.T) {
+		f := &flakyEmbedder{Hash: embed.NewHash(embed.DefaultHashDim)}
+		e := openAdmin(t, f)
+		m := addAdmin(t, e, mnemo.Input{Profile: "alice", Content: "unchanged words here"})
+		f.fail.Store(true)
+		if _, err := e.Update(ctx, "alice", m.ID, mnemo.Patch{Content: ref("unchanged words here"), Importance: ref(0.1)}); err != nil {
+			t.Fatal(err)
+		}
+		f.fail.Store(false)
+		if id, score := denseTop(t, e, "alice", "unchanged words here"); id != m.ID || score < 0.999 {
+			t.Errorf("dense top = %s (%g): the embedding was dropped", id, score)
+		}
+	})
+
+	t.Run("EmbedderDownDropsStaleVector", func(t *testing.T) {
+		f := &flakyEmbedder{Hash: embed.NewHash(embed.DefaultHashDim)}
+		e := openAdmin(t, f)
+		m := addAdmin(t, e, mnemo.Input{Profile: "alice", Content: "old text about cats"})
+		f.fail.Store(true)
+		got, err := e.Update(ctx, "alice", m.ID, mnemo.Patch{Content: ref("new text about dogs")})
+		if err != nil {
+			t.Fatalf("Update with the embedder down: %v", err)
+		}
+		if got.EmbeddingModel != "" {
+			t.Errorf("EmbeddingModel = %q, want none", got.EmbeddingModel)
+		}
+		f.fail.Store(false)
+		if id, _ := denseTop(t, e, "alice", "old text about cats"); id != "" {
+			t.Errorf("the stale vector of the old text still finds %s", id)
+		}
+	})
+
+	t.Run("Errors", func(t *testing.T) {
+		e := openAdmin(t, nil)
+		m := addAdmin(t, e, mnemo.Input{Profile: "alice", Content: "mine"})
+		cases := []struct {
+			name    string
+			profile string
+			id      string
+			p       mnemo.Patch
+			want    error
+		}{
+			{"OtherProfile", "bob", m.ID, mnemo.Patch{Content: ref("stolen")}, mnemo.ErrNotFound},
+			{"OtherProfileNoContent", "bob", m.ID, mnemo.Patch{Importance: ref(1.0)}, mnemo.ErrNotFound},
+			{"Missing", "alice", "nope", mnemo.Patch{Importance: ref(1.0)}, mnemo.ErrNotFound},
+			{"NoProfile", "", m.ID, mnemo.Patch{}, mnemo.ErrInvalid},
+			{"EmptyContent", "alice", m.ID, mnemo.Patch{Content: ref("  ")}, mnemo.ErrInvalid},
+			{"HugeContent", "alice", m.ID, mnemo.Patch{Content: ref(strings.Repeat("x", mnemo.MaxContentBytes+1))}, mnemo.ErrInvalid},
+			{"BadKind", "alice", m.ID, mnemo.Patch{Kind: ref("dream")}, mnemo.ErrInvalid},
+			{"ImportanceHigh", "alice", m.ID, mnemo.Patch{Importance: ref(1.5)}, mnemo.ErrInvalid},
+			{"MetadataNotObject", "alice", m.ID, mnemo.Patch{Metadata: ref(json.RawMessage(`[1]`))}, mnemo.ErrInvalid},
+		}
+		for _, c := range cases {
+			if _, err := e.Update(ctx, c.profile, c.id, c.p); !errors.Is(err, c.want) {
+				t.Errorf("%s: error = %v, want %v", c.name, err, c.want)
+			}
+		}
+		if got, err := e.Get(ctx, "alice", m.ID); err != nil || got.Content != "mine" || got.Importance != 0.5 {
+			t.Errorf("after rejected updates: %+v, %v", got, err)
+		}
+	})
+}
+
+func TestEngine_Keys(t *testing.T) {
+	t.Parallel()
+	e := openAdmin(t, nil)
+	ctx := t.Context()
+	tokA, ka, err := e.CreateKey(ctx, "alice", "laptop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokB, kb, err := e.CreateKey(ctx, "bob", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(tokA, mnemo.KeyTokenPrefix) || len(tokA) < 40 || tokA == tokB || ka.ID == kb.ID {
+		t.Fatalf("tokens %q %q, ids %s %s", tokA, tokB, ka.ID, kb.ID)
+	}
+	if ka.Hash != mnemo.HashKey(tokA) || strings.Contains(ka.Hash, tokA) || !strings.HasPrefix(tokA, ka.Prefix) {
+		t.Errorf("key record %+v does not hash the token", ka)
+	}
+	for tok, want := range map[string]string{tokA: "alice", tokB: "bob"} {
+		k, err := e.Authenticate(ctx, tok)
+		if err != nil || k.Profile != want {
+			t.Errorf("Authenticate = %+v, %v; want profile %s", k, err, want)
+		}
+	}
+	for _, bad := range []string{"", tokA + "x", tokA[:len(tokA)-1], ka.Hash, ka.ID} {
+		if _, err := e.Authenticate(ctx, bad); !errors.Is(err, mnemo.ErrUnknownKey) {
+			t.Errorf("Authenticate(%q) error = %v, want ErrUnknownKey", bad, err)
+		}
+	}
+	if ks, err := e.Keys(ctx, "alice", false); err != nil || len(ks) != 1 || ks[0].ID != ka.ID || ks[0].Name != "laptop" {
+		t.Errorf("Keys(alice) = %+v, %v", ks, err)
+	}
+	if ks, err := e.Keys(ctx, "", false); err != nil || len(ks) != 2 {
+		t.Errorf("Keys(all) = %d keys, %v", len(ks), err)
+	}
+	if err := e.RevokeKey(ctx, ka.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Authenticate(ctx, tokA); !errors.Is(err, mnemo.ErrUnknownKey) {
+		t.Errorf("revoked key authenticates: %v", err)
+	}
+	if err := e.RevokeKey(ctx, ka.ID); !errors.Is(err, mnemo.ErrNotFound) {
+		t.Errorf("revoking twice: %v", err)
+	}
+	if ks, err := e.Keys(ctx, "alice", true); err != nil || len(ks) != 1 || ks[0].RevokedAt.IsZero() {
+		t.Errorf("Keys(alice, revoked) = %+v, %v", ks, err)
+	}
+	if _, _, err := e.CreateKey(ctx, " ", ""); !errors.Is(err, mnemo.ErrInvalid) {
+		t.Errorf("CreateKey without a profile: %v", err)
+	}
+	if err := e.Ping(ctx); err != nil {
+		t.Errorf("Ping: %v", err)
+	}
+	e.Close()
+	if err := e.Ping(ctx); !errors.Is(err, mnemo.ErrClosed) {
+		t.Errorf("Ping after Close: %v", err)
+	}
+	if _, err := e.Authenticate(ctx, tokB); !errors.Is(err, mnemo.ErrClosed) {
+		t.Errorf("Authenticate after Close: %v", err)
+	}
+}
+
+func TestEngine_RecallPool(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "mnemo.db")
+	e, err := mnemo.Open(path, &mnemo.Config{AccessFlushInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ctx := t.Context()
+	words := strings.Fields("deploy auth token database staging cluster release payment service login session bug fix review")
+	var ins []mnemo.Input
+	for i := range 400 {
+		ins = append(ins, mnemo.Input{Profile: "alice", Session: fmt.Sprintf("s%d", i%3), Importance: ref(float64(i%10) / 10),
+			Content: fmt.Sprintf("%s %s %s note %d", words[i%len(words)], words[(i/3)%len(words)], words[(i/7)%len(words)], i)})
+	}
+	if _, err := e.RememberBatch(ctx, ins); err != nil {
+		t.Fatal(err)
+	}
+	addAdmin(t, e, mnemo.Input{Profile: "bob", Content: "deploy auth token of bob"})
+	for _, q := range []mnemo.Query{
+		{Profile: "alice", Text: "deploy auth token", Limit: 3},
+		{Profile: "alice", Text: "staging cluster review", Limit: 10, Sessions: []string{"s1"}},
+		{Profile: "alice", Text: "payment", Limit: 5, Overrides: map[string]string{"recencyWeight": "0.6", "accessWeight": "0.4", "importanceMode": "boost"}},
+		{Profile: "alice", Text: "nothing matches zzz", Limit: 3},
+		{Profile: "bob", Text: "deploy auth token", Limit: 3},
+	} {
+		full := q
+		full.Overrides = map[string]string{"candidatePolicy": "pool"}
+		for k, v := range q.Overrides {
+			full.Overrides[k] = v
+		}
+		got, err := e.RecallPool(ctx, q) // first: fresh's Close below flushes its accesses
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A fresh engine: the access counts its index holds are the
+		// store's, untouched by e's recalls (they flush only on Close).
+		fresh, err := mnemo.Open(path, &mnemo.Config{AccessFlushInterval: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := fresh.Recall(ctx, full)
+		fresh.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got.Results) != len(want.Results) {
+			t.Fatalf("%q: RecallPool returned %d results, Recall(pool) %d", q.Text, len(got.Results), len(want.Results))
+		}
+		for i := range want.Results {
+			g, w := got.Results[i], want.Results[i]
+			if g.ID != w.ID || g.Profile != q.Profile || fmt.Sprintf("%.12f %v", g.Score, g.Legs) != fmt.Sprintf("%.12f %v", w.Score, w.Legs) {
+				t.Errorf("%q #%d: RecallPool %s %.6f %v, Recall(pool) %s %.6f %v", q.Text, i+1, g.ID, g.Score, g.Legs, w.ID, w.Score, w.Legs)
+			}
+		}
+	}
+	if _, err := e.RecallPool(ctx, mnemo.Query{Profile: "alice", Text: " "}); !errors.Is(err, mnemo.ErrInvalid) {
+		t.Errorf("blank query: %v", err)
+	}
+	if _, err := e.RecallPool(ctx, mnemo.Query{Text: "x"}); !errors.Is(err, mnemo.ErrInvalid) {
+		t.Errorf("no profile: %v", err)
+	}
+}

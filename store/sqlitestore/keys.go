@@ -1,0 +1,120 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/mnemo-dev/mnemo/mnemotype"
+	"github.com/mnemo-dev/mnemo/store"
+)
+
+const keyCols = `id, profile, name, hash, prefix, created_at, revoked_at`
+
+func scanKey(sc scanner) (store.APIKey, error) {
+	var k store.APIKey
+	var created int64
+	var revoked sql.NullInt64
+	if err := sc.Scan(&k.ID, &k.Profile, &k.Name, &k.Hash, &k.Prefix, &created, &revoked); err != nil {
+		return k, err
+	}
+	k.CreatedAt = time.Unix(0, created).UTC()
+	if revoked.Valid {
+		k.RevokedAt = time.Unix(0, revoked.Int64).UTC()
+	}
+	return k, nil
+}
+
+// CreateKey implements store.Store.
+func (s *Store) CreateKey(ctx context.Context, k store.APIKey) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	switch {
+	case strings.TrimSpace(k.ID) == "":
+		return mnemotype.Invalidf("key id is empty")
+	case strings.TrimSpace(k.Profile) == "":
+		return mnemotype.Invalidf("profile is required")
+	case strings.TrimSpace(k.Hash) == "":
+		return mnemotype.Invalidf("key hash is empty")
+	}
+	var revoked any
+	if !k.RevokedAt.IsZero() {
+		revoked = k.RevokedAt.UnixNano()
+	}
+	_, err := s.w.ExecContext(ctx, `INSERT INTO api_keys(`+keyCols+`) VALUES (?,?,?,?,?,?,?)`,
+		k.ID, k.Profile, k.Name, k.Hash, k.Prefix, k.CreatedAt.UnixNano(), revoked)
+	if err != nil {
+		if strings.Contains(err.Error(), "UNIQUE constraint failed") {
+			return mnemotype.Invalidf("key %s: id or hash already exists", k.ID)
+		}
+		return fmt.Errorf("create key %s: %w", k.ID, err)
+	}
+	return nil
+}
+
+// KeyByHash implements store.Store.
+func (s *Store) KeyByHash(ctx context.Context, hash string) (store.APIKey, error) {
+	if err := s.check(); err != nil {
+		return store.APIKey{}, err
+	}
+	k, err := scanKey(s.r.QueryRowContext(ctx, `SELECT `+keyCols+` FROM api_keys WHERE hash = ? AND revoked_at IS NULL`, hash))
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.APIKey{}, fmt.Errorf("find key: %w", mnemotype.ErrNotFound)
+	}
+	if err != nil {
+		return store.APIKey{}, fmt.Errorf("find key: %w", err)
+	}
+	return k, nil
+}
+
+// ListKeys implements store.Store.
+func (s *Store) ListKeys(ctx context.Context, p store.ListKeysParams) ([]store.APIKey, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	where := []string{"1 = 1"}
+	var args []any
+	if p.Profile != "" {
+		where, args = append(where, "profile = ?"), append(args, p.Profile)
+	}
+	if !p.IncludeRevoked {
+		where = append(where, "revoked_at IS NULL")
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT `+keyCols+` FROM api_keys WHERE `+strings.Join(where, " AND ")+
+		` ORDER BY created_at, id`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list keys: %w", err)
+	}
+	defer rows.Close()
+	var out []store.APIKey
+	for rows.Next() {
+		k, err := scanKey(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list keys: %w", err)
+		}
+		out = append(out, k)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list keys: %w", err)
+	}
+	return out, nil
+}
+
+// RevokeKey implements store.Store.
+func (s *Store) RevokeKey(ctx context.Context, id string, at time.Time) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	res, err := s.w.ExecContext(ctx, `UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`, at.UnixNano(), id)
+	if err != nil {
+		return fmt.Errorf("revoke key %s: %w", id, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("revoke key %s: %w", id, mnemotype.ErrNotFound)
+	}
+	return nil
+}
