@@ -1,0 +1,593 @@
+// Package httpapi serves a mnemo Engine over HTTP/JSON: memories CRUD,
+// hybrid recall, single-leg search, live per-profile settings, health,
+// Prometheus metrics, an OpenAPI description and, at /mcp, the MCP server
+// over streamable HTTP.
+//
+// Tenancy: every request's profile comes from its API key
+// (Authorization: Bearer KEY), never from the body or the query. A key for
+// profile A asking for B's memory gets 404, exactly as for an id that does
+// not exist. While no API key exists (and Config.RequireKeys is false) the
+// server is in single-user mode: requests need no key and act on
+// Config.Profile, and only loopback Host headers are accepted (the caller,
+// `mnemo serve`, also refuses to bind anything but loopback then).
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mnemo-dev/mnemo"
+	"github.com/mnemo-dev/mnemo/mnemotype"
+	"github.com/mnemo-dev/mnemo/server/mcpserver"
+)
+
+// Defaults.
+const (
+	// DefaultProfile is the single-user mode's profile.
+	DefaultProfile = "default"
+	// DefaultMaxBodyBytes bounds a request body.
+	DefaultMaxBodyBytes = 1 << 20
+	// DefaultHandlerTimeout bounds the time a /v1 handler may take.
+	DefaultHandlerTimeout = 30 * time.Second
+	// keyCheckInterval is how long the answer to "does any API key exist?"
+	// is reused in single-user mode: a key created by `mnemo keys create`
+	// while the server runs is enforced within this delay.
+	keyCheckInterval = time.Second
+)
+
+// Config configures a Server.
+type Config struct {
+	// Engine is required; the Server does not close it.
+	Engine *mnemo.Engine
+	// Profile is the profile of single-user mode. Defaults to
+	// DefaultProfile.
+	Profile string
+	// RequireKeys makes every request need an API key even when none
+	// exists (no single-user mode). `mnemo serve` sets it when keys existed
+	// at start or when it listens beyond loopback.
+	RequireKeys bool
+	// MaxBodyBytes bounds request bodies; larger ones get 413. Defaults to
+	// DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+	// HandlerTimeout bounds each /v1 request's handling; past it the client
+	// gets 503. Defaults to DefaultHandlerTimeout.
+	HandlerTimeout time.Duration
+	// Version is reported by /healthz, /openapi.json and MCP.
+	// Defaults to "dev".
+	Version string
+	// Logger receives errors and, with AccessLog, one line per request.
+	// Defaults to discarding.
+	Logger *slog.Logger
+	// AccessLog logs every request at Info level.
+	AccessLog bool
+}
+
+// Server is the HTTP API. It is safe for concurrent use.
+type Server struct {
+	cfg     Config
+	e       *mnemo.Engine
+	log     *slog.Logger
+	handler http.Handler
+	routes  []route
+	m       *metrics
+	mcp     *mcp.Server
+	mcpHTTP http.Handler
+	// mcpAuthed is mcpHTTP behind the SDK's bearer middleware.
+	mcpAuthed http.Handler
+
+	draining atomic.Bool
+
+	keyMu      sync.Mutex
+	keyChecked time.Time
+	keysExist  bool
+}
+
+// route is one entry of the route table: the mux pattern is method+" "+path.
+type route struct {
+	method, path string
+	// public routes need no API key.
+	public bool
+	// stream routes are not wrapped in the handler timeout (MCP streams).
+	stream bool
+	h      handlerFunc
+}
+
+// handlerFunc handles one request for profile ("" on public routes). An
+// error is written as JSON by writeError.
+type handlerFunc func(w http.ResponseWriter, r *http.Request, profile string) error
+
+// New returns a Server for cfg.
+func New(cfg Config) (*Server, error) {
+	if cfg.Engine == nil {
+		return nil, errors.New("httpapi: Config.Engine is nil")
+	}
+	if cfg.Profile == "" {
+		cfg.Profile = DefaultProfile
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.HandlerTimeout <= 0 {
+		cfg.HandlerTimeout = DefaultHandlerTimeout
+	}
+	if cfg.Version == "" {
+		cfg.Version = "dev"
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	s := &Server{cfg: cfg, e: cfg.Engine, log: cfg.Logger, m: newMetrics()}
+	s.mcp = mcpserver.New(cfg.Engine, s.mcpProfile, &mcpserver.Options{Version: cfg.Version,
+		OnCall: func(tool string, _ time.Duration, err error) { s.m.mcpCall(tool, err) }})
+	s.mcpHTTP = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp },
+		&mcp.StreamableHTTPOptions{MaxRequestBodyBytes: cfg.MaxBodyBytes, SessionTimeout: 30 * time.Minute, Logger: cfg.Logger})
+	s.mcpAuthed = auth.RequireBearerToken(mcpTokenInfo, nil)(s.mcpHTTP)
+	s.routes = []route{
+		{method: "POST", path: "/v1/memories", h: s.createMemories},
+		{method: "GET", path: "/v1/memories", h: s.listMemories},
+		{method: "GET", path: "/v1/memories/{id}", h: s.getMemory},
+		{method: "PATCH", path: "/v1/memories/{id}", h: s.updateMemory},
+		{method: "DELETE", path: "/v1/memories/{id}", h: s.deleteMemory},
+		{method: "POST", path: "/v1/recall", h: s.recall},
+		{method: "GET", path: "/v1/search/lexical", h: s.searchLeg(mnemotype.LegLexical)},
+		{method: "GET", path: "/v1/search/dense", h: s.searchLeg(mnemotype.LegDense)},
+		{method: "GET", path: "/v1/settings", h: s.getSettings},
+		{method: "PATCH", path: "/v1/settings", h: s.patchSettings},
+		{method: "GET", path: "/healthz", public: true, h: s.healthz},
+		{method: "GET", path: "/readyz", public: true, h: s.readyz},
+		{method: "GET", path: "/metrics", public: true, h: s.metrics},
+		{method: "GET", path: "/openapi.json", public: true, h: s.openapi},
+		{method: "POST", path: "/mcp", stream: true, h: s.serveMCP},
+		{method: "GET", path: "/mcp", stream: true, h: s.serveMCP},
+		{method: "DELETE", path: "/mcp", stream: true, h: s.serveMCP},
+	}
+	mux := http.NewServeMux()
+	for _, rt := range s.routes {
+		mux.Handle(rt.method+" "+rt.path, s.wrap(rt))
+	}
+	mux.Handle("/", s.wrap(route{path: "unmatched", public: true, h: func(w http.ResponseWriter, r *http.Request, _ string) error {
+		// The catch-all hides the mux's own 405: find the methods the
+		// path does serve.
+		var allow []string
+		for _, m := range []string{"GET", "POST", "PATCH", "DELETE"} {
+			probe := r.Clone(r.Context())
+			probe.Method = m
+			if _, pat := mux.Handler(probe); pat != "/" && pat != "" {
+				allow = append(allow, m)
+			}
+		}
+		if len(allow) > 0 {
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+			return &apiError{status: http.StatusMethodNotAllowed, code: "method_not_allowed",
+				msg: fmt.Sprintf("%s %s: allowed methods are %s", r.Method, r.URL.Path, strings.Join(allow, ", "))}
+		}
+		return &apiError{status: http.StatusNotFound, code: "not_found", msg: fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path)}
+	}}))
+	// Browsers' cross-site requests that change state are refused
+	// (Sec-Fetch-Site / Origin), so a web page cannot drive a local server.
+	s.handler = http.NewCrossOriginProtection().Handler(mux)
+	return s, nil
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+
+// Drain marks the server as shutting down: /readyz answers 503 and open
+// MCP sessions are closed, so that http.Server.Shutdown does not wait on
+// their streams. Requests in flight finish normally.
+func (s *Server) Drain() {
+	s.draining.Store(true)
+	for ss := range s.mcp.Sessions() {
+		_ = ss.Close()
+	}
+}
+
+// Profile returns the single-user mode's profile.
+func (s *Server) Profile() string { return s.cfg.Profile }
+
+// Routes lists the served routes as "METHOD /path" patterns.
+func (s *Server) Routes() []string {
+	out := make([]string, len(s.routes))
+	for i, rt := range s.routes {
+		out[i] = rt.method + " " + rt.path
+	}
+	return out
+}
+
+// ---------------------------------------------------------------------------
+// Middleware.
+
+// statusWriter records the status code for metrics and logs.
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.code == 0 {
+		w.code = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+type profileKey struct{}
+
+// wrap builds a route's handler chain: metrics and access log, body limit,
+// handler timeout, authentication, then the handler with errors written as
+// JSON.
+func (s *Server) wrap(rt route) http.Handler {
+	name := rt.method + " " + rt.path
+	if rt.method == "" {
+		name = rt.path
+	}
+	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		profile := ""
+		if !rt.public {
+			p, err := s.authenticate(r)
+			if err != nil {
+				s.writeError(w, r, err)
+				return
+			}
+			profile = p
+			r = r.WithContext(context.WithValue(r.Context(), profileKey{}, p))
+		}
+		if err := rt.h(w, r, profile); err != nil {
+			s.writeError(w, r, err)
+		}
+	})
+	var h http.Handler = inner
+	if !rt.stream {
+		h = http.TimeoutHandler(inner, s.cfg.HandlerTimeout, `{"error":"the request took too long","code":"timeout"}`)
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		s.m.inflight.Add(1)
+		defer s.m.inflight.Add(-1)
+		sw := &statusWriter{ResponseWriter: w}
+		if r.Body != nil && !rt.stream { // the MCP handler applies the same limit itself
+			r.Body = http.MaxBytesReader(sw, r.Body, s.cfg.MaxBodyBytes)
+		}
+		h.ServeHTTP(sw, r)
+		if sw.code == 0 {
+			sw.code = http.StatusOK
+		}
+		d := time.Since(start)
+		s.m.request(name, r.Method, sw.code, d)
+		if s.cfg.AccessLog {
+			s.log.Info("request", "method", r.Method, "path", r.URL.Path, "route", name, "status", sw.code,
+				"ms", float64(d.Microseconds())/1000, "remote", r.RemoteAddr)
+		}
+	})
+}
+
+// authenticate returns the request's profile: its API key's, or the
+// single-user profile while no key exists.
+func (s *Server) authenticate(r *http.Request) (string, error) {
+	if h := r.Header.Get("Authorization"); h != "" {
+		scheme, token, ok := strings.Cut(strings.TrimSpace(h), " ")
+		if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
+			return "", errUnauthorized("the Authorization header must be \"Bearer KEY\"")
+		}
+		k, err := s.e.Authenticate(r.Context(), strings.TrimSpace(token))
+		if errors.Is(err, mnemo.ErrUnknownKey) {
+			return "", errUnauthorized("unknown or revoked API key")
+		}
+		if err != nil {
+			return "", err
+		}
+		return k.Profile, nil
+	}
+	need, err := s.keysRequired(r.Context())
+	if err != nil {
+		return "", err
+	}
+	if need {
+		return "", errUnauthorized("an API key is required: send Authorization: Bearer KEY (create one with `mnemo keys create --profile P`)")
+	}
+	if !loopbackHost(r.Host) {
+		// Single-user mode trusts the loopback interface; a foreign Host
+		// header means DNS rebinding or a proxy, both refused.
+		return "", &apiError{status: http.StatusForbidden, code: "forbidden",
+			msg: fmt.Sprintf("single-user mode serves only loopback hosts, not %q: create an API key to serve others", r.Host)}
+	}
+	return s.cfg.Profile, nil
+}
+
+// keysRequired reports whether requests need an API key: always with
+// RequireKeys, else as soon as any active key exists.
+func (s *Server) keysRequired(ctx context.Context) (bool, error) {
+	if s.cfg.RequireKeys {
+		return true, nil
+	}
+	s.keyMu.Lock()
+	defer s.keyMu.Unlock()
+	if !s.keyChecked.IsZero() && time.Since(s.keyChecked) < keyCheckInterval {
+		return s.keysExist, nil
+	}
+	ks, err := s.e.Keys(ctx, "", false)
+	if err != nil {
+		return true, err
+	}
+	s.keysExist, s.keyChecked = len(ks) > 0, time.Now()
+	return s.keysExist, nil
+}
+
+// loopbackHost reports whether a Host header names the loopback interface.
+func loopbackHost(host string) bool {
+	h, _, err := net.SplitHostPort(host)
+	if err != nil {
+		h = strings.Trim(host, "[]")
+	}
+	if strings.EqualFold(h, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
+
+// ---------------------------------------------------------------------------
+// Errors.
+
+// apiError is an error with its HTTP status and machine-readable code.
+type apiError struct {
+	status int
+	code   string
+	msg    string
+}
+
+func (e *apiError) Error() string { return e.msg }
+
+func badRequest(format string, args ...any) error {
+	return &apiError{status: http.StatusBadRequest, code: "invalid", msg: fmt.Sprintf(format, args...)}
+}
+
+func errUnauthorized(msg string) error {
+	return &apiError{status: http.StatusUnauthorized, code: "unauthorized", msg: msg}
+}
+
+// errorBody is every error response's JSON.
+type errorBody struct {
+	Error string `json:"error"`
+	Code  string `json:"code"`
+}
+
+// writeError maps err to a status: ErrInvalid 400, ErrNotFound 404 (also
+// for another profile's ids), a body over the limit 413, a closed engine or
+// an expired deadline 503, anything else 500 with the details only in the
+// log.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	var ae *apiError
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &ae):
+	case errors.As(err, &mbe):
+		ae = &apiError{status: http.StatusRequestEntityTooLarge, code: "too_large",
+			msg: fmt.Sprintf("request body is larger than %d bytes", mbe.Limit)}
+	case errors.Is(err, mnemotype.ErrInvalid):
+		ae = &apiError{status: http.StatusBadRequest, code: "invalid", msg: strings.TrimPrefix(err.Error(), mnemotype.ErrInvalid.Error()+": ")}
+	case errors.Is(err, mnemotype.ErrDimensionMismatch):
+		ae = &apiError{status: http.StatusBadRequest, code: "invalid", msg: err.Error()}
+	case errors.Is(err, mnemotype.ErrNotFound):
+		ae = &apiError{status: http.StatusNotFound, code: "not_found", msg: "memory not found"}
+		if id := r.PathValue("id"); id != "" {
+			ae.msg = fmt.Sprintf("memory %s not found", id)
+		}
+	case errors.Is(err, mnemotype.ErrClosed):
+		ae = &apiError{status: http.StatusServiceUnavailable, code: "unavailable", msg: "the server is shutting down"}
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		ae = &apiError{status: http.StatusServiceUnavailable, code: "timeout", msg: "the request was cancelled or took too long"}
+	default:
+		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		ae = &apiError{status: http.StatusInternalServerError, code: "internal", msg: "internal error (see the server log)"}
+	}
+	if ae.status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="mnemo"`)
+	}
+	writeJSON(w, ae.status, errorBody{Error: ae.msg, Code: ae.code})
+}
+
+// writeJSON writes v with status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		b, _ = json.Marshal(errorBody{Error: "encode response: " + err.Error(), Code: "internal"})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// decodeJSON decodes the request body into v, strictly: a JSON content
+// type, one value, no unknown fields. Errors say where the body went wrong.
+func decodeJSON(r *http.Request, v any) error {
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		mt, _, _ := strings.Cut(ct, ";")
+		mt = strings.ToLower(strings.TrimSpace(mt))
+		if mt != "application/json" && !strings.HasSuffix(mt, "+json") {
+			return &apiError{status: http.StatusUnsupportedMediaType, code: "unsupported_media_type",
+				msg: fmt.Sprintf("Content-Type %q: send application/json", ct)}
+		}
+	}
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return jsonError(err, dec.InputOffset())
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return err
+		}
+		return badRequest("malformed JSON at offset %d: data after the JSON value", dec.InputOffset())
+	}
+	return nil
+}
+
+// jsonError turns a decoding error into a 400 that gives the byte offset.
+func jsonError(err error, offset int64) error {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		return err
+	case errors.Is(err, io.EOF):
+		return badRequest("request body is empty: send a JSON object")
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return badRequest("malformed JSON at offset %d: unexpected end of input", offset)
+	case errors.As(err, &syn):
+		return badRequest("malformed JSON at offset %d: %s", syn.Offset, syn.Error())
+	case errors.As(err, &typ):
+		field := typ.Field
+		if field == "" {
+			field = "the body"
+		}
+		return badRequest("malformed JSON at offset %d: %s must be %s, not %s", typ.Offset, field, jsonKind(typ.Type.String()), typ.Value)
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return badRequest("unknown field %s at offset %d", strings.TrimPrefix(err.Error(), "json: unknown field "), offset)
+	default:
+		return badRequest("malformed JSON at offset %d: %s", offset, strings.TrimPrefix(err.Error(), "json: "))
+	}
+}
+
+// jsonKind names a Go type the way a JSON user thinks of it.
+func jsonKind(goType string) string {
+	switch {
+	case strings.HasPrefix(goType, "[]"):
+		return "an array"
+	case strings.HasPrefix(goType, "map["), strings.HasPrefix(goType, "httpapi."), strings.HasPrefix(goType, "struct"):
+		return "an object"
+	case goType == "string" || goType == "*string":
+		return "a string"
+	case goType == "bool" || goType == "*bool":
+		return "a boolean"
+	case strings.Contains(goType, "int"):
+		return "an integer"
+	case strings.Contains(goType, "float"):
+		return "a number"
+	case goType == "time.Time" || goType == "*time.Time":
+		return "an RFC 3339 time string"
+	}
+	return "a " + goType
+}
+
+// ---------------------------------------------------------------------------
+// Health, metrics, MCP.
+
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request, _ string) error {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "version": s.cfg.Version})
+	return nil
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request, _ string) error {
+	if s.draining.Load() {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "draining"})
+		return nil
+	}
+	if err := s.e.Ping(r.Context()); err != nil {
+		s.log.Warn("readiness check failed", "err", err)
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "error": "the database does not answer"})
+		return nil
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	return nil
+}
+
+func (s *Server) metrics(w http.ResponseWriter, r *http.Request, _ string) error {
+	g := gauges{ready: !s.draining.Load()}
+	profiles := map[string]bool{}
+	if ks, err := s.e.Keys(r.Context(), "", false); err == nil {
+		g.keys = len(ks)
+		for _, k := range ks {
+			profiles[k.Profile] = true
+		}
+	}
+	if !s.cfg.RequireKeys {
+		profiles[s.cfg.Profile] = true
+	}
+	for p := range profiles {
+		if n, err := s.e.Count(r.Context(), p); err == nil {
+			g.memories += n
+		}
+	}
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	w.WriteHeader(http.StatusOK)
+	return s.m.write(w, g)
+}
+
+// serveMCP serves the MCP streamable HTTP transport. With API keys the
+// SDK's bearer middleware puts the key's profile in the request's token
+// info, which binds the MCP session to that profile (another key cannot
+// use the session) and names the profile for every tool call.
+func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request, _ string) error {
+	if r.Method == http.MethodGet {
+		// The session's SSE stream outlives the server's read and write
+		// timeouts (POSTs keep them: their bodies and answers are short).
+		rc := http.NewResponseController(w)
+		_ = rc.SetWriteDeadline(time.Time{})
+		_ = rc.SetReadDeadline(time.Time{})
+	}
+	if r.Header.Get("Authorization") == "" { // single-user mode: authenticate let it through
+		s.mcpHTTP.ServeHTTP(w, r)
+		return nil
+	}
+	s.mcpAuthed.ServeHTTP(w, r)
+	return nil
+}
+
+// mcpTokenInfo is the SDK's token verifier. authenticate has already
+// checked the key and put its profile in the request's context.
+func mcpTokenInfo(_ context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
+	p, ok := r.Context().Value(profileKey{}).(string)
+	if !ok || p == "" {
+		return nil, auth.ErrInvalidToken
+	}
+	return &auth.TokenInfo{UserID: p, Expiration: time.Now().Add(time.Hour)}, nil
+}
+
+// mcpProfile names a tool call's profile: the API key's (carried as the
+// token's user id), or the single-user profile while no key exists.
+func (s *Server) mcpProfile(ctx context.Context, req *mcp.CallToolRequest) (string, error) {
+	if req != nil && req.Extra != nil && req.Extra.TokenInfo != nil && req.Extra.TokenInfo.UserID != "" {
+		return req.Extra.TokenInfo.UserID, nil
+	}
+	need, err := s.keysRequired(ctx)
+	if err != nil {
+		return "", err
+	}
+	if need {
+		return "", errors.New("an API key is required")
+	}
+	return s.cfg.Profile, nil
+}

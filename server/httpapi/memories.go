@@ -1,0 +1,234 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mnemo-dev/mnemo"
+)
+
+// memoryIn is one memory in a POST /v1/memories body.
+type memoryIn struct {
+	ID         string          `json:"id,omitempty"`
+	Content    string          `json:"content"`
+	Kind       string          `json:"kind,omitempty"`
+	Project    string          `json:"project,omitempty"`
+	Session    string          `json:"session,omitempty"`
+	Importance *float64        `json:"importance,omitempty"`
+	CreatedAt  *time.Time      `json:"created_at,omitempty"`
+	Metadata   json.RawMessage `json:"metadata,omitempty"`
+	Embedding  []float32       `json:"embedding,omitempty"`
+	// Profile is accepted by the decoder only to refuse it clearly.
+	Profile *string `json:"profile,omitempty"`
+}
+
+func (m *memoryIn) input(profile string) (mnemo.Input, error) {
+	if m.Profile != nil {
+		return mnemo.Input{}, errProfileInBody
+	}
+	in := mnemo.Input{ID: m.ID, Content: m.Content, Kind: m.Kind, Profile: profile, Project: m.Project,
+		Session: m.Session, Importance: m.Importance, Embedding: m.Embedding}
+	if m.CreatedAt != nil {
+		in.CreatedAt = *m.CreatedAt
+	}
+	if md := strings.TrimSpace(string(m.Metadata)); md != "" && md != "null" {
+		in.Metadata = m.Metadata
+	}
+	return in, nil
+}
+
+var errProfileInBody = badRequest("profile is set by the API key, not by the request body")
+
+// createRequest is POST /v1/memories: one memory, or {"memories": [...]}.
+type createRequest struct {
+	memoryIn
+	Memories []memoryIn `json:"memories,omitempty"`
+}
+
+type createdOne struct {
+	ID string `json:"id"`
+}
+
+type createdMany struct {
+	IDs []string `json:"ids"`
+}
+
+func (s *Server) createMemories(w http.ResponseWriter, r *http.Request, profile string) error {
+	var req createRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	batch := req.Memories != nil
+	if batch {
+		one := req.memoryIn
+		if one.Content != "" || one.ID != "" || one.Kind != "" || one.Project != "" || one.Session != "" ||
+			one.Importance != nil || one.CreatedAt != nil || len(one.Metadata) > 0 || len(one.Embedding) > 0 {
+			return badRequest("send either one memory or {\"memories\": [...]}, not both")
+		}
+		if req.Profile != nil {
+			return errProfileInBody
+		}
+		if len(req.Memories) == 0 {
+			return badRequest("memories is empty")
+		}
+	} else {
+		req.Memories = []memoryIn{req.memoryIn}
+	}
+	ins := make([]mnemo.Input, len(req.Memories))
+	for i := range req.Memories {
+		in, err := req.Memories[i].input(profile)
+		if err != nil {
+			if batch {
+				return badRequest("memories[%d]: %s", i, err.Error())
+			}
+			return err
+		}
+		ins[i] = in
+	}
+	ms, err := s.e.RememberBatch(r.Context(), ins)
+	if err != nil {
+		return err
+	}
+	s.m.wrote(len(ms))
+	if !batch {
+		w.Header().Set("Location", "/v1/memories/"+url.PathEscape(ms[0].ID))
+		writeJSON(w, http.StatusCreated, createdOne{ID: ms[0].ID})
+		return nil
+	}
+	out := createdMany{IDs: make([]string, len(ms))}
+	for i := range ms {
+		out.IDs[i] = ms[i].ID
+	}
+	writeJSON(w, http.StatusCreated, out)
+	return nil
+}
+
+func (s *Server) getMemory(w http.ResponseWriter, r *http.Request, profile string) error {
+	m, err := s.e.Get(r.Context(), profile, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, m)
+	return nil
+}
+
+// patchRequest is PATCH /v1/memories/{id}: the fields to change.
+type patchRequest struct {
+	Content    *string  `json:"content,omitempty"`
+	Kind       *string  `json:"kind,omitempty"`
+	Project    *string  `json:"project,omitempty"`
+	Session    *string  `json:"session,omitempty"`
+	Importance *float64 `json:"importance,omitempty"`
+	// Metadata replaces the metadata; null clears it. A RawMessage sees
+	// the null that a pointer would swallow.
+	Metadata json.RawMessage `json:"metadata,omitempty"`
+	Profile  *string         `json:"profile,omitempty"`
+}
+
+func (s *Server) updateMemory(w http.ResponseWriter, r *http.Request, profile string) error {
+	var req patchRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	if req.Profile != nil {
+		return badRequest("profile cannot change: it is set by the API key")
+	}
+	p := mnemo.Patch{Content: req.Content, Kind: req.Kind, Project: req.Project, Session: req.Session, Importance: req.Importance}
+	if req.Metadata != nil {
+		md := req.Metadata
+		p.Metadata = &md
+	}
+	if p == (mnemo.Patch{}) {
+		return badRequest("nothing to change: give at least one of content, kind, project, session, importance, metadata")
+	}
+	m, err := s.e.Update(r.Context(), profile, r.PathValue("id"), p)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, m)
+	return nil
+}
+
+func (s *Server) deleteMemory(w http.ResponseWriter, r *http.Request, profile string) error {
+	if err := s.e.Forget(r.Context(), profile, r.PathValue("id")); err != nil {
+		return err
+	}
+	s.m.forgot()
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// listResponse is GET /v1/memories.
+type listResponse struct {
+	Memories   []mnemo.Memory `json:"memories"`
+	NextCursor string         `json:"next_cursor,omitempty"`
+}
+
+func (s *Server) listMemories(w http.ResponseWriter, r *http.Request, profile string) error {
+	q := r.URL.Query()
+	if err := onlyParams(q, "project", "session", "limit", "cursor"); err != nil {
+		return err
+	}
+	lq := mnemo.ListQuery{Profile: profile, Project: q.Get("project"), Session: q.Get("session"), Cursor: q.Get("cursor")}
+	var err error
+	if lq.Limit, err = intParam(q, "limit", mnemo.DefaultListLimit, 1, mnemo.MaxListLimit); err != nil {
+		return err
+	}
+	page, err := s.e.List(r.Context(), lq)
+	if err != nil {
+		return err
+	}
+	out := listResponse{Memories: page.Memories, NextCursor: page.NextCursor}
+	if out.Memories == nil {
+		out.Memories = []mnemo.Memory{}
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// onlyParams rejects query parameters other than allowed (a typo such as
+// "sesion" would otherwise silently widen the scope).
+func onlyParams(q url.Values, allowed ...string) error {
+	ok := map[string]bool{}
+	for _, a := range allowed {
+		ok[a] = true
+	}
+	for k := range q {
+		if !ok[k] {
+			return badRequest("unknown query parameter %q: allowed are %s", k, strings.Join(allowed, ", "))
+		}
+	}
+	return nil
+}
+
+// intParam parses an integer query parameter in [lo, hi]; absent gives def.
+func intParam(q url.Values, name string, def, lo, hi int) (int, error) {
+	v := q.Get(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lo || n > hi {
+		return 0, badRequest("%s = %q: must be an integer in [%d, %d]", name, v, lo, hi)
+	}
+	return n, nil
+}
+
+// listParam splits a comma-separated query parameter (repeatable).
+func listParam(q url.Values, names ...string) []string {
+	var out []string
+	for _, name := range names {
+		for _, v := range q[name] {
+			for _, p := range strings.Split(v, ",") {
+				if p = strings.TrimSpace(p); p != "" {
+					out = append(out, p)
+				}
+			}
+		}
+	}
+	return out
+}

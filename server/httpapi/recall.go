@@ -1,0 +1,261 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mnemo-dev/mnemo"
+	"github.com/mnemo-dev/mnemo/mnemotype"
+)
+
+// recallRequest is POST /v1/recall.
+type recallRequest struct {
+	Query    string   `json:"query"`
+	Project  string   `json:"project,omitempty"`
+	Sessions []string `json:"sessions,omitempty"`
+	Kinds    []string `json:"kinds,omitempty"`
+	Exclude  []string `json:"exclude,omitempty"`
+	Limit    int      `json:"limit,omitempty"`
+	// Strategy, Weights and K override the profile's settings for this
+	// request; Settings overrides any setting by name.
+	Strategy string                     `json:"strategy,omitempty"`
+	Weights  map[string]float64         `json:"weights,omitempty"`
+	K        *float64                   `json:"k,omitempty"`
+	Settings map[string]json.RawMessage `json:"settings,omitempty"`
+	Trace    bool                       `json:"trace,omitempty"`
+	Profile  *string                    `json:"profile,omitempty"`
+}
+
+// The response shape is the one `mnemo recall --json` prints.
+
+type legJSON struct {
+	Rank         int     `json:"rank"`
+	Score        float64 `json:"score"`
+	Normalized   float64 `json:"normalized,omitempty"`
+	Contribution float64 `json:"contribution"`
+}
+
+type resultJSON struct {
+	ID             string             `json:"id"`
+	Content        string             `json:"content"`
+	Score          float64            `json:"score"`
+	Rank           int                `json:"rank"`
+	Kind           string             `json:"kind"`
+	Project        string             `json:"project,omitempty"`
+	Session        string             `json:"session,omitempty"`
+	Importance     float64            `json:"importance"`
+	CreatedAt      time.Time          `json:"created_at"`
+	Metadata       json.RawMessage    `json:"metadata,omitempty"`
+	Legs           map[string]legJSON `json:"legs"`
+	Counterfactual map[string]int     `json:"counterfactual,omitempty"`
+}
+
+type recallResponse struct {
+	Results []resultJSON `json:"results"`
+	Trace   *mnemo.Trace `json:"trace,omitempty"`
+}
+
+// searchResponse is GET /v1/search/{leg}: the leg's own ranking.
+type searchResponse struct {
+	Leg     string       `json:"leg"`
+	Results []resultJSON `json:"results"`
+	// Skipped says why the leg could not run (e.g. the query embedding
+	// failed, or the query has no searchable words).
+	Skipped string `json:"skipped,omitempty"`
+}
+
+// results renders res; counterfactual ranks (computed for traces) only
+// when the client asked for the trace.
+func results(res *mnemo.RecallResult, counterfactual bool) []resultJSON {
+	out := make([]resultJSON, 0, len(res.Results))
+	for _, r := range res.Results {
+		legs := make(map[string]legJSON, len(r.Legs))
+		for name, d := range r.Legs {
+			legs[name] = legJSON{Rank: d.Rank, Score: d.Score, Normalized: d.Normalized, Contribution: d.Contribution}
+		}
+		out = append(out, resultJSON{ID: r.ID, Content: r.Content, Score: r.Score, Rank: r.Rank, Kind: string(r.Kind),
+			Project: r.Project, Session: r.Session, Importance: r.Importance, CreatedAt: r.CreatedAt, Metadata: r.Metadata,
+			Legs: legs})
+		if counterfactual {
+			out[len(out)-1].Counterfactual = r.Counterfactual
+		}
+	}
+	return out
+}
+
+// legSetting maps a leg name, as users write it in "weights", to its
+// settings key.
+func legSetting(leg string) (string, bool) {
+	switch strings.ToLower(strings.TrimSpace(leg)) {
+	case "lexical", "keyword", "bm25":
+		return "keywordWeight", true
+	case "dense", "semantic", "vector":
+		return "semanticWeight", true
+	case "recency":
+		return "recencyWeight", true
+	case "access":
+		return "accessWeight", true
+	}
+	return "", false
+}
+
+func (s *Server) recall(w http.ResponseWriter, r *http.Request, profile string) error {
+	var req recallRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	if req.Profile != nil {
+		return errProfileInBody
+	}
+	over := map[string]string{}
+	if len(req.Settings) > 0 {
+		cur, err := s.e.Settings(r.Context(), profile)
+		if err != nil {
+			return err
+		}
+		if over, err = settingStrings(cur, req.Settings, "settings."); err != nil {
+			return err
+		}
+		if _, err := cur.Apply(over); err != nil {
+			return nameField(cur, over, err)
+		}
+	}
+	for leg, wt := range req.Weights {
+		key, ok := legSetting(leg)
+		if !ok {
+			return badRequest("weights: unknown leg %q: must be one of %s", leg, strings.Join(mnemotype.Legs, ", "))
+		}
+		if err := mnemotype.CheckRange("weights."+leg, wt, 0, mnemo.MaxWeight); err != nil {
+			return err
+		}
+		over[key] = strconv.FormatFloat(wt, 'g', -1, 64)
+	}
+	if req.K != nil {
+		over["rrfK"] = strconv.FormatFloat(*req.K, 'g', -1, 64)
+	}
+	if req.Strategy != "" {
+		over["strategy"] = req.Strategy
+	}
+	q := mnemo.Query{Text: req.Query, Profile: profile, Project: req.Project, Sessions: req.Sessions,
+		Exclude: req.Exclude, Limit: req.Limit, Overrides: over, Trace: true}
+	for i, k := range req.Kinds {
+		kd, err := mnemotype.ParseKind(k)
+		if err != nil || k == "" {
+			return badRequest("kinds[%d] = %q: must be one of episodic, semantic, identity", i, k)
+		}
+		q.Kinds = append(q.Kinds, kd)
+	}
+	res, err := s.e.Recall(r.Context(), q)
+	if err != nil {
+		return err
+	}
+	s.observeRecall("recall", res)
+	out := recallResponse{Results: results(res, req.Trace)}
+	if req.Trace {
+		out.Trace = res.Trace
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// observeRecall feeds a recall's trace into the metrics.
+func (s *Server) observeRecall(endpoint string, res *mnemo.RecallResult) {
+	if res.Trace == nil {
+		return
+	}
+	hits := map[string]int{}
+	for leg, l := range res.Trace.Legs {
+		hits[leg] = len(l)
+	}
+	contrib := map[string]int{}
+	for _, r := range res.Results {
+		for leg, d := range r.Legs {
+			if d.Rank > 0 {
+				contrib[leg]++
+			}
+		}
+	}
+	s.m.recall(endpoint, res.Trace.Timings, hits, contrib)
+}
+
+// searchLeg serves GET /v1/search/{leg}: one leg alone, as a recall whose
+// other legs weigh 0, fused by plain RRF with no importance prior and no
+// automatic switches, over the whole scope, so the order is the leg's own.
+func (s *Server) searchLeg(leg string) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request, profile string) error {
+		q := r.URL.Query()
+		if err := onlyParams(q, "q", "sessions", "sessionIds", "project", "kinds", "exclude", "limit"); err != nil {
+			return err
+		}
+		text := q.Get("q")
+		if strings.TrimSpace(text) == "" {
+			return badRequest("q is empty: give the text to search for")
+		}
+		limit, err := intParam(q, "limit", mnemo.DefaultLimit, 1, mnemo.MaxLimit)
+		if err != nil {
+			return err
+		}
+		cur, err := s.e.Settings(r.Context(), profile)
+		if err != nil {
+			return err
+		}
+		query := mnemo.Query{Text: text, Profile: profile, Project: q.Get("project"), Sessions: listParam(q, "sessions", "sessionIds"),
+			Exclude: listParam(q, "exclude"), Limit: limit, Overrides: singleLeg(cur, leg), Trace: true}
+		for i, k := range listParam(q, "kinds") {
+			kd, err := mnemotype.ParseKind(k)
+			if err != nil {
+				return badRequest("kinds[%d] = %q: must be one of episodic, semantic, identity", i, k)
+			}
+			query.Kinds = append(query.Kinds, kd)
+		}
+		res, err := s.e.Recall(r.Context(), query)
+		if err != nil {
+			return err
+		}
+		s.observeRecall("search_"+leg, res)
+		out := searchResponse{Leg: leg, Results: results(res, false)}
+		if res.Trace != nil {
+			out.Skipped = res.Trace.Skipped[leg]
+		}
+		writeJSON(w, http.StatusOK, out)
+		return nil
+	}
+}
+
+// singleLeg returns the overrides that leave leg alone in the fusion. Keys
+// this engine does not know (switches added in later versions) are left
+// out; boolean switches are turned off and numeric bonuses set to 0 when
+// the engine accepts it.
+func singleLeg(cur mnemo.Settings, leg string) map[string]string {
+	over := map[string]string{"keywordWeight": "0", "semanticWeight": "0", "recencyWeight": "0", "accessWeight": "0",
+		"strategy": "rrf", "importanceMode": "off", "candidatePolicy": "scope"}
+	if key, ok := legSetting(leg); ok {
+		over[key] = "1"
+	}
+	types := settingTypes(cur)
+	for _, sw := range []string{"highConfidence", "adaptiveWeights", "exactMatchBonus"} {
+		var v string
+		switch types[strings.ToLower(sw)] {
+		case "boolean":
+			v = "false"
+		case "number":
+			v = "0"
+		default:
+			continue
+		}
+		if _, err := cur.Apply(map[string]string{sw: v}); err == nil {
+			over[sw] = v
+		}
+	}
+	names := mnemo.SettingNames()
+	for k := range over {
+		if !slices.Contains(names, k) {
+			delete(over, k)
+		}
+	}
+	return over
+}

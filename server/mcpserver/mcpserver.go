@@ -1,0 +1,266 @@
+// Package mcpserver exposes a mnemo Engine as a Model Context Protocol
+// server (official Go SDK, github.com/modelcontextprotocol/go-sdk) with
+// three tools: memory_store, memory_recall and memory_forget. It calls the
+// Engine in process; the transport (stdio for `mnemo mcp`, streamable HTTP
+// at /mcp for `mnemo serve`) is the caller's choice.
+//
+// Every tool call acts on one profile, named by a ProfileFunc: a fixed
+// profile on stdio, the profile bound to the request's API key over HTTP.
+// A tool never takes a profile argument.
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mnemo-dev/mnemo"
+	"github.com/mnemo-dev/mnemo/mnemotype"
+)
+
+// Tool names.
+const (
+	ToolStore  = "memory_store"
+	ToolRecall = "memory_recall"
+	ToolForget = "memory_forget"
+)
+
+// DefaultRecallLimit is memory_recall's limit when the call gives none.
+const DefaultRecallLimit = 5
+
+// ProfileFunc names the profile a tool call acts on. An error refuses the
+// call (e.g. no API key).
+type ProfileFunc func(ctx context.Context, req *mcp.CallToolRequest) (string, error)
+
+// Fixed returns a ProfileFunc that always names profile.
+func Fixed(profile string) ProfileFunc {
+	return func(context.Context, *mcp.CallToolRequest) (string, error) { return profile, nil }
+}
+
+// Options configures New. The zero value (or nil) is ready to use.
+type Options struct {
+	// Version is reported to clients. Defaults to "dev".
+	Version string
+	// Logger receives the SDK's log. Defaults to discarding.
+	Logger *slog.Logger
+	// OnCall, when set, is called after every tool call with its duration
+	// and error (nil on success), e.g. for metrics. It must be safe for
+	// concurrent use.
+	OnCall func(tool string, d time.Duration, err error)
+}
+
+// StoreInput is memory_store's input.
+type StoreInput struct {
+	Content    string         `json:"content" jsonschema:"the text to remember"`
+	Session    string         `json:"session,omitempty" jsonschema:"the session it belongs to"`
+	Project    string         `json:"project,omitempty" jsonschema:"the project it belongs to"`
+	Kind       string         `json:"kind,omitempty" jsonschema:"episodic (default), semantic or identity"`
+	Importance *float64       `json:"importance,omitempty" jsonschema:"importance in [0, 1], default 0.5"`
+	Metadata   map[string]any `json:"metadata,omitempty" jsonschema:"a JSON object stored with the memory"`
+}
+
+// StoreOutput is memory_store's structured output.
+type StoreOutput struct {
+	ID string `json:"id" jsonschema:"the new memory's id"`
+}
+
+// RecallInput is memory_recall's input.
+type RecallInput struct {
+	Query   string `json:"query" jsonschema:"what to recall"`
+	Session string `json:"session,omitempty" jsonschema:"restrict to this session"`
+	Project string `json:"project,omitempty" jsonschema:"restrict to this project"`
+	Limit   int    `json:"limit,omitempty" jsonschema:"number of memories to return, default 5, at most 1000"`
+}
+
+// Recalled is one memory in memory_recall's structured output.
+type Recalled struct {
+	ID         string    `json:"id"`
+	Content    string    `json:"content"`
+	Rank       int       `json:"rank"`
+	Score      float64   `json:"score"`
+	Kind       string    `json:"kind"`
+	Project    string    `json:"project,omitempty"`
+	Session    string    `json:"session,omitempty"`
+	Importance float64   `json:"importance"`
+	CreatedAt  time.Time `json:"created_at"`
+	// Legs maps each retrieval leg that found the memory to its rank there.
+	Legs map[string]int `json:"legs,omitempty"`
+}
+
+// RecallOutput is memory_recall's structured output.
+type RecallOutput struct {
+	Results []Recalled `json:"results"`
+}
+
+// ForgetInput is memory_forget's input.
+type ForgetInput struct {
+	ID string `json:"id" jsonschema:"the id of the memory to forget"`
+}
+
+// ForgetOutput is memory_forget's structured output.
+type ForgetOutput struct {
+	Forgotten string `json:"forgotten"`
+}
+
+// New returns an MCP server whose tools act on e, in the profile profile
+// names for each call. The server may be connected to any number of
+// transports.
+func New(e *mnemo.Engine, profile ProfileFunc, opts *Options) *mcp.Server {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Version == "" {
+		o.Version = "dev"
+	}
+	s := mcp.NewServer(&mcp.Implementation{Name: "mnemo", Title: "mnemo long-term memory", Version: o.Version},
+		&mcp.ServerOptions{
+			Logger: o.Logger,
+			Instructions: "mnemo is long-term memory. Call memory_recall with the user's request to find relevant " +
+				"memories before answering; call memory_store to keep facts, decisions and events worth remembering; " +
+				"memory_forget deletes one memory by id.",
+		})
+	h := &handlers{e: e, profile: profile, onCall: o.OnCall}
+	mcp.AddTool(s, &mcp.Tool{
+		Name:        ToolStore,
+		Title:       "Store a memory",
+		Description: "Remember a piece of text (an event, a fact, a decision) for later recall.",
+	}, observe(h, ToolStore, h.store))
+	mcp.AddTool(s, &mcp.Tool{
+		Name:        ToolRecall,
+		Title:       "Recall memories",
+		Description: "Find the stored memories that best match a query (hybrid full-text and semantic search).",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
+	}, observe(h, ToolRecall, h.recall))
+	mcp.AddTool(s, &mcp.Tool{
+		Name:        ToolForget,
+		Title:       "Forget a memory",
+		Description: "Delete one memory by id.",
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: ref(true), IdempotentHint: true},
+	}, observe(h, ToolForget, h.forget))
+	return s
+}
+
+func ref[T any](v T) *T { return &v }
+
+type handlers struct {
+	e       *mnemo.Engine
+	profile ProfileFunc
+	onCall  func(string, time.Duration, error)
+}
+
+// observe wraps a tool handler: it resolves nothing itself, only reports
+// the call's duration and outcome.
+func observe[In, Out any](h *handlers, tool string, f mcp.ToolHandlerFor[In, Out]) mcp.ToolHandlerFor[In, Out] {
+	if h.onCall == nil {
+		return f
+	}
+	return func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
+		start := time.Now()
+		res, out, err := f(ctx, req, in)
+		h.onCall(tool, time.Since(start), err)
+		return res, out, err
+	}
+}
+
+func (h *handlers) store(ctx context.Context, req *mcp.CallToolRequest, in StoreInput) (*mcp.CallToolResult, StoreOutput, error) {
+	profile, err := h.profile(ctx, req)
+	if err != nil {
+		return nil, StoreOutput{}, err
+	}
+	var md json.RawMessage
+	if in.Metadata != nil {
+		if md, err = json.Marshal(in.Metadata); err != nil {
+			return nil, StoreOutput{}, fmt.Errorf("metadata: %w", err)
+		}
+	}
+	m, err := h.e.Remember(ctx, mnemo.Input{Profile: profile, Content: in.Content, Session: in.Session,
+		Project: in.Project, Kind: in.Kind, Importance: in.Importance, Metadata: md})
+	if err != nil {
+		return nil, StoreOutput{}, toolError(err)
+	}
+	return text("Stored memory " + m.ID + "."), StoreOutput{ID: m.ID}, nil
+}
+
+func (h *handlers) recall(ctx context.Context, req *mcp.CallToolRequest, in RecallInput) (*mcp.CallToolResult, RecallOutput, error) {
+	profile, err := h.profile(ctx, req)
+	if err != nil {
+		return nil, RecallOutput{}, err
+	}
+	if in.Limit == 0 {
+		in.Limit = DefaultRecallLimit
+	}
+	q := mnemo.Query{Text: in.Query, Profile: profile, Project: in.Project, Limit: in.Limit}
+	if in.Session != "" {
+		q.Sessions = []string{in.Session}
+	}
+	res, err := h.e.Recall(ctx, q)
+	if err != nil {
+		return nil, RecallOutput{}, toolError(err)
+	}
+	out := RecallOutput{Results: make([]Recalled, 0, len(res.Results))}
+	var b strings.Builder
+	if len(res.Results) == 0 {
+		b.WriteString("No memories match.")
+	} else {
+		fmt.Fprintf(&b, "%d memories, best first:\n", len(res.Results))
+	}
+	for _, r := range res.Results {
+		legs := map[string]int{}
+		for name, d := range r.Legs {
+			if d.Rank > 0 {
+				legs[name] = d.Rank
+			}
+		}
+		out.Results = append(out.Results, Recalled{ID: r.ID, Content: r.Content, Rank: r.Rank, Score: r.Score,
+			Kind: string(r.Kind), Project: r.Project, Session: r.Session, Importance: r.Importance,
+			CreatedAt: r.CreatedAt, Legs: legs})
+		scope := []string{r.CreatedAt.Format("2006-01-02"), string(r.Kind)}
+		if r.Project != "" {
+			scope = append(scope, "project "+r.Project)
+		}
+		if r.Session != "" {
+			scope = append(scope, "session "+r.Session)
+		}
+		fmt.Fprintf(&b, "\n%d. [%s] (%s)\n%s\n", r.Rank, r.ID, strings.Join(scope, ", "), r.Content)
+	}
+	return text(b.String()), out, nil
+}
+
+func (h *handlers) forget(ctx context.Context, req *mcp.CallToolRequest, in ForgetInput) (*mcp.CallToolResult, ForgetOutput, error) {
+	profile, err := h.profile(ctx, req)
+	if err != nil {
+		return nil, ForgetOutput{}, err
+	}
+	if strings.TrimSpace(in.ID) == "" {
+		return nil, ForgetOutput{}, errors.New("id is empty")
+	}
+	if err := h.e.Forget(ctx, profile, in.ID); err != nil {
+		return nil, ForgetOutput{}, toolError(err)
+	}
+	return text("Forgot memory " + in.ID + "."), ForgetOutput{Forgotten: in.ID}, nil
+}
+
+func text(s string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+}
+
+// toolError turns an engine error into the message the model sees: a
+// validation message without its sentinel prefix, a not-found that never
+// says whether the id exists in another profile.
+func toolError(err error) error {
+	switch {
+	case errors.Is(err, mnemotype.ErrInvalid):
+		return errors.New(strings.TrimPrefix(err.Error(), mnemotype.ErrInvalid.Error()+": "))
+	case errors.Is(err, mnemotype.ErrNotFound):
+		return errors.New("memory not found")
+	default:
+		return err
+	}
+}
