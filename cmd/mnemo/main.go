@@ -53,6 +53,12 @@ func commands() map[string]command {
 		"settings": {"show or change recall settings", cmdSettings},
 		"models":   {"install or list the built-in embedder's model", cmdModels},
 		"embed":    {"print the embeddings of texts", cmdEmbed},
+		"eval":     {"measure recall quality on a dataset, with significance tests", cmdEval},
+
+		"serve":     {"serve the HTTP API and MCP (streamable HTTP at /mcp)", cmdServe},
+		"mcp":       {"serve MCP on stdio for one profile", cmdMCP},
+		"recollect": {"write the top memories for a prompt to a file (agent hooks)", cmdRecollect},
+		"keys":      {"create, list or revoke API keys", cmdKeys},
 	}
 }
 

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/mnemo-dev/mnemo"
+)
+
+func cmdKeys(ctx context.Context, a *app, args []string) error {
+	fs := newFlags(a, "keys")
+	var ef engineFlags
+	ef.register(fs)
+	profile := fs.String("profile", a.getenv("MNEMO_PROFILE"), "create: the profile the key is bound to (required); list: only this profile's keys (default $MNEMO_PROFILE)")
+	name := fs.String("name", "", "create: a label for the key (e.g. the machine it is for)")
+	all := fs.Bool("all", false, "list: include revoked keys")
+	asJSON := fs.Bool("json", false, "print JSON")
+	fs.Usage = func() {
+		fmt.Fprintln(a.stderr, `usage: mnemo keys create --profile P [--name N] [--json]
+       mnemo keys list [--profile P] [--all] [--json]
+       mnemo keys revoke ID...
+
+An API key authenticates HTTP and MCP requests to mnemo serve
+("Authorization: Bearer KEY") and binds them to its profile. The key is
+printed once, at creation; only its SHA-256 is stored.`)
+		fs.PrintDefaults()
+	}
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		fs.Usage()
+		return usagef("want create, list or revoke")
+	}
+	verb, rest := pos[0], pos[1:]
+	switch verb {
+	case "create", "list":
+		if len(rest) > 0 {
+			return usagef("keys %s takes no arguments, got %q", verb, strings.Join(rest, " "))
+		}
+	case "revoke":
+		if len(rest) == 0 {
+			return usagef("keys revoke: give the ids of the keys to revoke (see mnemo keys list)")
+		}
+	default:
+		fs.Usage()
+		return usagef("unknown keys command %q: want create, list or revoke", verb)
+	}
+	if verb == "create" {
+		if err := requireProfile(*profile); err != nil {
+			return err
+		}
+	}
+	e, err := ef.open(a)
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	switch verb {
+	case "create":
+		token, k, err := e.CreateKey(ctx, *profile, *name)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return writeJSON(a, map[string]string{"key": token, "id": k.ID, "profile": k.Profile})
+		}
+		fmt.Fprintln(a.stdout, token)
+		fmt.Fprintf(a.stderr, "created key %s for profile %q: store it now, it is not shown again\n", k.ID, k.Profile)
+		return nil
+	case "list":
+		ks, err := e.Keys(ctx, *profile, *all)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			out := make([]keyJSON, 0, len(ks))
+			for _, k := range ks {
+				out = append(out, toKeyJSON(k))
+			}
+			return writeJSON(a, out)
+		}
+		if len(ks) == 0 {
+			fmt.Fprintln(a.stderr, "no API keys")
+			return nil
+		}
+		tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tPROFILE\tNAME\tPREFIX\tCREATED\tREVOKED")
+		for _, k := range ks {
+			revoked := "-"
+			if !k.RevokedAt.IsZero() {
+				revoked = k.RevokedAt.Format(time.RFC3339)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s…\t%s\t%s\n", k.ID, k.Profile, k.Name, k.Prefix, k.CreatedAt.Format(time.RFC3339), revoked)
+		}
+		return tw.Flush()
+	default: // revoke
+		for _, id := range rest {
+			if err := e.RevokeKey(ctx, id); err != nil {
+				return err
+			}
+			fmt.Fprintln(a.stdout, "revoked", id)
+		}
+		return nil
+	}
+}
+
+// keyJSON is a key as `keys list --json` prints it: never the token or
+// its hash.
+type keyJSON struct {
+	ID        string     `json:"id"`
+	Profile   string     `json:"profile"`
+	Name      string     `json:"name,omitempty"`
+	Prefix    string     `json:"prefix"`
+	CreatedAt time.Time  `json:"created_at"`
+	RevokedAt *time.Time `json:"revoked_at,omitempty"`
+}
+
+func toKeyJSON(k mnemo.APIKey) keyJSON {
+	out := keyJSON{ID: k.ID, Profile: k.Profile, Name: k.Name, Prefix: k.Prefix, CreatedAt: k.CreatedAt}
+	if !k.RevokedAt.IsZero() {
+		r := k.RevokedAt
+		out.RevokedAt = &r
+	}
+	return out
+}

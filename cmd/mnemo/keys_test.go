@@ -1,0 +1,70 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func TestKeys_CreateListRevoke(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	var created struct{ Key, ID, Profile string }
+	if err := json.Unmarshal([]byte(c.ok("keys", "create", "--profile", "alice", "--name", "laptop", "--json")), &created); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(created.Key, "mnemo_") || created.ID == "" || created.Profile != "alice" {
+		t.Fatalf("create --json = %+v", created)
+	}
+	code, out, stderr := c.run("", "keys", "create", "--profile", "bob")
+	if code != 0 || !strings.HasPrefix(out, "mnemo_") || strings.Count(strings.TrimSpace(out), "\n") != 0 || !strings.Contains(stderr, "not shown again") {
+		t.Fatalf("create: exit %d, stdout %q, stderr %q", code, out, stderr)
+	}
+
+	list := c.ok("keys", "list")
+	if !strings.Contains(list, created.ID) || !strings.Contains(list, "laptop") || !strings.Contains(list, "bob") {
+		t.Errorf("list:\n%s", list)
+	}
+	js := c.ok("keys", "list", "--json", "--profile", "alice")
+	if strings.Contains(js, created.Key) || strings.Contains(js, created.Key[len(created.Key)-20:]) || strings.Contains(js, "hash") {
+		t.Errorf("list --json shows secrets: %s", js)
+	}
+	var ks []struct{ ID, Profile, Prefix string }
+	if err := json.Unmarshal([]byte(js), &ks); err != nil || len(ks) != 1 || ks[0].ID != created.ID || !strings.HasPrefix(created.Key, ks[0].Prefix) {
+		t.Errorf("list --json --profile alice = %+v, %v", ks, err)
+	}
+
+	if out := c.ok("keys", "revoke", created.ID); !strings.Contains(out, "revoked "+created.ID) {
+		t.Errorf("revoke: %q", out)
+	}
+	if list := c.ok("keys", "list"); strings.Contains(list, created.ID) {
+		t.Errorf("revoked key still listed as active:\n%s", list)
+	}
+	if list := c.ok("keys", "list", "--all"); !strings.Contains(list, created.ID) {
+		t.Errorf("list --all lacks the revoked key:\n%s", list)
+	}
+	if code, _, stderr := c.run("", "keys", "revoke", created.ID); code != 1 || !strings.Contains(stderr, "not found") {
+		t.Errorf("revoking twice: exit %d %s", code, stderr)
+	}
+}
+
+func TestKeys_UsageErrors(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	for _, args := range [][]string{
+		{"keys"},
+		{"keys", "rotate"},
+		{"keys", "create"},
+		{"keys", "create", "--profile", " "},
+		{"keys", "create", "--profile", "p", "extra"},
+		{"keys", "revoke"},
+		{"keys", "list", "x"},
+	} {
+		if code, _, stderr := c.run("", args...); code != 2 {
+			t.Errorf("%v: exit %d: %s", args, code, stderr)
+		}
+	}
+	if out := c.ok("keys", "list", "--json"); strings.TrimSpace(out) != "[]" {
+		t.Errorf("no key may be created by failed commands: %s", out)
+	}
+}
