@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -134,4 +135,52 @@ func TestRecollect_UsageErrors(t *testing.T) {
 	if _, err := os.Stat(out); !os.IsNotExist(err) {
 		t.Errorf("a failed recollect wrote %s", out)
 	}
+}
+
+// BenchmarkRecollect_Process measures what an agent hook waits for: a new
+// mnemo process that opens the database, loads the embedder, embeds the
+// prompt, recalls and writes the file. The store holds locomo-dev's 2,760
+// turns in one profile (one session per conversation); the embedder is the
+// built-in model when installed ($MNEMO_HOME or ~/.local/share/mnemo), else
+// the hashing one (reported as a metric: glove=1 or 0).
+func BenchmarkRecollect_Process(b *testing.B) {
+	corpus := ""
+	for dir, _ := os.Getwd(); ; dir = filepath.Dir(dir) {
+		p := filepath.Join(dir, "..", "shared", "datasets", "locomo-dev", "corpus.jsonl")
+		if _, err := os.Stat(p); err == nil {
+			corpus = p
+			break
+		}
+		if filepath.Dir(dir) == dir {
+			b.Skip("../shared/datasets/locomo-dev not found")
+		}
+	}
+	home := os.Getenv("MNEMO_HOME")
+	if home == "" {
+		h, _ := os.UserHomeDir()
+		home = filepath.Join(h, ".local", "share", "mnemo")
+	}
+	embedder, glove := "hash", 0.0
+	if _, err := os.Stat(filepath.Join(home, "models", "glove-sif-100d.bin")); err == nil {
+		embedder, glove = "glove", 1
+	}
+	dir := b.TempDir()
+	env := append(os.Environ(), "MNEMO_TEST_MAIN=1", "MNEMO_DB="+filepath.Join(dir, "mnemo.db"),
+		"MNEMO_HOME="+home, "MNEMO_EMBEDDER="+embedder)
+	run := func(args ...string) {
+		cmd := exec.Command(os.Args[0], args...)
+		cmd.Env = env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("mnemo %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	run("import", "--profile", "me", "--session-field", "conversation", corpus)
+	out := filepath.Join(dir, "recollection.md")
+	prompt := "When did Caroline go to the adoption agency, and what did Melanie say about it?"
+	run("recollect", "--profile", "me", "--session", "conv-26", "--out", out, prompt) // warm the page cache
+	b.ResetTimer()
+	for b.Loop() {
+		run("recollect", "--profile", "me", "--session", "conv-26", "--out", out, prompt)
+	}
+	b.ReportMetric(glove, "glove")
 }

@@ -439,10 +439,17 @@ func decodeJSON(r *http.Request, v any) error {
 				msg: fmt.Sprintf("Content-Type %q: send application/json", ct)}
 		}
 	}
-	dec := json.NewDecoder(r.Body)
+	body := &countingReader{r: r.Body}
+	dec := json.NewDecoder(body)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return jsonError(err, dec.InputOffset())
+		offset := dec.InputOffset()
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			// The decoder reports where the value began; the body ended
+			// where reading stopped.
+			offset = body.n
+		}
+		return jsonError(err, offset)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		var mbe *http.MaxBytesError
@@ -452,6 +459,18 @@ func decodeJSON(r *http.Request, v any) error {
 		return badRequest("malformed JSON at offset %d: data after the JSON value", dec.InputOffset())
 	}
 	return nil
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // jsonError turns a decoding error into a 400 that gives the byte offset.

@@ -687,7 +687,7 @@ func TestServe_RequestErrors(t *testing.T) {
 			name, body, want string
 		}{
 			{"Syntax", `{"content": "x",}`, "offset 17"},
-			{"Truncated", `{"content": "x"`, "offset"},
+			{"Truncated", `{"content": "x"`, "offset 15"},
 			{"Empty", ``, "empty"},
 			{"WrongType", `{"content": 5}`, "content must be a string"},
 			{"UnknownField", `{"content": "x", "colour": "red"}`, `unknown field "colour"`},
