@@ -57,6 +57,25 @@ type ReembedStats struct {
 	Changed int `json:"changed"`
 }
 
+// EmbeddingCount counts the memories of a profile embedded by one model
+// with one dimension (Model "" and Dim 0: without an embedding). See
+// Engine.EmbeddingCounts.
+type EmbeddingCount = store.EmbeddingCount
+
+// EmbeddingCounts counts memories by profile, embedding model and
+// dimension: profile's, or every profile's when profile is "". Memories
+// without an embedding (stored while the embedder failed) count under
+// model "" and dimension 0. Rows are ordered by profile, model, then
+// dimension.
+func (e *Engine) EmbeddingCounts(ctx context.Context, profile string) ([]EmbeddingCount, error) {
+	done, err := e.enter()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	return e.st.EmbeddingCounts(ctx, profile)
+}
+
 // OtherCount is the number of memories embedded by other models.
 func (s ReembedStats) OtherCount() int {
 	n := 0
@@ -75,7 +94,13 @@ func (s ReembedStats) OtherCount() int {
 // writers are left to them.
 //
 // A batch the embedder fails on is counted in Failed and skipped; after
-// three failed batches in a row Reembed stops. Returns the counts so far
+// three failed batches in a row Reembed stops.
+//
+// Dimensions are never mixed within a model in a profile: if the embedder
+// returns vectors of another dimension than the profile's embeddings of
+// the same model name (another model behind the same name), or than the
+// profile's embeddings of other models while p.All is unset, Reembed stops
+// before writing them with an ErrDimensionMismatch error naming both. Returns the counts so far
 // with an error if any memory could not be embedded, ctx's error if it is
 // done, ErrClosed if the engine closes meanwhile (between batches: Reembed
 // does not hold up Close).
@@ -100,6 +125,9 @@ func (e *Engine) Reembed(ctx context.Context, p ReembedParams) (ReembedStats, er
 		return st, mnemotype.Invalidf("batch size = %d: must be an integer in [1, %d]", p.BatchSize, MaxListLimit)
 	}
 	r := &reembedder{e: e, p: p, st: &st}
+	if err := r.loadDims(ctx); err != nil {
+		return st, err
+	}
 	defer r.resetIndex()
 	var pending []Memory
 	cursor := ""
@@ -151,6 +179,50 @@ type reembedder struct {
 	st       *ReembedStats
 	failures int // failed batches in a row
 	lastErr  error
+	// counts are the profile's embeddings by model and dimension when the
+	// run started; dim is the dimension of the vectors written so far.
+	counts []EmbeddingCount
+	dim    int
+}
+
+// loadDims reads the dimensions the profile's embeddings have.
+func (r *reembedder) loadDims(ctx context.Context) error {
+	done, err := r.e.enter()
+	if err != nil {
+		return err
+	}
+	defer done()
+	cs, err := r.e.st.EmbeddingCounts(ctx, r.p.Profile)
+	if err != nil {
+		return fmt.Errorf("reembed profile %s: %w", r.p.Profile, err)
+	}
+	r.counts = cs
+	return nil
+}
+
+// checkDim refuses vectors of dimension d that would mix dimensions in the
+// profile.
+func (r *reembedder) checkDim(d int) error {
+	if r.dim != 0 && d != r.dim {
+		return fmt.Errorf("reembed profile %s: %s returned %d-d vectors after %d-d ones: %w",
+			r.p.Profile, r.st.Model, d, r.dim, ErrDimensionMismatch)
+	}
+	for _, c := range r.counts {
+		switch {
+		case c.Dim == 0 || c.Dim == d:
+		case c.Model == r.st.Model:
+			return fmt.Errorf("reembed profile %s: %s returns %d-d vectors but the profile holds %d memories it embedded "+
+				"with %d dimensions (another model behind the same name?); left as they were: %w",
+				r.p.Profile, r.st.Model, d, c.Count, c.Dim, ErrDimensionMismatch)
+		case !r.p.All:
+			return fmt.Errorf("reembed profile %s: %s returns %d-d vectors but the profile holds %d memories embedded by %s "+
+				"with %d dimensions, and a profile never mixes dimensions; left as they were "+
+				"(re-embed every memory with All, mnemo reembed --all): %w",
+				r.p.Profile, r.st.Model, d, c.Count, c.Model, c.Dim, ErrDimensionMismatch)
+		}
+	}
+	r.dim = d
+	return nil
 }
 
 func (r *reembedder) list(ctx context.Context, cursor string) (store.ListPage, error) {
@@ -174,9 +246,20 @@ func (r *reembedder) batch(ctx context.Context, mems []Memory) error {
 	if err == nil {
 		err = checkVectors(vecs, len(texts), e.emb.Dim())
 	}
+	if err == nil && len(vecs) > 0 {
+		if err := r.checkDim(len(vecs[0])); err != nil {
+			r.st.Failed += len(mems)
+			return err
+		}
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
+		}
+		if errors.Is(err, ErrDimensionMismatch) {
+			// Not an outage: trying again will not help.
+			r.st.Failed += len(mems)
+			return fmt.Errorf("reembed profile %s: %w", r.p.Profile, err)
 		}
 		r.st.Failed += len(mems)
 		r.failures++

@@ -372,3 +372,62 @@ func TestEngine_Reembed_Invalid(t *testing.T) {
 		t.Errorf("Reembed on a closed engine = %v, want ErrClosed", err)
 	}
 }
+
+// TestEngine_Reembed_NeverMixesDimensions checks that Reembed refuses, with
+// nothing written, vectors whose dimension differs from the profile's
+// embeddings of the same model, or of other models unless All is set.
+func TestEngine_Reembed_NeverMixesDimensions(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		old     string // model the embedded memory was stored with (8-d)
+		model   string // model of the run, 16-d
+		all     bool
+		wantErr string // "" when the run must succeed
+	}{
+		{"same model, new dimension", "m", "m", false, "another model behind the same name"},
+		{"same model, new dimension, all", "m", "m", true, "another model behind the same name"},
+		{"other model, new dimension", "old", "m", false, "--all"},
+		{"other model, new dimension, all", "old", "m", true, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			path := filepath.Join(t.TempDir(), "mnemo.db")
+			old := openAt(t, path, newStub(tc.old, 8))
+			embedded := remember(t, old, mnemo.Input{Profile: "me", Content: "embedded with 8 dimensions"})
+			old.Close()
+
+			emb := newStub(tc.model, 16)
+			emb.down()
+			e := openAt(t, path, emb)
+			bare := remember(t, e, mnemo.Input{Profile: "me", Content: "stored while the provider was down"})
+			emb.up()
+			st, err := e.Reembed(t.Context(), mnemo.ReembedParams{Profile: "me", All: tc.all})
+			counts, cerr := e.EmbeddingCounts(t.Context(), "me")
+			if cerr != nil {
+				t.Fatal(cerr)
+			}
+			if tc.wantErr == "" {
+				want := []mnemo.EmbeddingCount{{Profile: "me", Model: "m", Dim: 16, Count: 2}}
+				if err != nil || st.Embedded != 2 || !reflect.DeepEqual(counts, want) {
+					t.Fatalf("Reembed = %+v, %v; counts %+v, want both memories 16-d", st, err, counts)
+				}
+				return
+			}
+			if !errors.Is(err, mnemo.ErrDimensionMismatch) || !strings.Contains(err.Error(), tc.wantErr) || st.Embedded != 0 {
+				t.Fatalf("Reembed = %+v, %v; want ErrDimensionMismatch mentioning %q", st, err, tc.wantErr)
+			}
+			want := []mnemo.EmbeddingCount{{Profile: "me", Count: 1}, {Profile: "me", Model: tc.old, Dim: 8, Count: 1}}
+			if !reflect.DeepEqual(counts, want) {
+				t.Errorf("after the refused run counts = %+v, want %+v (nothing written)", counts, want)
+			}
+			if got := embeddingModel(t, e, "me", bare.ID); got != "" {
+				t.Errorf("memory %s embedded by %q", bare.ID, got)
+			}
+			if got := embeddingModel(t, e, "me", embedded.ID); got != tc.old {
+				t.Errorf("memory %s now embedded by %q", embedded.ID, got)
+			}
+		})
+	}
+}

@@ -58,6 +58,11 @@ type Store interface {
 	SetSettings(ctx context.Context, profile string, kv map[string]string) error
 	// Count returns the number of memories in profile.
 	Count(ctx context.Context, profile string) (int, error)
+	// EmbeddingCounts counts memories by profile, embedding model and
+	// embedding dimension: profile's, or every profile's when profile is
+	// "". Memories without an embedding count under model "" and dimension
+	// 0. Rows are ordered by profile, model, then dimension.
+	EmbeddingCounts(ctx context.Context, profile string) ([]EmbeddingCount, error)
 	// Close releases the store. Later calls return ErrClosed.
 	Close() error
 
@@ -173,6 +178,16 @@ type APIKey struct {
 	CreatedAt time.Time
 	// RevokedAt is zero while the key is active.
 	RevokedAt time.Time
+}
+
+// EmbeddingCount is one row of Store.EmbeddingCounts: how many memories of
+// Profile are embedded by Model with Dim dimensions (Model "", Dim 0: how
+// many have no embedding).
+type EmbeddingCount struct {
+	Profile string `json:"profile"`
+	Model   string `json:"model"`
+	Dim     int    `json:"dim"`
+	Count   int    `json:"count"`
 }
 
 // ListKeysParams selects API keys.

@@ -45,6 +45,7 @@ func Exercise(t *testing.T, open func(t *testing.T) store.Store) {
 		{"RecordAccess", exerciseRecordAccess},
 		{"Settings", exerciseSettings},
 		{"Count", exerciseCount},
+		{"EmbeddingCounts", exerciseEmbeddingCounts},
 		{"Keys", ExerciseKeys},
 		{"Close", exerciseClose},
 		{"Concurrent", exerciseConcurrent},
@@ -1748,6 +1749,10 @@ func exerciseClose(t *testing.T, open OpenFunc) {
 		{"SetSettings", func(b *bundle) error { return b.s.SetSettings(b.ctx, "alice", map[string]string{"k": "v"}) }},
 		{"Count", func(b *bundle) error {
 			_, err := b.s.Count(b.ctx, "alice")
+			return err
+		}},
+		{"EmbeddingCounts", func(b *bundle) error {
+			_, err := b.s.EmbeddingCounts(b.ctx, "")
 			return err
 		}},
 	}

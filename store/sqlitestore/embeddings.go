@@ -1,0 +1,39 @@
+package sqlitestore
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/mnemo-dev/mnemo/store"
+)
+
+// EmbeddingCounts implements store.Store.
+func (s *Store) EmbeddingCounts(ctx context.Context, profile string) ([]store.EmbeddingCount, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	q := `SELECT profile, coalesce(embedding_model, ''), coalesce(embedding_dim, 0), count(*) FROM memories`
+	var args []any
+	if profile != "" {
+		q += ` WHERE profile = ?`
+		args = append(args, profile)
+	}
+	q += ` GROUP BY 1, 2, 3 ORDER BY 1, 2, 3`
+	rows, err := s.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("count embeddings: %w", err)
+	}
+	defer rows.Close()
+	var out []store.EmbeddingCount
+	for rows.Next() {
+		var c store.EmbeddingCount
+		if err := rows.Scan(&c.Profile, &c.Model, &c.Dim, &c.Count); err != nil {
+			return nil, fmt.Errorf("count embeddings: %w", err)
+		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("count embeddings: %w", err)
+	}
+	return out, nil
+}
