@@ -71,9 +71,10 @@ func TestEngine_RememberRecallForget(t *testing.T) {
 	if top.Content != a.Content || top.Legs["lexical"].Rank != 1 || top.Legs["dense"].Rank != 1 {
 		t.Fatalf("unexpected top result %+v", top)
 	}
-	// Seed 003's formula: lexical rank 1 (weight 1) and dense rank 1 (default
-	// weight 0.5) under k=60, times the importance prior 0.7+0.3·0.5.
-	if want := (1.0/61 + 0.5/61) * 0.85; abs(top.Score-want) > 1e-12 {
+	// The default convex combination: the best hit of both legs normalises
+	// to 1, so (1·1 + 0.5·1)/(1 + 0.5) = 1, times the importance prior
+	// 0.7+0.3·0.5.
+	if want := (1.0*1 + 0.5*1) / 1.5 * 0.85; abs(top.Score-want) > 1e-12 {
 		t.Fatalf("score = %v, want %v", top.Score, want)
 	}
 	if res.Trace == nil || res.Trace.Timings["total"] <= 0 || len(res.Trace.Legs["lexical"]) == 0 {

@@ -22,6 +22,10 @@ type Settings struct {
 	// KeywordWeight is the lexical (BM25) leg's weight in [0, 5]. 0 skips the leg.
 	KeywordWeight float64 `json:"keywordWeight"`
 	// SemanticWeight is the dense (embedding) leg's weight in [0, 5].
+	// Defaults to 0.5: half the lexical weight, the middle of a plateau
+	// (0.4–0.7) where the default strategy beats BM25 alone on locomo-dev
+	// and stays level with it on scifact, whose technical vocabulary the
+	// built-in GloVe embedder handles poorly (docs/eval/README.md).
 	SemanticWeight float64 `json:"semanticWeight"`
 	// RecencyWeight is the recency leg's weight in [0, 5].
 	RecencyWeight float64 `json:"recencyWeight"`
@@ -29,7 +33,13 @@ type Settings struct {
 	AccessWeight float64 `json:"accessWeight"`
 	// RRFK is RRF's k, in [1, 1000].
 	RRFK float64 `json:"rrfK"`
-	// Strategy is the fusion strategy.
+	// Strategy is the fusion strategy. Defaults to weighted_average (a
+	// convex combination of minmax-normalised scores): with the default
+	// weights it beats rrf on both evaluation datasets, significantly —
+	// locomo-dev nDCG@10 0.464 vs 0.454, scifact 0.701 vs 0.600 — and it is
+	// the only one that is never below the better single leg on either
+	// (docs/eval/README.md). Rank-only rrf lets a weak leg's rank 1 weigh
+	// as much as a strong leg's, however flat the weak leg's scores are.
 	Strategy string `json:"strategy"`
 	// FetchMultiplier: each leg fetches limit × fetchMultiplier, in [1, 20].
 	FetchMultiplier int `json:"fetchMultiplier"`
@@ -42,7 +52,8 @@ type Settings struct {
 	// PoolSize is the pool policy's recently-accessed window, in [1, 100000].
 	PoolSize int `json:"poolSize"`
 	// Normalization maps scores to [0, 1] for the score-based strategies:
-	// minmax, zscore, none, tmm or dbsf.
+	// minmax, zscore, none, tmm or dbsf. Defaults to minmax, the best of
+	// them under weighted_average on both evaluation datasets.
 	Normalization string `json:"normalization"`
 	// KParam is score_weighted_rrf's rank offset, in (0, 1000].
 	KParam float64 `json:"kParam"`
@@ -72,7 +83,7 @@ func DefaultSettings() Settings {
 		RecencyWeight:   0,
 		AccessWeight:    0,
 		RRFK:            fusion.DefaultK,
-		Strategy:        string(fusion.RRF),
+		Strategy:        string(fusion.WeightedAverage),
 		FetchMultiplier: recall.DefaultFetchMultiplier,
 		ImportanceMode:  string(fusion.ImportanceMultiplier),
 		CandidatePolicy: string(recall.PolicyScope),

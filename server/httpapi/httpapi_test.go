@@ -641,7 +641,7 @@ func TestServe_LiveSettings(t *testing.T) {
 		b.must(200, "POST", "/v1/recall", b.alice, map[string]any{"query": "Threadline", "trace": true}, &rec)
 		return rec
 	}
-	if rec := trace(); rec.Trace.Skipped["lexical"] != "" || rec.Trace.Strategy != "rrf" {
+	if rec := trace(); rec.Trace.Skipped["lexical"] != "" || rec.Trace.Strategy != mnemo.DefaultSettings().Strategy {
 		t.Fatalf("default trace = %+v", rec.Trace)
 	}
 	// seed 000's examples.
