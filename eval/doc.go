@@ -7,9 +7,9 @@
 // sweeps of any setting, and the same as JSON, Markdown and an SVG chart.
 //
 // The metric functions (RecallAt, NDCGAt, MRRAt) and the statistics
-// (BootstrapCI, RandomizationP) are pure. Cache is an embed.Embedder
-// decorator that keeps embeddings on disk, so that rerunning an evaluation
-// does not re-embed its corpus.
+// (BootstrapCI, RandomizationP) are pure. Run embeds with the embedder it
+// is given: wrap a remote one in package embed/cache's on-disk cache so that
+// rerunning an evaluation does not re-embed its corpus.
 //
 // Typical use:
 //

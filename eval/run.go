@@ -37,8 +37,9 @@ var DefaultKs = []int{5, 10}
 
 // Options configure Run. The zero value plus an Embedder is ready to use.
 type Options struct {
-	// Embedder embeds the corpus and the queries; required. Wrap it in a
-	// Cache to make reruns cheap.
+	// Embedder embeds the corpus and the queries; required. Wrap a remote
+	// embedder in the on-disk cache of package embed/cache to make reruns
+	// cheap.
 	Embedder embed.Embedder
 	// Configs are the configurations to evaluate, in report order. Defaults
 	// to the presets named by DefaultConfigNames.
@@ -245,8 +246,8 @@ func Run(ctx context.Context, ds *Dataset, opts Options) (*Report, error) {
 	ingestTime := time.Since(t0)
 
 	// Queries are embedded once, whatever the number of configurations.
-	memo := newMemo(o.Embedder)
-	if err := warm(ctx, memo, queries); err != nil {
+	memo, err := warm(ctx, o.Embedder, queries)
+	if err != nil {
 		return nil, err
 	}
 	pristine := ""
@@ -623,16 +624,46 @@ func batchIndex(err error) (int, bool) {
 	return 0, false
 }
 
-// warm embeds the queries' texts once, in one batch.
-func warm(ctx context.Context, emb embed.Embedder, qs []Query) error {
+// warm embeds the queries' texts once, in one batch, and returns an
+// embedder that answers them from memory.
+func warm(ctx context.Context, emb embed.Embedder, qs []Query) (*memo, error) {
 	texts := make([]string, len(qs))
 	for i, q := range qs {
 		texts[i] = q.Text
 	}
-	if _, err := emb.Embed(ctx, texts); err != nil {
-		return fmt.Errorf("eval: embed queries: %w", err)
+	vecs, err := emb.Embed(ctx, texts)
+	if err == nil && len(vecs) != len(texts) {
+		err = fmt.Errorf("embedder %s returned %d vectors for %d texts", emb.Model(), len(vecs), len(texts))
 	}
-	return nil
+	if err != nil {
+		return nil, fmt.Errorf("eval: embed queries: %w", err)
+	}
+	m := &memo{Embedder: emb, vecs: make(map[string][]float32, len(texts))}
+	for i, t := range texts {
+		m.vecs[t] = vecs[i]
+	}
+	return m, nil
+}
+
+// memo is an embed.Embedder that answers the texts embedded by warm from
+// memory and sends anything else to the embedder it wraps. It is read-only
+// after warm, hence safe for concurrent use.
+type memo struct {
+	embed.Embedder
+	vecs map[string][]float32
+}
+
+// Embed implements embed.Embedder.
+func (m *memo) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	out := make([][]float32, len(texts))
+	for i, t := range texts {
+		v, ok := m.vecs[t]
+		if !ok {
+			return m.Embedder.Embed(ctx, texts)
+		}
+		out[i] = slices.Clone(v)
+	}
+	return out, nil
 }
 
 // recallAll stores c as the profile's settings, runs every query with

@@ -7,12 +7,15 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/mnemo-dev/mnemo"
 	"github.com/mnemo-dev/mnemo/embed"
+	"github.com/mnemo-dev/mnemo/embed/cache"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
@@ -129,8 +132,8 @@ func TestRun_SweepsShareIdenticalSettings(t *testing.T) {
 	t.Parallel()
 	ds := loadTiny(t)
 	opts := tinyOptions(t)
-	cc, _ := Preset("cc")
-	opts.Configs = []Config{cc}
+	rrf, _ := Preset("rrf")
+	opts.Configs = []Config{rrf}
 	sk, err := ParseSweep("k=60,10")
 	if err != nil {
 		t.Fatal(err)
@@ -144,23 +147,22 @@ func TestRun_SweepsShareIdenticalSettings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// lexical (the baseline, added) = cc[dense=0] (the default strategy is
-	// weighted_average with minmax, k 60); cc = cc[k=60] = cc[dense=1];
-	// cc[k=10] (k changes the settings, not cc's figures).
+	// lexical (the baseline, added) = rrf[dense=0] (the default strategy is
+	// rrf with k 60); rrf = rrf[k=60] = rrf[dense=1]; rrf[k=10].
 	if rep.Info.Runs != 3 {
 		t.Errorf("%d distinct settings run, want 3", rep.Info.Runs)
 	}
-	if got := configNamesOf(rep); strings.Join(got, ",") != "lexical,cc" {
+	if got := configNamesOf(rep); strings.Join(got, ",") != "lexical,rrf" {
 		t.Errorf("configs = %v (the baseline preset is added first)", got)
 	}
 	if len(rep.Sweeps) != 2 || rep.Sweeps[0].Setting != "rrfK" || len(rep.Sweeps[0].Series) != 1 || len(rep.Sweeps[0].Series[0].Points) != 2 {
 		t.Fatalf("sweeps = %+v", rep.Sweeps)
 	}
 	p := rep.Sweeps[0].Series[0].Points[0]
-	if p.Value != "60" || p.Overall.Values[MetricNDCG] != configByName(t, rep, "cc").Overall.Values[MetricNDCG] {
-		t.Errorf("cc[k=60] = %+v, want cc's figures", p.Overall)
+	if p.Value != "60" || p.Overall.Values[MetricNDCG] != configByName(t, rep, "rrf").Overall.Values[MetricNDCG] {
+		t.Errorf("rrf[k=60] = %+v, want rrf's figures", p.Overall)
 	}
-	if len(p.Comparisons) != 4 || p.Comparisons[0].Config != "cc[k=60]" {
+	if len(p.Comparisons) != 4 || p.Comparisons[0].Config != "rrf[k=60]" {
 		t.Errorf("point comparisons = %+v", p.Comparisons)
 	}
 }
@@ -241,17 +243,18 @@ func TestRun_Errors(t *testing.T) {
 func TestRun_CachedEmbeddings(t *testing.T) {
 	t.Parallel()
 	ds := loadTiny(t)
-	dir := t.TempDir()
+	path := filepath.Join(t.TempDir(), cache.DefaultFile)
+	var reports [2]*Report
 	var counts []int64
-	for range 2 {
+	for i := range 2 {
 		inner := newCounting()
-		c, err := OpenCache(dir, inner)
+		c, err := cache.Open(path, inner, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		opts := tinyOptions(t)
 		opts.Embedder = c
-		if _, err := Run(context.Background(), ds, opts); err != nil {
+		if reports[i], err = Run(context.Background(), ds, opts); err != nil {
 			t.Fatal(err)
 		}
 		if err := c.Close(); err != nil {
@@ -259,10 +262,29 @@ func TestRun_CachedEmbeddings(t *testing.T) {
 		}
 		counts = append(counts, inner.texts.Load())
 	}
+	// The first run embeds the 12 memories and 6 queries; the rerun is
+	// served from the file, with the same results.
 	if counts[0] != 12+6 || counts[1] != 0 {
 		t.Fatalf("embedded %v texts in the two runs, want [18 0]", counts)
 	}
+	a, b := reports[0].Configs, reports[1].Configs
+	if !reflect.DeepEqual(a, b) {
+		t.Errorf("the rerun from the cache reports other figures:\n%+v\n%+v", a, b)
+	}
 }
+
+// countingEmbedder wraps an embedder and counts the texts it embeds.
+type countingEmbedder struct {
+	embed.Embedder
+	texts atomic.Int64
+}
+
+func (c *countingEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	c.texts.Add(int64(len(texts)))
+	return c.Embedder.Embed(ctx, texts)
+}
+
+func newCounting() *countingEmbedder { return &countingEmbedder{Embedder: embed.NewHash(16)} }
 
 // golden compares got with testdata/golden/name, rewriting it with -update.
 func golden(t *testing.T, name string, got []byte) {

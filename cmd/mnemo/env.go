@@ -8,6 +8,8 @@ import (
 
 	"github.com/mnemo-dev/mnemo/embed"
 	"github.com/mnemo-dev/mnemo/embed/glove"
+	"github.com/mnemo-dev/mnemo/embed/ollama"
+	"github.com/mnemo-dev/mnemo/embed/openai"
 )
 
 // home returns mnemo's data directory: $MNEMO_HOME, else
@@ -59,14 +61,22 @@ func (a *app) embedderName(flagValue string) string {
 const defaultEmbedder = "glove"
 
 // embedderNames lists the accepted --embedder values.
-var embedderNames = []string{"glove", "hash"}
+var embedderNames = []string{"glove", "hash", "openai:MODEL[@DIM]", "ollama:MODEL"}
 
-// openEmbedder returns the embedder called name. "glove" loads the model
-// file installed by `mnemo models pull`; without it the error wraps
-// glove.ErrModelMissing and says to run that command.
+// openEmbedder returns the embedder called name: "glove" (the model file
+// installed by `mnemo models pull`; without it the error wraps
+// glove.ErrModelMissing and says to run that command), "hash", or a remote
+// provider, "openai:MODEL" or "ollama:MODEL" (see remoteEmbedder), wrapped
+// in the on-disk embedding cache.
 func (a *app) openEmbedder(name string) (embed.Embedder, error) {
-	switch name {
-	case "glove":
+	return a.openEmbedderCache(name, true)
+}
+
+// openEmbedderCache is openEmbedder with the embedding cache of remote
+// embedders optional.
+func (a *app) openEmbedderCache(name string, cached bool) (embed.Embedder, error) {
+	switch {
+	case name == "glove":
 		home, err := a.home()
 		if err != nil {
 			return nil, err
@@ -76,8 +86,14 @@ func (a *app) openEmbedder(name string) (embed.Embedder, error) {
 			return nil, err
 		}
 		return m, nil
-	case "hash":
+	case name == "hash":
 		return embed.NewHash(embed.DefaultHashDim), nil
+	case strings.HasPrefix(name, openai.ModelPrefix), strings.HasPrefix(name, ollama.ModelPrefix):
+		emb, err := a.remoteEmbedder(name)
+		if err != nil || !cached {
+			return emb, err
+		}
+		return a.cached(emb)
 	default:
 		return nil, usagef("embedder %q: must be one of %s", name, strings.Join(embedderNames, ", "))
 	}

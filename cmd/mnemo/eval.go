@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mnemo-dev/mnemo/embed/cache"
 	"github.com/mnemo-dev/mnemo/eval"
 )
 
@@ -67,7 +68,7 @@ func cmdEval(ctx context.Context, a *app, args []string) error {
 	resamples := fs.Int("resamples", eval.DefaultResamples, "bootstrap resamples and randomization permutations")
 	workers := fs.Int("workers", 0, "queries run concurrently (default: GOMAXPROCS)")
 	ties := fs.String("ties", "average", "tied scores: average (mean over their orders) or engine (the engine's order)")
-	noCache := fs.Bool("no-cache", false, "do not use the on-disk embedding cache ($MNEMO_HOME/cache/embeddings)")
+	noCache := fs.Bool("no-cache", false, "do not use the on-disk embedding cache of remote embedders ($MNEMO_HOME/cache/embeddings.db)")
 	fs.Usage = func() {
 		fmt.Fprintf(a.stderr, evalUsage, strings.Join(eval.PresetNames(), ", "), strings.Join(eval.DefaultConfigNames, ", "))
 		fs.PrintDefaults()
@@ -150,29 +151,19 @@ func cmdEval(ctx context.Context, a *app, args []string) error {
 		return usageError{err}
 	}
 
-	emb, err := a.openEmbedder(a.embedderName(*embedder))
+	// Remote embedders come wrapped in the on-disk embedding cache, so a
+	// rerun does not pay for the corpus again; the built-in ones are
+	// faster than the cache would be.
+	emb, err := a.openEmbedderCache(a.embedderName(*embedder), !*noCache)
 	if err != nil {
 		return err
 	}
-	var cache *eval.Cache
-	if !*noCache {
-		home, err := a.home()
-		if err != nil {
-			return err
-		}
-		if cache, err = eval.OpenCache(filepath.Join(home, "cache", "embeddings"), emb); err != nil {
-			return err
-		}
-		emb = cache
-	}
+	cached, _ := emb.(*cache.Cache)
 	opts.Embedder = emb
 	bar := newEvalProgress(a.stderr)
 	opts.Progress = bar.update
 	rep, err := eval.Run(ctx, ds, opts)
 	bar.done()
-	if cache != nil {
-		err = errors.Join(err, cache.Close())
-	}
 	if err != nil {
 		return err
 	}
@@ -183,9 +174,9 @@ func cmdEval(ctx context.Context, a *app, args []string) error {
 	in := rep.Info
 	fmt.Fprintf(a.stdout, "\n%d distinct settings; ingest %.1fs, queries %.1fs, total %.1fs", in.Runs,
 		in.IngestTime.Seconds(), in.QueryTime.Seconds(), in.Elapsed.Seconds())
-	if cache != nil {
-		hits, misses := cache.Stats()
-		fmt.Fprintf(a.stdout, "; embedding cache: %d hits, %d embedded", hits, misses)
+	if cached != nil {
+		st := cached.Stats()
+		fmt.Fprintf(a.stdout, "; embedding cache: %d hits, %d embedded", st.Hits, st.Misses)
 	}
 	fmt.Fprintln(a.stdout)
 	for _, note := range in.AccessOrdered {

@@ -19,7 +19,7 @@ func TestEval_Outputs(t *testing.T) {
 	stdout := c.ok("eval", evalTiny, "--exclude-category", "adversarial", "--resamples", "200",
 		"--json", js, "--report", md, "--chart", svg, "--runs", runs)
 	for _, want := range []string{"tiny: 6 queries over 12 memories, embedder hash", "all queries (Δ vs lexical", "without adversarial",
-		"default", "lexical", "dense", "rrf", "cc", "embedding cache: 0 hits, 18 embedded", "wrote " + js} {
+		"default", "lexical", "dense", "rrf", "cc", "wrote " + js} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, stdout)
 		}
@@ -66,15 +66,42 @@ func TestEval_Outputs(t *testing.T) {
 		t.Errorf("runs: %.300s", runsText)
 	}
 
-	// A rerun reads every embedding from the cache under MNEMO_HOME.
-	again := c.ok("eval", evalTiny, "--config", "lexical", "--resamples", "50")
-	if !strings.Contains(again, "embedding cache: 18 hits, 0 embedded") {
-		t.Errorf("rerun did not use the cache:\n%s", again)
+	// The built-in embedders are not cached.
+	if strings.Contains(stdout, "embedding cache") {
+		t.Errorf("the hash embedder went through the cache:\n%s", stdout)
 	}
-	noCache := c.ok("eval", evalTiny, "--config", "lexical", "--resamples", "50", "--no-cache")
-	if strings.Contains(noCache, "embedding cache") {
-		t.Errorf("--no-cache still reports a cache:\n%s", noCache)
+}
+
+// TestEval_RemoteEmbeddingsCached: a rerun with a remote embedder reads
+// every embedding from the cache under MNEMO_HOME, with the same figures.
+func TestEval_RemoteEmbeddingsCached(t *testing.T) {
+	t.Parallel()
+	c, srv := newRemoteCLI(t, 16)
+	args := []string{"eval", evalTiny, "--config", "lexical", "--config", "dense", "--resamples", "50"}
+	first := c.ok(args...)
+	if !strings.Contains(first, "embedding cache: 0 hits, 18 embedded") || srv.embedded() != 18 {
+		t.Fatalf("first run: server embedded %d texts, stdout:\n%s", srv.embedded(), first)
 	}
+	again := c.ok(args...)
+	if !strings.Contains(again, "embedding cache: 18 hits, 0 embedded") || srv.embedded() != 18 {
+		t.Errorf("rerun did not use the cache (server embedded %d texts):\n%s", srv.embedded(), again)
+	}
+	if figures(first) != figures(again) {
+		t.Errorf("the rerun reports other figures:\n%s\n%s", first, again)
+	}
+	noCache := c.ok(append(args, "--no-cache")...)
+	if strings.Contains(noCache, "embedding cache") || srv.embedded() != 36 {
+		t.Errorf("--no-cache (server embedded %d texts in all):\n%s", srv.embedded(), noCache)
+	}
+}
+
+// figures drops the timing line of eval's output.
+func figures(out string) string {
+	i := strings.Index(out, "distinct settings;")
+	if i < 0 {
+		return out
+	}
+	return out[:i]
 }
 
 func evalKeys[V any](m map[string]V) []string {

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"sort"
+	"sync"
 	"syscall"
 )
 
@@ -23,6 +24,9 @@ type app struct {
 	stdout io.Writer
 	stderr io.Writer
 	getenv func(string) string
+
+	mu      sync.Mutex
+	closers []func() error // see onExit
 }
 
 // command is one subcommand.
@@ -59,6 +63,7 @@ func commands() map[string]command {
 		"mcp":       {"serve MCP on stdio for one profile", cmdMCP},
 		"recollect": {"write the top memories for a prompt to a file (agent hooks)", cmdRecollect},
 		"keys":      {"create, list or revoke API keys", cmdKeys},
+		"reembed":   {"embed memories stored without an embedding, or of another model", cmdReembed},
 	}
 }
 
@@ -86,6 +91,9 @@ func run(ctx context.Context, a *app, args []string) int {
 		return 2
 	}
 	err := c.run(ctx, a, args[1:])
+	if cerr := a.runExit(); cerr != nil && !errors.Is(err, errHelp) {
+		err = errors.Join(err, cerr)
+	}
 	return exitCode(a.stderr, args[0], err)
 }
 
@@ -114,5 +122,6 @@ func printUsage(w io.Writer, cmds map[string]command) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-10s %s\n", n, cmds[n].summary)
 	}
+	fmt.Fprintln(w, "\n"+embedderHelp)
 	fmt.Fprintln(w, "\nrun 'mnemo <command> -h' for a command's flags")
 }

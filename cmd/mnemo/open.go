@@ -18,7 +18,7 @@ type engineFlags struct {
 
 func (f *engineFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.db, "db", "", "database file (default $MNEMO_DB, else $MNEMO_HOME/mnemo.db)")
-	fs.StringVar(&f.embedder, "embedder", "", "embedder: "+strings.Join(embedderNames, ", ")+" (default $MNEMO_EMBEDDER, else "+defaultEmbedder+")")
+	fs.StringVar(&f.embedder, "embedder", "", "embedder: "+strings.Join(embedderNames, ", ")+" (default $MNEMO_EMBEDDER, else "+defaultEmbedder+"; see mnemo help)")
 }
 
 // open opens the engine the flags describe.

@@ -263,6 +263,18 @@ func TestCache_NotACacheFile(t *testing.T) {
 	}
 }
 
+// TestCache_NoInnerEmbedder comes from eval's former file cache.
+func TestCache_NoInnerEmbedder(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), DefaultFile)
+	if c, err := Open(path, nil, nil); err == nil || !errors.Is(err, mnemotype.ErrInvalid) {
+		if c != nil {
+			c.Close()
+		}
+		t.Errorf("Open without an inner embedder = %v, want an ErrInvalid error", err)
+	}
+}
+
 func TestCache_ClosedPassesThrough(t *testing.T) {
 	t.Parallel()
 	inner := newFake(4)
