@@ -132,8 +132,8 @@ func TestRun_SweepsShareIdenticalSettings(t *testing.T) {
 	t.Parallel()
 	ds := loadTiny(t)
 	opts := tinyOptions(t)
-	rrf, _ := Preset("rrf")
-	opts.Configs = []Config{rrf}
+	cc, _ := Preset("cc")
+	opts.Configs = []Config{cc}
 	sk, err := ParseSweep("k=60,10")
 	if err != nil {
 		t.Fatal(err)
@@ -147,22 +147,23 @@ func TestRun_SweepsShareIdenticalSettings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// lexical (the baseline, added) = rrf[dense=0] (the default strategy is
-	// rrf with k 60); rrf = rrf[k=60] = rrf[dense=1]; rrf[k=10].
+	// lexical (the baseline, added) = cc[dense=0] (the default strategy is
+	// weighted_average with minmax, k 60); cc = cc[k=60] = cc[dense=1];
+	// cc[k=10] (k changes the settings, not cc's figures).
 	if rep.Info.Runs != 3 {
 		t.Errorf("%d distinct settings run, want 3", rep.Info.Runs)
 	}
-	if got := configNamesOf(rep); strings.Join(got, ",") != "lexical,rrf" {
+	if got := configNamesOf(rep); strings.Join(got, ",") != "lexical,cc" {
 		t.Errorf("configs = %v (the baseline preset is added first)", got)
 	}
 	if len(rep.Sweeps) != 2 || rep.Sweeps[0].Setting != "rrfK" || len(rep.Sweeps[0].Series) != 1 || len(rep.Sweeps[0].Series[0].Points) != 2 {
 		t.Fatalf("sweeps = %+v", rep.Sweeps)
 	}
 	p := rep.Sweeps[0].Series[0].Points[0]
-	if p.Value != "60" || p.Overall.Values[MetricNDCG] != configByName(t, rep, "rrf").Overall.Values[MetricNDCG] {
-		t.Errorf("rrf[k=60] = %+v, want rrf's figures", p.Overall)
+	if p.Value != "60" || p.Overall.Values[MetricNDCG] != configByName(t, rep, "cc").Overall.Values[MetricNDCG] {
+		t.Errorf("cc[k=60] = %+v, want cc's figures", p.Overall)
 	}
-	if len(p.Comparisons) != 4 || p.Comparisons[0].Config != "rrf[k=60]" {
+	if len(p.Comparisons) != 4 || p.Comparisons[0].Config != "cc[k=60]" {
 		t.Errorf("point comparisons = %+v", p.Comparisons)
 	}
 }
