@@ -50,6 +50,7 @@ func cmdServe(ctx context.Context, a *app, args []string) error {
 	shutdownTimeout := fs.Duration("shutdown-timeout", defaultShutdownTimeout, "on SIGINT/SIGTERM, how long to wait for requests in flight")
 	requireKeys := fs.Bool("require-keys", false, "refuse requests without an API key even while none exists")
 	accessLog := fs.Bool("access-log", false, "log every request to stderr")
+	reembedEvery := fs.Duration("reembed-every", defaultReembedEvery, "how often to embed memories stored without an embedding (the embedder was failing); 0 never")
 	fs.Usage = func() {
 		fmt.Fprintln(a.stderr, `usage: mnemo serve [--addr 127.0.0.1:7077] [--profile P] [--max-body 1MiB] [--require-keys] [--access-log]
 
@@ -133,6 +134,7 @@ binds only loopback addresses.`)
 	}
 	fmt.Fprintf(a.stderr, "mnemo serve: listening on http://%s (%s)\n", ln.Addr(), mode)
 
+	stopBackfill := startBackfill(e, *reembedEvery, log)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	var serveErr error
@@ -152,6 +154,7 @@ binds only loopback addresses.`)
 		srv.Close()
 		shutErr = fmt.Errorf("shutdown: requests still running after %v were cut", *shutdownTimeout)
 	}
+	stopBackfill()
 	closeErr := e.Close()
 	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
 		return errors.Join(fmt.Errorf("serve: %w", serveErr), closeErr)

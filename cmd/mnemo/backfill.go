@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/mnemo-dev/mnemo"
+)
+
+// defaultReembedEvery is how often mnemo serve embeds the memories stored
+// without an embedding (while the embedder was failing).
+const defaultReembedEvery = time.Minute
+
+// startBackfill runs backfill once now and then every interval until the
+// returned stop function is called; stop waits for a run in progress to
+// end (Reembed stops between batches when its context is cancelled). An
+// interval ≤ 0 disables it.
+func startBackfill(e *mnemo.Engine, every time.Duration, log *slog.Logger) (stop func()) {
+	if every <= 0 {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			backfill(ctx, e, log)
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
+// backfill embeds, in every profile that has some, the memories stored
+// without an embedding. Failures are logged: the next run tries again.
+func backfill(ctx context.Context, e *mnemo.Engine, log *slog.Logger) {
+	counts, err := e.EmbeddingCounts(ctx, "")
+	if err != nil {
+		if ctx.Err() == nil && !errors.Is(err, mnemo.ErrClosed) {
+			log.Warn("reembed: cannot list profiles", "err", err)
+		}
+		return
+	}
+	for _, c := range counts {
+		if c.Dim != 0 || c.Count == 0 {
+			continue
+		}
+		st, err := e.Reembed(ctx, mnemo.ReembedParams{Profile: c.Profile})
+		if ctx.Err() != nil || errors.Is(err, mnemo.ErrClosed) {
+			return
+		}
+		if err != nil {
+			log.Warn("reembed: memories stored without an embedding are left for the next run",
+				"profile", c.Profile, "embedded", st.Embedded, "failed", st.Failed, "err", err)
+			continue
+		}
+		if st.Embedded > 0 {
+			log.Info("reembed: embedded memories stored without an embedding", "profile", c.Profile,
+				"model", st.Model, "embedded", st.Embedded)
+		}
+	}
+}

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mnemo-dev/mnemo"
+	"github.com/mnemo-dev/mnemo/embed"
+)
+
+// TestServe_ReembedsInTheBackground: memories stored while the provider
+// failed are embedded by mnemo serve, once at start and then periodically,
+// in every profile; serve stops cleanly.
+func TestServe_ReembedsInTheBackground(t *testing.T) {
+	t.Parallel()
+	c, srv := newRemoteCLI(t, 16)
+	srv.set(http.StatusServiceUnavailable, 16)
+	atStart := strings.TrimSpace(c.ok("add", "--profile", "me", "stored before serve started"))
+	other := strings.TrimSpace(c.ok("add", "--profile", "you", "another profile's memory"))
+	srv.set(0, 16)
+
+	url, stop := startServe(t, c, "--profile", "me", "--reembed-every", "100ms")
+	waitEmbedded := func(profile, id string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for c.embeddingModel(profile, id) != "openai:test-model" {
+			if time.Now().After(deadline) {
+				t.Fatalf("memory %s of %s not embedded in the background", id, profile)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitEmbedded("me", atStart)
+	waitEmbedded("you", other)
+
+	// An outage while serving: the memory is stored, then embedded once the
+	// provider is back.
+	srv.set(http.StatusBadGateway, 16)
+	code, body := httpDo(t, "POST", url+"/v1/memories", "", `{"content": "stored while the provider was down"}`)
+	if code != 201 {
+		t.Fatalf("POST while the provider fails: %d %s", code, body)
+	}
+	var created struct{ ID string }
+	json.Unmarshal([]byte(body), &created)
+	if m := c.embeddingModel("me", created.ID); m != "" {
+		t.Fatalf("memory stored with model %q while the provider failed", m)
+	}
+	srv.set(0, 16)
+	waitEmbedded("me", created.ID)
+
+	code, stderr := stop()
+	if code != 0 || !strings.Contains(stderr, "reembed: embedded memories stored without an embedding") || !strings.Contains(stderr, "stopped") {
+		t.Errorf("serve exited %d: %s", code, stderr)
+	}
+}
+
+// TestBackfill_StopsCleanly: stopping waits for the loop, also while the
+// embedder hangs in a call, and a disabled loop does nothing.
+func TestBackfill_StopsCleanly(t *testing.T) {
+	t.Parallel()
+	blocked := make(chan struct{})
+	emb := &hangingEmbedder{Embedder: embed.NewHash(8), called: blocked}
+	e, err := mnemo.Open(filepath.Join(t.TempDir(), "mnemo.db"), &mnemo.Config{Embedder: emb, AccessFlushInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if _, err := e.Remember(t.Context(), mnemo.Input{Profile: "me", Content: "hanging"}); err != nil {
+		t.Fatal(err) // stored without an embedding: the embedder fails while not hanging
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	startBackfill(e, 0, log)() // disabled: returns at once
+
+	emb.hang.Store(true)
+	stop := startBackfill(e, time.Hour, log)
+	select {
+	case <-blocked:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first run did not start at once")
+	}
+	done := make(chan struct{})
+	go func() { stop(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("stop did not return while the embedder hung")
+	}
+}
+
+// hangingEmbedder fails while hang is false, and blocks until its context
+// is done while hang is true, closing called on the first such call.
+type hangingEmbedder struct {
+	embed.Embedder
+	hang   atomic.Bool
+	called chan struct{}
+	once   sync.Once
+}
+
+func (h *hangingEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	if !h.hang.Load() {
+		return nil, errors.New("provider down")
+	}
+	h.once.Do(func() { close(h.called) })
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
