@@ -300,10 +300,39 @@ func (e *Engine) RememberBatch(ctx context.Context, ins []Input) ([]Memory, erro
 			}
 		}
 	}
+	if err := e.checkProfileDims(ctx, mems); err != nil {
+		return nil, err
+	}
 	if err := e.st.Insert(ctx, mems); err != nil {
 		return nil, err
 	}
 	return mems, nil
+}
+
+// checkProfileDims refuses embeddings whose dimension differs from the
+// vectors their profile already holds: a scope never mixes dimensions (the
+// dense leg could not compare them). The fix is a migration, not a write.
+func (e *Engine) checkProfileDims(ctx context.Context, mems []mnemotype.Memory) error {
+	checked := map[string]int{}
+	for i, m := range mems {
+		if len(m.Embedding) == 0 {
+			continue
+		}
+		dim, ok := checked[m.Profile]
+		if !ok {
+			d, err := e.st.EmbeddingDim(ctx, m.Profile)
+			if err != nil {
+				return err
+			}
+			dim, checked[m.Profile] = d, d
+		}
+		if dim != 0 && dim != len(m.Embedding) {
+			return batchErr(len(mems), i, fmt.Errorf("%w: profile %q holds %d-d embeddings, this one (%s) has %d; "+
+				"switch the embedder back, or migrate the profile with `mnemo reembed --all --profile %s` (Engine.Reembed with All)",
+				ErrDimensionMismatch, m.Profile, dim, m.EmbeddingModel, len(m.Embedding), m.Profile))
+		}
+	}
+	return nil
 }
 
 func batchErr(n, i int, err error) error {

@@ -431,3 +431,44 @@ func TestEngine_Reembed_NeverMixesDimensions(t *testing.T) {
 		})
 	}
 }
+
+// TestEngine_RememberNeverMixesDimensions: after a model change to another
+// dimension, new memories of a profile that holds the old vectors are
+// refused, naming the fix, with nothing written; other profiles, and the
+// same profile after a migration, take them.
+func TestEngine_RememberNeverMixesDimensions(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "mnemo.db")
+	old := openAt(t, path, newStub("small", 8))
+	remember(t, old, mnemo.Input{Profile: "me", Content: "embedded with the small model"})
+	if err := old.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e := openAt(t, path, newStub("large", 16))
+	pre, err := embed.NewHash(16).Embed(ctx, []string{"precomputed"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range [][]mnemo.Input{
+		{{Profile: "me", Content: "embedded with the large model"}},
+		{{Profile: "fresh", Content: "fine"}, {Profile: "me", Content: "refused"}},
+		{{Profile: "me", Content: "precomputed", Embedding: pre[0]}},
+	} {
+		_, err := e.RememberBatch(ctx, in)
+		if !errors.Is(err, mnemo.ErrDimensionMismatch) || !strings.Contains(err.Error(), "holds 8-d") ||
+			!strings.Contains(err.Error(), "reembed --all") {
+			t.Errorf("RememberBatch(%d inputs) = %v; want a dimension mismatch naming 8-d and reembed --all", len(in), err)
+		}
+	}
+	for p, want := range map[string]int{"me": 1, "fresh": 0} {
+		if n, err := e.Count(ctx, p); err != nil || n != want {
+			t.Errorf("Count(%s) = %d, %v; want %d: a refused batch writes nothing", p, n, err, want)
+		}
+	}
+	remember(t, e, mnemo.Input{Profile: "other", Content: "a profile without vectors takes any dimension"})
+	if _, err := e.Reembed(ctx, mnemo.ReembedParams{Profile: "me", All: true}); err != nil {
+		t.Fatal(err)
+	}
+	remember(t, e, mnemo.Input{Profile: "me", Content: "after the migration"})
+}

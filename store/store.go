@@ -63,6 +63,11 @@ type Store interface {
 	// "". Memories without an embedding count under model "" and dimension
 	// 0. Rows are ordered by profile, model, then dimension.
 	EmbeddingCounts(ctx context.Context, profile string) ([]EmbeddingCount, error)
+	// EmbeddingDim returns the dimension of profile's embeddings, read from
+	// its most recently accessed embedded memory (0 when none has one). The
+	// engine never mixes dimensions in a profile, so one row answers, at
+	// the cost of one index lookup whatever the profile's size.
+	EmbeddingDim(ctx context.Context, profile string) (int, error)
 	// Close releases the store. Later calls return ErrClosed.
 	Close() error
 

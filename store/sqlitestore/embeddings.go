@@ -2,6 +2,8 @@ package sqlitestore
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 
 	"github.com/mnemo-dev/mnemo/store"
@@ -36,4 +38,22 @@ func (s *Store) EmbeddingCounts(ctx context.Context, profile string) ([]store.Em
 		return nil, fmt.Errorf("count embeddings: %w", err)
 	}
 	return out, nil
+}
+
+// EmbeddingDim implements store.Store through the partial index
+// memories_recent_embedded.
+func (s *Store) EmbeddingDim(ctx context.Context, profile string) (int, error) {
+	if err := s.check(); err != nil {
+		return 0, err
+	}
+	var dim int
+	err := s.r.QueryRowContext(ctx, `SELECT coalesce(embedding_dim, 0) FROM memories
+		WHERE profile = ? AND embedding IS NOT NULL ORDER BY accessed_at DESC, id LIMIT 1`, profile).Scan(&dim)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("embedding dimension of profile %q: %w", profile, err)
+	}
+	return dim, nil
 }

@@ -76,3 +76,38 @@ func exerciseEmbeddingCounts(t *testing.T, open OpenFunc) {
 		}
 	})
 }
+
+func exerciseEmbeddingDim(t *testing.T, open OpenFunc) {
+	t.Run("FollowsWrites", func(t *testing.T) {
+		exerciseEmbeddingDimFollowsWrites(t, open)
+	})
+}
+
+func exerciseEmbeddingDimFollowsWrites(t *testing.T, open OpenFunc) {
+	b := setup(t, open)
+	dim := func(profile string) int {
+		t.Helper()
+		d, err := b.s.EmbeddingDim(b.ctx, profile)
+		if err != nil {
+			t.Fatalf("EmbeddingDim(%q): %v", profile, err)
+		}
+		return d
+	}
+	if d := dim("alice"); d != 0 {
+		t.Errorf("EmbeddingDim on a fresh store = %d, want 0", d)
+	}
+	b.insert(mem("alice", "a1", "no embedding"), mem("bob", "b1", "bob's", embedding("m1", vec(1, 4))))
+	if d := dim("alice"); d != 0 {
+		t.Errorf("EmbeddingDim without embedded memories = %d, want 0", d)
+	}
+	b.insert(mem("alice", "a2", "eight", embedding("m1", vec(2, 8))))
+	if d, other := dim("alice"), dim("bob"); d != 8 || other != 4 {
+		t.Errorf("EmbeddingDim = %d (alice), %d (bob); want 8, 4", d, other)
+	}
+	if err := b.s.Delete(b.ctx, "alice", "a2"); err != nil {
+		t.Fatal(err)
+	}
+	if d := dim("alice"); d != 0 {
+		t.Errorf("EmbeddingDim after deleting the embedded memory = %d, want 0", d)
+	}
+}

@@ -46,6 +46,7 @@ func Exercise(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Settings", exerciseSettings},
 		{"Count", exerciseCount},
 		{"EmbeddingCounts", exerciseEmbeddingCounts},
+		{"EmbeddingDim", exerciseEmbeddingDim},
 		{"Keys", ExerciseKeys},
 		{"Close", exerciseClose},
 		{"Concurrent", exerciseConcurrent},
@@ -1753,6 +1754,10 @@ func exerciseClose(t *testing.T, open OpenFunc) {
 		}},
 		{"EmbeddingCounts", func(b *bundle) error {
 			_, err := b.s.EmbeddingCounts(b.ctx, "")
+			return err
+		}},
+		{"EmbeddingDim", func(b *bundle) error {
+			_, err := b.s.EmbeddingDim(b.ctx, "alice")
 			return err
 		}},
 	}
