@@ -37,7 +37,10 @@ type Store interface {
 	List(ctx context.Context, p ListParams) (ListPage, error)
 	// Lexical runs a full-text query inside a scope. Scores are "higher is
 	// better" (the negated BM25 of SQLite); hits come best first with Rank
-	// unset.
+	// unset. An OR query with a Limit may skip the rows that match only
+	// terms common in the store, as Lucene's CommonTermsQuery does, when
+	// at least Limit rows match the others; every score returned is still
+	// the full query's.
 	Lexical(ctx context.Context, p LexicalParams) ([]mnemotype.Hit, error)
 	// RecentlyAccessed returns the ids of the n most recently accessed
 	// memories in the scope that have an embedding (seed 001's vector pool).

@@ -643,3 +643,63 @@ func BenchmarkLexical(b *testing.B) {
 		})
 	}
 }
+
+// TestStore_ConformanceCommonTerms runs the Lexical conformance tests with
+// thresholds low enough for their small fixtures to take the common-terms
+// plan of OR queries.
+func TestStore_ConformanceCommonTerms(t *testing.T) {
+	t.Parallel()
+	storetest.ExerciseLexical(t, func(t *testing.T) store.Store {
+		s, err := Open(t.Context(), filepath.Join(t.TempDir(), "mnemo.db"), Options{CommonTermRatio: 0.1, CommonTermMinDocs: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}
+
+func TestStore_RareTerms(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "mnemo.db"), Options{CommonTermRatio: 0.1, CommonTermMinDocs: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	// 40 memories; the threshold is max(2, 10% of 40) = 4 memories, over
+	// every profile (BM25's document frequencies are the whole index's).
+	var ms []mnemotype.Memory
+	for i := range 40 {
+		m := storetest.GenerateMemories(uint64(i), "p", 1, 0)[0]
+		m.Profile = []string{"p", "q"}[i%2]
+		m.Content = "filler"
+		switch {
+		case i < 5:
+			m.Content = "rivers flow" // river: 5 memories, common
+		case i < 9:
+			m.Content = "a river stone" // stone: 4 memories, rare
+		case i < 10:
+			m.Content = "zircon"
+		}
+		ms = append(ms, m)
+	}
+	if err := s.Insert(ctx, ms); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		terms, want []string
+	}{
+		{[]string{"river", "stone", "zircon", "absent"}, []string{"stone", "zircon", "absent"}},
+		{[]string{"rivers", "flowing", "stones"}, []string{"stones"}}, // stemmed like the index
+		{[]string{"filler", "river"}, nil},
+		{[]string{"\"", "*", "NEAR(", "zircon"}, []string{"\"", "*", "NEAR(", "zircon"}},
+	} {
+		got, err := s.rareTerms(ctx, tc.terms)
+		if err != nil {
+			t.Fatalf("rareTerms(%q): %v", tc.terms, err)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("rareTerms(%q) = %q, want %q", tc.terms, got, tc.want)
+		}
+	}
+}

@@ -39,7 +39,7 @@ func Exercise(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Update", exerciseUpdate},
 		{"Delete", exerciseDelete},
 		{"List", exerciseList},
-		{"Lexical", exerciseLexical},
+		{"Lexical", ExerciseLexical},
 		{"RecentlyAccessed", exerciseRecentlyAccessed},
 		{"Changes", exerciseChanges},
 		{"RecordAccess", exerciseRecordAccess},
@@ -1004,7 +1004,11 @@ func fillers(profile string, n int) []mnemotype.Memory {
 	return ms
 }
 
-func exerciseLexical(t *testing.T, open OpenFunc) {
+// ExerciseLexical runs the Lexical group of the conformance suite alone,
+// for backends that choose among query plans by options (a store forcing
+// its common-terms plan on tiny fixtures, say).
+func ExerciseLexical(t *testing.T, open OpenFunc) {
+	exerciseCommonTerms(t, open)
 	t.Run("AlsoBeyondLimit", func(t *testing.T) {
 		b := setup(t, open)
 		b.insert(
@@ -1319,6 +1323,114 @@ func exerciseLexical(t *testing.T, open OpenFunc) {
 			}
 		})
 	}
+}
+
+// commonTermsFixture holds one common term (river, in 34 of 100 memories)
+// and two rare ones (zircon in 4, obsidian in 1) so that every memory
+// matching a rare term outscores every memory matching only river: a
+// backend skipping the rows that match only common terms (Lucene's
+// CommonTermsQuery) must still return the exact results below.
+func commonTermsFixture(b *bundle) {
+	b.insert(fillers("alice", 60)...)
+	b.insert(fillers("bob", 4)...)
+	var ms []mnemotype.Memory
+	for i := range 30 {
+		ms = append(ms, mem("alice", fmt.Sprintf("river-%02d", i), strings.Repeat("river ", 1+i%3)+fillers("x", 30)[i].Content))
+	}
+	b.insert(ms...)
+	b.insert(
+		mem("alice", "zircon-1", "zircon zircon river"),
+		mem("alice", "zircon-2", "zircon river"),
+		mem("alice", "zircon-3", "zircon"),
+		mem("alice", "zircon-4", "zircon lantern meadow quartz"),
+		mem("alice", "obsidian-1", "obsidian river meadow"),
+		mem("bob", "bob-river", "river river river"),
+	)
+}
+
+func exerciseCommonTerms(t *testing.T, open OpenFunc) {
+	alice := mnemotype.Scope{Profile: "alice"}
+	terms := []string{"zircon", "obsidian", "river"}
+	// full is the unlimited OR query: every match with its score.
+	full := func(b *bundle) ([]string, map[string]float64) {
+		hits, err := b.s.Lexical(b.ctx, store.LexicalParams{Scope: alice, Match: store.MatchQuery{Terms: terms}})
+		if err != nil {
+			b.t.Fatal(err)
+		}
+		checkHits(b.t, hits)
+		if len(hits) != 35 {
+			b.t.Fatalf("unlimited OR query: %d hits, want 35", len(hits))
+		}
+		scores := map[string]float64{}
+		for _, h := range hits {
+			scores[h.ID] = h.Score
+		}
+		return hitIDs(hits), scores
+	}
+	checkScores := func(t *testing.T, hits []mnemotype.Hit, want map[string]float64) {
+		t.Helper()
+		checkHits(t, hits)
+		for _, h := range hits {
+			w, ok := want[h.ID]
+			if !ok || math.Abs(h.Score-w) > 1e-9*math.Max(1, math.Abs(w)) {
+				t.Errorf("%s scores %v, want %v: the full OR query's score", h.ID, h.Score, w)
+			}
+		}
+	}
+	for _, limit := range []int{1, 3, 5, 6, 8, 40} {
+		t.Run(fmt.Sprintf("CommonTermsLimit%d", limit), func(t *testing.T) {
+			b := setup(t, open)
+			commonTermsFixture(b)
+			ids, scores := full(b)
+			hits, err := b.s.Lexical(b.ctx, store.LexicalParams{Scope: alice, Match: store.MatchQuery{Terms: terms}, Limit: limit})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkScores(t, hits, scores)
+			// Beyond the 5 rare-term matches the best river-only
+			// memories fill the list.
+			if want := ids[:min(limit, len(ids))]; !slices.Equal(hitIDs(hits), want) {
+				t.Errorf("Limit %d -> %v, want %v", limit, hitIDs(hits), want)
+			}
+		})
+	}
+	t.Run("CommonTermsAlsoMatchingOnlyCommonTerms", func(t *testing.T) {
+		b := setup(t, open)
+		commonTermsFixture(b)
+		ids, scores := full(b)
+		weakest := ids[len(ids)-1] // a river-only memory
+		hits, err := b.s.Lexical(b.ctx, store.LexicalParams{Scope: alice, Match: store.MatchQuery{Terms: terms}, Limit: 2,
+			Also: []string{weakest, "filler-alice-0", "bob-river", "missing"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkScores(t, hits, scores)
+		if want := []string{ids[0], ids[1], weakest}; !slices.Equal(hitIDs(hits), want) {
+			t.Errorf("Limit 2 with Also -> %v, want %v: the best two plus the Also ids that match, in the profile", hitIDs(hits), want)
+		}
+	})
+	t.Run("CommonTermsOnly", func(t *testing.T) {
+		b := setup(t, open)
+		commonTermsFixture(b)
+		hits, err := b.s.Lexical(b.ctx, store.LexicalParams{Scope: alice, Match: store.MatchQuery{Terms: []string{"river", "lantern"}}, Limit: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkHits(t, hits)
+		all := b.lexical(store.LexicalParams{Scope: alice, Match: store.MatchQuery{Terms: []string{"river", "lantern"}}})
+		if !slices.Equal(hitIDs(hits), all[:3]) {
+			t.Errorf("common terms only, Limit 3 -> %v, want %v", hitIDs(hits), all[:3])
+		}
+	})
+	t.Run("CommonTermsScope", func(t *testing.T) {
+		b := setup(t, open)
+		commonTermsFixture(b)
+		got := b.lexical(store.LexicalParams{Scope: mnemotype.Scope{Profile: "alice", Exclude: []string{"zircon-1", "zircon-2", "zircon-3"}},
+			Match: store.MatchQuery{Terms: terms}, Limit: 3})
+		if len(got) != 3 || got[0] != "zircon-4" && got[0] != "obsidian-1" || slices.Contains(got, "zircon-1") {
+			t.Errorf("Limit 3 excluding three zircon memories -> %v, want the other two rare-term matches first, then a river-only memory", got)
+		}
+	})
 }
 
 // ---------------------------------------------------------------------------
