@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mnemo-dev/mnemo/embed"
+	"github.com/mnemo-dev/mnemo/embed/internal/remote"
 	"github.com/mnemo-dev/mnemo/mnemotype"
 )
 
@@ -119,10 +120,13 @@ type Embedder struct {
 	model string // Config.Model with its tag
 	name  string
 	dim   atomic.Int64
-	http  *client
+	http  *remote.Client
 }
 
 var _ embed.Embedder = (*Embedder)(nil)
+
+// APIError is a server's refusal: an HTTP status other than 2xx.
+type APIError = remote.APIError
 
 // New returns an embedder for cfg. It does not contact the server. Returns
 // an ErrInvalid error if cfg is invalid.
@@ -134,9 +138,9 @@ func New(cfg Config) (*Embedder, error) {
 	model := withTag(strings.TrimSpace(c.Model))
 	e := &Embedder{cfg: c, model: model, name: ModelPrefix + model}
 	e.dim.Store(int64(c.Dimensions))
-	e.http = &client{
-		url: strings.TrimRight(c.BaseURL, "/") + "/api/embed", apiKey: c.APIKey, hc: c.HTTPClient, timeout: c.Timeout,
-		maxRetries: c.MaxRetries, minBackoff: c.MinBackoff, maxBackoff: c.MaxBackoff, sleep: sleepCtx,
+	e.http = &remote.Client{
+		URL: strings.TrimRight(c.BaseURL, "/") + "/api/embed", APIKey: c.APIKey, HTTP: c.HTTPClient, Timeout: c.Timeout,
+		MaxRetries: c.MaxRetries, MinBackoff: c.MinBackoff, MaxBackoff: c.MaxBackoff, Sleep: remote.SleepCtx,
 	}
 	return e, nil
 }
@@ -197,13 +201,13 @@ func (e *Embedder) embedBatch(ctx context.Context, texts []string) ([][]float32,
 	if err != nil {
 		return nil, fmt.Errorf("encode request: %w", err)
 	}
-	data, err := e.http.post(ctx, body)
+	data, err := e.http.Post(ctx, body)
 	if err != nil {
 		return nil, err
 	}
 	var resp response
 	if err := json.Unmarshal(data, &resp); err != nil {
-		return nil, fmt.Errorf("decode response: %w (body starts %q)", err, snippet(data))
+		return nil, fmt.Errorf("decode response: %w (body starts %q)", err, remote.Snippet(data))
 	}
 	if len(resp.Embeddings) != len(texts) {
 		return nil, fmt.Errorf("server returned %d vectors for %d texts", len(resp.Embeddings), len(texts))
@@ -213,30 +217,11 @@ func (e *Embedder) embedBatch(ctx context.Context, texts []string) ([][]float32,
 			return nil, fmt.Errorf("server returned an empty vector for text %d", i)
 		}
 	}
-	if err := checkDim(&e.dim, resp.Embeddings); err != nil {
+	if err := remote.CheckDim(&e.dim, resp.Embeddings); err != nil {
 		return nil, err
 	}
 	for _, v := range resp.Embeddings {
 		embed.Normalize(v)
 	}
 	return resp.Embeddings, nil
-}
-
-// checkDim checks that vecs share one dimension and that it is dim's (which
-// it sets when still 0).
-func checkDim(dim *atomic.Int64, vecs [][]float32) error {
-	d := len(vecs[0])
-	for i, v := range vecs {
-		if len(v) != d {
-			return fmt.Errorf("server returned vectors of mixed dimensions (%d for text 0, %d for text %d): %w",
-				d, len(v), i, mnemotype.ErrDimensionMismatch)
-		}
-	}
-	if dim.CompareAndSwap(0, int64(d)) {
-		return nil
-	}
-	if want := dim.Load(); want != int64(d) {
-		return fmt.Errorf("server returned %d-d vectors, want %d-d: %w", d, want, mnemotype.ErrDimensionMismatch)
-	}
-	return nil
 }

@@ -83,7 +83,7 @@ func newTest(t *testing.T, srv *httptest.Server, cfg Config) (*Embedder, *[]time
 	}
 	var mu sync.Mutex
 	waits := &[]time.Duration{}
-	e.http.sleep = func(ctx context.Context, d time.Duration) error {
+	e.http.Sleep = func(ctx context.Context, d time.Duration) error {
 		mu.Lock()
 		*waits = append(*waits, d)
 		mu.Unlock()

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mnemo-dev/mnemo/embed"
+	"github.com/mnemo-dev/mnemo/embed/internal/remote"
 	"github.com/mnemo-dev/mnemo/mnemotype"
 )
 
@@ -124,10 +125,13 @@ type Embedder struct {
 	cfg  Config
 	name string
 	dim  atomic.Int64
-	http *client
+	http *remote.Client
 }
 
 var _ embed.Embedder = (*Embedder)(nil)
+
+// APIError is a server's refusal: an HTTP status other than 2xx.
+type APIError = remote.APIError
 
 // New returns an embedder for cfg. It does not contact the server. Returns
 // an ErrInvalid error if cfg is invalid.
@@ -144,9 +148,9 @@ func New(cfg Config) (*Embedder, error) {
 	}
 	e := &Embedder{cfg: c, name: name}
 	e.dim.Store(int64(c.Dimensions))
-	e.http = &client{
-		url: base + "/v1/embeddings", apiKey: c.APIKey, hc: c.HTTPClient, timeout: c.Timeout,
-		maxRetries: c.MaxRetries, minBackoff: c.MinBackoff, maxBackoff: c.MaxBackoff, sleep: sleepCtx,
+	e.http = &remote.Client{
+		URL: base + "/v1/embeddings", APIKey: c.APIKey, HTTP: c.HTTPClient, Timeout: c.Timeout,
+		MaxRetries: c.MaxRetries, MinBackoff: c.MinBackoff, MaxBackoff: c.MaxBackoff, Sleep: remote.SleepCtx,
 	}
 	return e, nil
 }
@@ -205,13 +209,13 @@ func (e *Embedder) embedBatch(ctx context.Context, texts []string) ([][]float32,
 	if err != nil {
 		return nil, fmt.Errorf("encode request: %w", err)
 	}
-	data, err := e.http.post(ctx, body)
+	data, err := e.http.Post(ctx, body)
 	if err != nil {
 		return nil, err
 	}
 	var resp response
 	if err := json.Unmarshal(data, &resp); err != nil {
-		return nil, fmt.Errorf("decode response: %w (body starts %q)", err, snippet(data))
+		return nil, fmt.Errorf("decode response: %w (body starts %q)", err, remote.Snippet(data))
 	}
 	if len(resp.Data) != len(texts) {
 		return nil, fmt.Errorf("server returned %d vectors for %d texts", len(resp.Data), len(texts))
@@ -236,30 +240,11 @@ func (e *Embedder) embedBatch(ctx context.Context, texts []string) ([][]float32,
 		}
 		vecs[j] = d.Embedding
 	}
-	if err := checkDim(&e.dim, vecs); err != nil {
+	if err := remote.CheckDim(&e.dim, vecs); err != nil {
 		return nil, err
 	}
 	for _, v := range vecs {
 		embed.Normalize(v)
 	}
 	return vecs, nil
-}
-
-// checkDim checks that vecs share one dimension and that it is dim's (which
-// it sets when still 0).
-func checkDim(dim *atomic.Int64, vecs [][]float32) error {
-	d := len(vecs[0])
-	for i, v := range vecs {
-		if len(v) != d {
-			return fmt.Errorf("server returned vectors of mixed dimensions (%d for text 0, %d for text %d): %w",
-				d, len(v), i, mnemotype.ErrDimensionMismatch)
-		}
-	}
-	if dim.CompareAndSwap(0, int64(d)) {
-		return nil
-	}
-	if want := dim.Load(); want != int64(d) {
-		return fmt.Errorf("server returned %d-d vectors, want %d-d: %w", d, want, mnemotype.ErrDimensionMismatch)
-	}
-	return nil
 }

@@ -103,7 +103,7 @@ func newTest(t *testing.T, srv *httptest.Server, cfg Config) (*Embedder, *[]time
 	}
 	var mu sync.Mutex
 	waits := &[]time.Duration{}
-	e.http.sleep = func(ctx context.Context, d time.Duration) error {
+	e.http.Sleep = func(ctx context.Context, d time.Duration) error {
 		mu.Lock()
 		*waits = append(*waits, d)
 		mu.Unlock()
@@ -138,8 +138,8 @@ func TestNew_Validation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e.Model() != "openai:text-embedding-3-large@256" || e.Dim() != 256 || e.http.url != "http://x/v1/embeddings" {
-		t.Errorf("model %q dim %d url %q", e.Model(), e.Dim(), e.http.url)
+	if e.Model() != "openai:text-embedding-3-large@256" || e.Dim() != 256 || e.http.URL != "http://x/v1/embeddings" {
+		t.Errorf("model %q dim %d url %q", e.Model(), e.Dim(), e.http.URL)
 	}
 }
 
@@ -481,45 +481,6 @@ func TestEmbedder_Concurrent(t *testing.T) {
 	for err := range errs {
 		if err != nil {
 			t.Error(err)
-		}
-	}
-}
-
-func TestRetryAfter(t *testing.T) {
-	t.Parallel()
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	cases := []struct {
-		name string
-		h    http.Header
-		want time.Duration
-	}{
-		{"None", http.Header{}, 0},
-		{"Seconds", http.Header{"Retry-After": {"7"}}, 7 * time.Second},
-		{"FractionalSeconds", http.Header{"Retry-After": {"0.5"}}, 500 * time.Millisecond},
-		{"Date", http.Header{"Retry-After": {now.Add(90 * time.Second).Format(http.TimeFormat)}}, 90 * time.Second},
-		{"PastDate", http.Header{"Retry-After": {now.Add(-time.Hour).Format(http.TimeFormat)}}, 0},
-		{"Garbage", http.Header{"Retry-After": {"soon"}}, 0},
-		{"Negative", http.Header{"Retry-After": {"-3"}}, 0},
-		{"Milliseconds", http.Header{"Retry-After-Ms": {"250"}}, 250 * time.Millisecond},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := retryAfter(tc.h, now); got != tc.want {
-				t.Errorf("retryAfter(%v) = %v, want %v", tc.h, got, tc.want)
-			}
-		})
-	}
-}
-
-func TestBackoff(t *testing.T) {
-	t.Parallel()
-	lo, hi := 100*time.Millisecond, time.Second
-	for attempt := range 70 {
-		d := min(lo<<min(attempt, 20), hi)
-		for range 50 {
-			if w := backoff(attempt, lo, hi); w < d/2 || w > d {
-				t.Fatalf("backoff(%d) = %v, want in [%v, %v]", attempt, w, d/2, d)
-			}
 		}
 	}
 }

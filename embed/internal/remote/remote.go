@@ -1,4 +1,8 @@
-package openai
+// Package remote holds what mnemo's HTTP embedding providers share: JSON
+// posts with per-attempt timeouts, retries with jittered exponential
+// backoff on temporary failures (network errors, 408, 429, 5xx; honouring
+// Retry-After), readable server errors, and the dimension check of answers.
+package remote
 
 import (
 	"bytes"
@@ -11,8 +15,11 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
+
+	"github.com/mnemo-dev/mnemo/mnemotype"
 )
 
 // maxResponseBytes bounds an answer read into memory (96 vectors of 3072
@@ -44,23 +51,28 @@ func retryableStatus(code int) bool {
 	return code == http.StatusRequestTimeout || code == http.StatusTooManyRequests || code >= 500
 }
 
-// client posts JSON with per-attempt timeouts and retries.
-type client struct {
-	url        string
-	apiKey     string
-	hc         *http.Client
-	timeout    time.Duration
-	maxRetries int
-	minBackoff time.Duration
-	maxBackoff time.Duration
-	// sleep waits d or until ctx is done; replaced in tests.
-	sleep func(ctx context.Context, d time.Duration) error
+// Client posts JSON with per-attempt timeouts and retries.
+type Client struct {
+	// URL is the endpoint posted to.
+	URL string
+	// APIKey, when set, is sent as a bearer token.
+	APIKey string
+	// HTTP sends the requests.
+	HTTP *http.Client
+	// Timeout bounds each attempt, reading the answer included.
+	Timeout time.Duration
+	// MaxRetries is the number of retries after the first attempt.
+	MaxRetries int
+	// MinBackoff and MaxBackoff bound the waits between attempts.
+	MinBackoff, MaxBackoff time.Duration
+	// Sleep waits d or until ctx is done (SleepCtx); tests replace it.
+	Sleep func(ctx context.Context, d time.Duration) error
 }
 
-// post sends body and returns the 2xx answer's body. Temporary failures
+// Post sends body and returns the 2xx answer's body. Temporary failures
 // are retried; the error of the last attempt is returned, saying how many
 // attempts were made.
-func (c *client) post(ctx context.Context, body []byte) ([]byte, error) {
+func (c *Client) Post(ctx context.Context, body []byte) ([]byte, error) {
 	for attempt := 0; ; attempt++ {
 		data, retry, err := c.attempt(ctx, body)
 		if err == nil {
@@ -72,60 +84,60 @@ func (c *client) post(ctx context.Context, body []byte) ([]byte, error) {
 		if !retry {
 			return nil, err
 		}
-		if attempt >= c.maxRetries {
+		if attempt >= c.MaxRetries {
 			return nil, fmt.Errorf("giving up after %d attempts: %w", attempt+1, err)
 		}
-		wait := backoff(attempt, c.minBackoff, c.maxBackoff)
+		wait := Backoff(attempt, c.MinBackoff, c.MaxBackoff)
 		var apiErr *APIError
 		if errors.As(err, &apiErr) && apiErr.RetryAfter > 0 {
-			if apiErr.RetryAfter > c.maxBackoff {
-				return nil, fmt.Errorf("server asks to retry after %v (more than the %v allowed): %w", apiErr.RetryAfter, c.maxBackoff, err)
+			if apiErr.RetryAfter > c.MaxBackoff {
+				return nil, fmt.Errorf("server asks to retry after %v (more than the %v allowed): %w", apiErr.RetryAfter, c.MaxBackoff, err)
 			}
 			wait = apiErr.RetryAfter
 		}
 		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
 			return nil, fmt.Errorf("no time left to retry after %v: %w", wait, err)
 		}
-		if err := c.sleep(ctx, wait); err != nil {
+		if err := c.Sleep(ctx, wait); err != nil {
 			return nil, err
 		}
 	}
 }
 
 // attempt makes one request. retry reports whether a failure is temporary.
-func (c *client) attempt(ctx context.Context, body []byte) (data []byte, retry bool, err error) {
-	actx, cancel := context.WithTimeout(ctx, c.timeout)
+func (c *Client) attempt(ctx context.Context, body []byte) (data []byte, retry bool, err error) {
+	actx, cancel := context.WithTimeout(ctx, c.Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(actx, http.MethodPost, c.url, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(actx, http.MethodPost, c.URL, bytes.NewReader(body))
 	if err != nil {
 		return nil, false, fmt.Errorf("build request: %w", err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
-	if c.apiKey != "" {
-		req.Header.Set("Authorization", "Bearer "+c.apiKey)
+	if c.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+c.APIKey)
 	}
-	resp, err := c.hc.Do(req)
+	resp, err := c.HTTP.Do(req)
 	if err != nil {
 		// A network error or this attempt's timeout: worth another try.
-		return nil, true, fmt.Errorf("post %s: %w", c.url, err)
+		return nil, true, fmt.Errorf("post %s: %w", c.URL, err)
 	}
 	defer resp.Body.Close()
 	data, err = io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
 	if err != nil {
-		return nil, true, fmt.Errorf("read answer of %s: %w", c.url, err)
+		return nil, true, fmt.Errorf("read answer of %s: %w", c.URL, err)
 	}
 	if resp.StatusCode/100 != 2 {
 		return nil, retryableStatus(resp.StatusCode), &APIError{
-			StatusCode: resp.StatusCode, Message: serverMessage(data), RetryAfter: retryAfter(resp.Header, time.Now()),
+			StatusCode: resp.StatusCode, Message: serverMessage(data), RetryAfter: RetryAfter(resp.Header, time.Now()),
 		}
 	}
 	return data, false, nil
 }
 
-// backoff returns the wait before retry number attempt+1: a random
+// Backoff returns the wait before retry number attempt+1: a random
 // duration in [d/2, d] with d = min·2^attempt capped at max.
-func backoff(attempt int, lo, hi time.Duration) time.Duration {
+func Backoff(attempt int, lo, hi time.Duration) time.Duration {
 	d := hi
 	if attempt < 32 {
 		if x := lo << attempt; x > 0 && x < hi {
@@ -135,9 +147,9 @@ func backoff(attempt int, lo, hi time.Duration) time.Duration {
 	return d/2 + rand.N(d/2+1)
 }
 
-// retryAfter reads the wait a server asks for: retry-after-ms (OpenAI) or
+// RetryAfter reads the wait a server asks for: retry-after-ms (OpenAI) or
 // Retry-After in seconds or as an HTTP date. It returns 0 when there is none.
-func retryAfter(h http.Header, now time.Time) time.Duration {
+func RetryAfter(h http.Header, now time.Time) time.Duration {
 	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
 		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 && ms < 1e12 {
 			return time.Duration(ms * float64(time.Millisecond))
@@ -183,15 +195,15 @@ func serverMessage(body []byte) string {
 		}
 		for _, raw := range []json.RawMessage{v.Error, v.Detail} {
 			if len(raw) > 0 && string(raw) != "null" {
-				return snippet(raw)
+				return Snippet(raw)
 			}
 		}
 	}
-	return snippet(body)
+	return Snippet(body)
 }
 
-// snippet returns the start of b as printable text.
-func snippet(b []byte) string {
+// Snippet returns the start of b as printable text.
+func Snippet(b []byte) string {
 	const n = 300
 	s := strings.TrimSpace(string(b))
 	if len(s) > n {
@@ -204,8 +216,8 @@ func snippet(b []byte) string {
 	return s
 }
 
-// sleepCtx waits d or until ctx is done.
-func sleepCtx(ctx context.Context, d time.Duration) error {
+// SleepCtx waits d or until ctx is done.
+func SleepCtx(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -214,4 +226,23 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	}
+}
+
+// CheckDim checks that vecs share one dimension and that it is dim's (which
+// it sets when still 0).
+func CheckDim(dim *atomic.Int64, vecs [][]float32) error {
+	d := len(vecs[0])
+	for i, v := range vecs {
+		if len(v) != d {
+			return fmt.Errorf("server returned vectors of mixed dimensions (%d for text 0, %d for text %d): %w",
+				d, len(v), i, mnemotype.ErrDimensionMismatch)
+		}
+	}
+	if dim.CompareAndSwap(0, int64(d)) {
+		return nil
+	}
+	if want := dim.Load(); want != int64(d) {
+		return fmt.Errorf("server returned %d-d vectors, want %d-d: %w", d, want, mnemotype.ErrDimensionMismatch)
+	}
+	return nil
 }
