@@ -7,9 +7,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/mnemo-dev/mnemo"
+	"github.com/mnemo-dev/mnemo/server/httpapi"
 	"github.com/mnemo-dev/mnemo/mnemotype"
 )
 
@@ -149,49 +149,9 @@ func cmdRecall(ctx context.Context, a *app, args []string) error {
 		return rerr
 	}
 	if *asJSON {
-		return writeJSON(a, recallJSON(res))
+		return writeJSON(a, httpapi.NewRecallResponse(res))
 	}
 	return printRecall(a.stdout, res)
-}
-
-type legJSON struct {
-	Rank         int     `json:"rank"`
-	Score        float64 `json:"score"`
-	Normalized   float64 `json:"normalized,omitempty"`
-	Contribution float64 `json:"contribution"`
-}
-
-type resultJSON struct {
-	ID             string             `json:"id"`
-	Content        string             `json:"content"`
-	Score          float64            `json:"score"`
-	Rank           int                `json:"rank"`
-	Kind           string             `json:"kind"`
-	Project        string             `json:"project,omitempty"`
-	Session        string             `json:"session,omitempty"`
-	Importance     float64            `json:"importance"`
-	CreatedAt      time.Time          `json:"created_at"`
-	Legs           map[string]legJSON `json:"legs"`
-	Counterfactual map[string]int     `json:"counterfactual,omitempty"`
-}
-
-type recallOut struct {
-	Results []resultJSON `json:"results"`
-	Trace   *mnemo.Trace `json:"trace,omitempty"`
-}
-
-func recallJSON(res *mnemo.RecallResult) recallOut {
-	out := recallOut{Results: []resultJSON{}, Trace: res.Trace}
-	for _, r := range res.Results {
-		legs := map[string]legJSON{}
-		for name, d := range r.Legs {
-			legs[name] = legJSON{Rank: d.Rank, Score: d.Score, Normalized: d.Normalized, Contribution: d.Contribution}
-		}
-		out.Results = append(out.Results, resultJSON{ID: r.ID, Content: r.Content, Score: r.Score, Rank: r.Rank,
-			Kind: string(r.Kind), Project: r.Project, Session: r.Session, Importance: r.Importance,
-			CreatedAt: r.CreatedAt, Legs: legs, Counterfactual: r.Counterfactual})
-	}
-	return out
 }
 
 func printRecall(w io.Writer, res *mnemo.RecallResult) error {

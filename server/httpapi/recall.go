@@ -30,39 +30,40 @@ type recallRequest struct {
 	Profile  *string                    `json:"profile,omitempty"`
 }
 
-// The response shape is the one `mnemo recall --json` prints.
-
-type legJSON struct {
-	Rank         int     `json:"rank"`
-	Score        float64 `json:"score"`
-	Normalized   float64 `json:"normalized,omitempty"`
-	Contribution float64 `json:"contribution"`
+// RecallResult is one memory of a recall answer, as POST /v1/recall and
+// `mnemo recall --json` render it.
+type RecallResult struct {
+	ID             string                     `json:"id"`
+	Content        string                     `json:"content"`
+	Score          float64                    `json:"score"`
+	Rank           int                        `json:"rank"`
+	Kind           string                     `json:"kind"`
+	Project        string                     `json:"project,omitempty"`
+	Session        string                     `json:"session,omitempty"`
+	Importance     float64                    `json:"importance"`
+	CreatedAt      time.Time                  `json:"created_at"`
+	Metadata       json.RawMessage            `json:"metadata,omitempty"`
+	Legs           map[string]mnemo.LegDetail `json:"legs"`
+	Counterfactual map[string]int             `json:"counterfactual,omitempty"`
 }
 
-type resultJSON struct {
-	ID             string             `json:"id"`
-	Content        string             `json:"content"`
-	Score          float64            `json:"score"`
-	Rank           int                `json:"rank"`
-	Kind           string             `json:"kind"`
-	Project        string             `json:"project,omitempty"`
-	Session        string             `json:"session,omitempty"`
-	Importance     float64            `json:"importance"`
-	CreatedAt      time.Time          `json:"created_at"`
-	Metadata       json.RawMessage    `json:"metadata,omitempty"`
-	Legs           map[string]legJSON `json:"legs"`
-	Counterfactual map[string]int     `json:"counterfactual,omitempty"`
+// RecallResponse is the body of POST /v1/recall and the output of
+// `mnemo recall --json`: the results, and the trace when asked for.
+type RecallResponse struct {
+	Results []RecallResult `json:"results"`
+	Trace   *mnemo.Trace   `json:"trace,omitempty"`
 }
 
-type recallResponse struct {
-	Results []resultJSON `json:"results"`
-	Trace   *mnemo.Trace `json:"trace,omitempty"`
+// NewRecallResponse renders res. Counterfactual ranks (computed for traces)
+// are included only with the trace.
+func NewRecallResponse(res *mnemo.RecallResult) RecallResponse {
+	return RecallResponse{Results: results(res, res.Trace != nil), Trace: res.Trace}
 }
 
 // searchResponse is GET /v1/search/{leg}: the leg's own ranking.
 type searchResponse struct {
-	Leg     string       `json:"leg"`
-	Results []resultJSON `json:"results"`
+	Leg     string         `json:"leg"`
+	Results []RecallResult `json:"results"`
 	// Skipped says why the leg could not run (e.g. the query embedding
 	// failed, or the query has no searchable words).
 	Skipped string `json:"skipped,omitempty"`
@@ -70,16 +71,12 @@ type searchResponse struct {
 
 // results renders res; counterfactual ranks (computed for traces) only
 // when the client asked for the trace.
-func results(res *mnemo.RecallResult, counterfactual bool) []resultJSON {
-	out := make([]resultJSON, 0, len(res.Results))
+func results(res *mnemo.RecallResult, counterfactual bool) []RecallResult {
+	out := make([]RecallResult, 0, len(res.Results))
 	for _, r := range res.Results {
-		legs := make(map[string]legJSON, len(r.Legs))
-		for name, d := range r.Legs {
-			legs[name] = legJSON{Rank: d.Rank, Score: d.Score, Normalized: d.Normalized, Contribution: d.Contribution}
-		}
-		out = append(out, resultJSON{ID: r.ID, Content: r.Content, Score: r.Score, Rank: r.Rank, Kind: string(r.Kind),
+		out = append(out, RecallResult{ID: r.ID, Content: r.Content, Score: r.Score, Rank: r.Rank, Kind: string(r.Kind),
 			Project: r.Project, Session: r.Session, Importance: r.Importance, CreatedAt: r.CreatedAt, Metadata: r.Metadata,
-			Legs: legs})
+			Legs: r.Legs})
 		if counterfactual {
 			out[len(out)-1].Counterfactual = r.Counterfactual
 		}
@@ -154,7 +151,7 @@ func (s *Server) recall(w http.ResponseWriter, r *http.Request, profile string) 
 		return err
 	}
 	s.observeRecall("recall", res)
-	out := recallResponse{Results: results(res, req.Trace)}
+	out := RecallResponse{Results: results(res, req.Trace)}
 	if req.Trace {
 		out.Trace = res.Trace
 	}
