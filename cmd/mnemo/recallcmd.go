@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	"github.com/mnemo-dev/mnemo"
-	"github.com/mnemo-dev/mnemo/server/httpapi"
 	"github.com/mnemo-dev/mnemo/mnemotype"
+	"github.com/mnemo-dev/mnemo/server/httpapi"
 )
 
 // listFlag collects a repeatable flag whose values may also be
