@@ -392,3 +392,20 @@ func TestEngine_Closed(t *testing.T) {
 		t.Fatalf("remember after close: %v", err)
 	}
 }
+
+func TestLegWeightKey(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		leg, want string
+		ok        bool
+	}{
+		{"lexical", "keywordWeight", true}, {" BM25 ", "keywordWeight", true}, {"keyword", "keywordWeight", true},
+		{"dense", "semanticWeight", true}, {"Semantic", "semanticWeight", true}, {"vector", "semanticWeight", true},
+		{"recency", "recencyWeight", true}, {"access", "accessWeight", true},
+		{"graph", "", false}, {"", "", false},
+	} {
+		if got, ok := mnemo.LegWeightKey(tc.leg); got != tc.want || ok != tc.ok {
+			t.Errorf("LegWeightKey(%q) = %q, %v; want %q, %v", tc.leg, got, ok, tc.want, tc.ok)
+		}
+	}
+}

@@ -338,3 +338,20 @@ func strategyNames() string {
 	}
 	return strings.Join(names, ", ")
 }
+
+// LegWeightKey maps a leg name, as users write it in weights (--weights,
+// "weights" in a request), to the settings key of its weight. The leg names
+// and their common synonyms are accepted, case-insensitively.
+func LegWeightKey(leg string) (string, bool) {
+	switch strings.ToLower(strings.TrimSpace(leg)) {
+	case mnemotype.LegLexical, "keyword", "bm25":
+		return "keywordWeight", true
+	case mnemotype.LegDense, "semantic", "vector":
+		return "semanticWeight", true
+	case mnemotype.LegRecency:
+		return "recencyWeight", true
+	case mnemotype.LegAccess:
+		return "accessWeight", true
+	}
+	return "", false
+}

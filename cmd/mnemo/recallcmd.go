@@ -27,22 +27,6 @@ func (l *listFlag) Set(s string) error {
 	return nil
 }
 
-// legSetting maps a leg name, as users type it in --weights, to its
-// settings key.
-func legSetting(leg string) (string, bool) {
-	switch strings.ToLower(strings.TrimSpace(leg)) {
-	case "lexical", "keyword", "bm25":
-		return "keywordWeight", true
-	case "dense", "semantic", "vector":
-		return "semanticWeight", true
-	case "recency":
-		return "recencyWeight", true
-	case "access":
-		return "accessWeight", true
-	}
-	return "", false
-}
-
 // parseWeights parses "lexical=1,dense=0.5" into settings overrides.
 func parseWeights(s string, into map[string]string) error {
 	for _, part := range strings.Split(s, ",") {
@@ -54,7 +38,7 @@ func parseWeights(s string, into map[string]string) error {
 		if !ok {
 			return usagef("--weights %q: want leg=weight pairs such as lexical=1,dense=0.5", s)
 		}
-		key, ok := legSetting(leg)
+		key, ok := mnemo.LegWeightKey(leg)
 		if !ok {
 			return usagef("--weights: unknown leg %q: must be one of %s", leg, strings.Join(mnemotype.Legs, ", "))
 		}

@@ -84,22 +84,6 @@ func results(res *mnemo.RecallResult, counterfactual bool) []RecallResult {
 	return out
 }
 
-// legSetting maps a leg name, as users write it in "weights", to its
-// settings key.
-func legSetting(leg string) (string, bool) {
-	switch strings.ToLower(strings.TrimSpace(leg)) {
-	case "lexical", "keyword", "bm25":
-		return "keywordWeight", true
-	case "dense", "semantic", "vector":
-		return "semanticWeight", true
-	case "recency":
-		return "recencyWeight", true
-	case "access":
-		return "accessWeight", true
-	}
-	return "", false
-}
-
 func (s *Server) recall(w http.ResponseWriter, r *http.Request, profile string) error {
 	var req recallRequest
 	if err := decodeJSON(r, &req); err != nil {
@@ -122,7 +106,7 @@ func (s *Server) recall(w http.ResponseWriter, r *http.Request, profile string) 
 		}
 	}
 	for leg, wt := range req.Weights {
-		key, ok := legSetting(leg)
+		key, ok := mnemo.LegWeightKey(leg)
 		if !ok {
 			return badRequest("weights: unknown leg %q: must be one of %s", leg, strings.Join(mnemotype.Legs, ", "))
 		}
@@ -230,7 +214,7 @@ func (s *Server) searchLeg(leg string) handlerFunc {
 func singleLeg(cur mnemo.Settings, leg string) map[string]string {
 	over := map[string]string{"keywordWeight": "0", "semanticWeight": "0", "recencyWeight": "0", "accessWeight": "0",
 		"strategy": "rrf", "importanceMode": "off", "candidatePolicy": "scope"}
-	if key, ok := legSetting(leg); ok {
+	if key, ok := mnemo.LegWeightKey(leg); ok {
 		over[key] = "1"
 	}
 	types := settingTypes(cur)
