@@ -1,51 +1,49 @@
 package fusion
 
 import (
+	"hash/maphash"
 	"math"
+	"math/bits"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/mnemo-dev/mnemo/mnemotype"
 )
 
 // engine holds one fusion's candidates in flat arrays so that a strategy can
-// be scored (and re-scored for the counterfactual trace) without maps.
+// be scored (and re-scored for the counterfactual trace) without maps. It is
+// built to allocate little: fusing 3 legs of 300 hits should take well under
+// 50 µs, and on small heaps the garbage collector's share of that grows with
+// every byte allocated.
 type engine struct {
 	p     Params
-	names []string  // active legs, sorted
-	w     []float64 // their weights (> 0)
+	names []string // active legs, sorted
+	legs  []legData
 	wmax  float64
-	stats []legStats
-	// maxRank is a leg's worst kept rank; window = max(kept hits, maxRank).
-	maxRank, window []int
-	ids             []string
-	// cells[d*L+li] is candidate d in leg li.
-	cells []cell
+	ids   []string
+	// at[d*L+li] is the position in leg li's list of candidate d's kept hit,
+	// or -1 when the leg did not list d.
+	at []int32
 	// norm and contrib[d*L+li] are the normalised score read and the term
 	// of the last run with details (nil until then).
 	norm, contrib []float64
 	best          []int // best rank per candidate
-	// hits[li] is leg li's list and idx[li] its hits' candidate indices
-	// (-1 for a repeated id that was not kept).
-	hits [][]mnemotype.Hit
-	idx  [][]int32
 	// moments says whether stats hold mean and sd yet (computed on demand).
 	moments bool
 	exact   []bool
 	bonus   float64 // exact-match bonus of the last run
 	score   []float64
 	tie     []float64
-	order   []int32
 	keys    []sortKey
 }
 
-type cell struct {
-	present bool
-	imputed bool  // absent, but the missing policy gave it a non-zero term
-	pos     int32 // position of the kept hit in its leg's list
-	rank    int
-	score   float64 // raw score (present), or imputed raw score
+// legData is one active leg.
+type legData struct {
+	w     float64 // weight (> 0)
+	hits  []mnemotype.Hit
+	stats legStats
+	// maxRank is the worst kept rank; window = max(kept hits, maxRank).
+	maxRank, window int
 }
 
 // finite clamps ±Inf to ±MaxFloat64 and NaN to 0, so no score is ever
@@ -71,89 +69,101 @@ func (e *engine) leg(name string) int {
 	return -1
 }
 
-// prepare validates the active legs' hits and lays them out.
-func prepare(legs map[string][]mnemotype.Hit, p Params, weight func(string) float64) (*engine, error) {
-	e := &engine{p: p}
-	total, longest := 0, 0
+// prepare validates the active legs' hits and lays them out in e.
+func (e *engine) prepare(legs map[string][]mnemotype.Hit, p Params, weight func(string) float64) error {
+	e.p = p
+	total := 0
 	for name, hits := range legs {
 		if len(hits) > 0 && weight(name) > 0 {
 			e.names = append(e.names, name)
 			total += len(hits)
-			longest = max(longest, len(hits))
 		}
 	}
-	sort.Strings(e.names)
+	slices.Sort(e.names)
 	L := len(e.names)
-	e.w = make([]float64, L)
-	e.hits = make([][]mnemotype.Hit, L)
-	e.idx = make([][]int32, L)
+	if L == 0 {
+		return nil
+	}
+	e.legs = make([]legData, L)
+	longest := 0
 	for li, name := range e.names {
-		e.w[li] = weight(name)
-		e.wmax = max(e.wmax, e.w[li])
-		e.hits[li] = legs[name]
+		lg := &e.legs[li]
+		lg.w = weight(name)
+		e.wmax = max(e.wmax, lg.w)
+		lg.hits = legs[name]
+		longest = max(longest, len(lg.hits))
 	}
 
-	// Pass 1: validate and give every distinct id an index. The longest
-	// list is a lower bound of the number of candidates.
-	index := make(map[string]int32, longest)
+	// One pass validates the hits, gives every distinct id a candidate
+	// index d and places the hits; a repeated id keeps its best (then
+	// first) rank. Ids are looked up in an open-addressing table of d + 1
+	// (0: empty) at most half full: 4 bytes a slot where a map[string]int32
+	// holds a string header and an int32, and no growth. The longest list
+	// is a lower bound of the number of candidates.
+	size := 16
+	for size < 2*total {
+		size <<= 1
+	}
+	slots := make([]int32, size)
+	mask := uint64(size - 1)
+	seed := maphash.MakeSeed()
 	e.ids = make([]string, 0, longest)
-	hitIdx := make([]int32, total)
-	off := 0
+	e.at = make([]int32, 0, longest*L)
+	e.best = make([]int, 0, longest)
 	for li, name := range e.names {
-		e.idx[li] = hitIdx[off : off+len(e.hits[li])]
-		off += len(e.hits[li])
-		for i, h := range e.hits[li] {
+		lg := &e.legs[li]
+		for pos := range lg.hits {
+			h := &lg.hits[pos]
 			if h.ID == "" {
-				return nil, mnemotype.Invalidf("leg %s: hit %d has an empty id", name, i+1)
+				return mnemotype.Invalidf("leg %s: hit %d has an empty id", name, pos+1)
 			}
 			if h.Rank < 1 {
-				return nil, mnemotype.Invalidf("leg %s: hit %s has rank %d: must be ≥ 1", name, h.ID, h.Rank)
+				return mnemotype.Invalidf("leg %s: hit %s has rank %d: must be ≥ 1", name, h.ID, h.Rank)
 			}
 			if !isFinite(h.Score) {
-				return nil, mnemotype.Invalidf("leg %s: hit %s has score %v: must be a finite number", name, h.ID, h.Score)
+				return mnemotype.Invalidf("leg %s: hit %s has score %v: must be a finite number", name, h.ID, h.Score)
 			}
-			d, ok := index[h.ID]
-			if !ok {
-				d = int32(len(e.ids))
-				index[h.ID] = d
-				e.ids = append(e.ids, h.ID)
+			var d int32
+			j := maphash.String(seed, h.ID) & mask
+			for {
+				s := slots[j]
+				if s == 0 {
+					d = int32(len(e.ids))
+					slots[j] = d + 1
+					e.ids = append(e.ids, h.ID)
+					e.best = append(e.best, math.MaxInt)
+					for range L {
+						e.at = append(e.at, -1)
+					}
+					break
+				}
+				if e.ids[s-1] == h.ID {
+					d = s - 1
+					break
+				}
+				j = (j + 1) & mask
 			}
-			e.idx[li][i] = d
+			c := &e.at[int(d)*L+li]
+			if *c >= 0 && lg.hits[*c].Rank <= h.Rank {
+				continue
+			}
+			*c = int32(pos)
+			e.best[d] = min(e.best[d], h.Rank)
 		}
 	}
 	C := len(e.ids)
 
-	// Pass 2: fill the cells; a repeated id keeps its best (then first) rank.
-	e.cells = make([]cell, C*L)
-	e.best = make([]int, C)
-	for d := range e.best {
-		e.best[d] = math.MaxInt
-	}
-	e.stats = make([]legStats, L)
-	e.maxRank = make([]int, L)
-	e.window = make([]int, L)
+	// Each leg's statistics, over its kept hits.
 	for li, name := range e.names {
-		idx := e.idx[li]
+		lg := &e.legs[li]
 		st := legStats{min: math.Inf(1), max: math.Inf(-1)}
-		for pos, h := range e.hits[li] {
-			d := idx[pos]
-			c := &e.cells[int(d)*L+li]
-			if c.present {
-				if c.rank <= h.Rank {
-					idx[pos] = -1
-					continue
-				}
-				idx[c.pos] = -1
-			}
-			*c = cell{present: true, pos: int32(pos), rank: h.Rank, score: h.Score}
-			e.best[d] = min(e.best[d], h.Rank)
-		}
 		n := 0
-		for pos, h := range e.hits[li] {
-			if idx[pos] >= 0 {
+		for d := range C {
+			if at := e.at[d*L+li]; at >= 0 {
+				h := &lg.hits[at]
 				n++
 				st.min, st.max = min(st.min, h.Score), max(st.max, h.Score)
-				e.maxRank[li] = max(e.maxRank[li], h.Rank)
+				lg.maxRank = max(lg.maxRank, h.Rank)
 			}
 		}
 		st.n = n
@@ -164,10 +174,10 @@ func prepare(legs map[string][]mnemotype.Hit, p Params, weight func(string) floa
 		} else if name == mnemotype.LegDense { // DefaultBounds, without allocating it
 			st.bounds, st.hasBounds = Range{Min: -1, Max: 1}, true
 		}
-		e.stats[li] = st
-		e.window[li] = max(n, e.maxRank[li])
+		lg.stats = st
+		lg.window = max(n, lg.maxRank)
 	}
-	return e, nil
+	return nil
 }
 
 // ensureMoments computes each leg's mean and standard deviation (of s/scale)
@@ -178,22 +188,38 @@ func (e *engine) ensureMoments() {
 		return
 	}
 	e.moments = true
-	for li := range e.stats {
-		st := &e.stats[li]
+	// kept[li][pos] says whether hit pos of leg li is its candidate's kept hit.
+	L, total := len(e.legs), 0
+	for li := range e.legs {
+		total += len(e.legs[li].hits)
+	}
+	flags := make([]bool, total)
+	kept := make([][]bool, L)
+	for li := range e.legs {
+		kept[li], flags = flags[:len(e.legs[li].hits)], flags[len(e.legs[li].hits):]
+	}
+	for i, at := range e.at {
+		if at >= 0 {
+			kept[i%L][at] = true
+		}
+	}
+	for li := range e.legs {
+		lg := &e.legs[li]
+		st := &lg.stats
 		if !(st.scale > 0) || st.n < 2 || st.max == st.min {
 			continue // no spread: sd stays 0
 		}
 		sum := 0.0
-		for pos, h := range e.hits[li] {
-			if e.idx[li][pos] >= 0 {
-				sum += h.Score / st.scale
+		for pos := range lg.hits {
+			if kept[li][pos] {
+				sum += lg.hits[pos].Score / st.scale
 			}
 		}
 		st.mean = sum / float64(st.n)
 		ss := 0.0
-		for pos, h := range e.hits[li] {
-			if e.idx[li][pos] >= 0 {
-				dv := h.Score/st.scale - st.mean
+		for pos := range lg.hits {
+			if kept[li][pos] {
+				dv := lg.hits[pos].Score/st.scale - st.mean
 				ss += dv * dv
 			}
 		}
@@ -224,15 +250,17 @@ func (e *engine) markExact(terms []string, contents func(string) string) {
 
 // run scores every candidate under strategy s into e.score (and e.tie, the
 // MaxConfidence tie-breaker). With details it also records each cell's
-// normalised score and term in e.norm and e.contrib, and marks imputed cells.
+// normalised score and term in e.norm and e.contrib (an absent cell with a
+// non-zero term is imputed).
 func (e *engine) run(s Strategy, details bool) {
 	L, C := len(e.names), len(e.ids)
-	if cap(e.score) < C {
-		e.score, e.tie = make([]float64, C), make([]float64, C)
+	if e.score == nil {
+		f := make([]float64, 2*C)
+		e.score, e.tie = f[:C:C], f[C:]
 	}
-	e.score, e.tie = e.score[:C], e.tie[:C]
 	if details && e.norm == nil {
-		e.norm, e.contrib = make([]float64, C*L), make([]float64, C*L)
+		f := make([]float64, 2*C*L)
+		e.norm, e.contrib = f[:C*L:C*L], f[C*L:]
 	}
 	if L == 0 {
 		return
@@ -253,18 +281,19 @@ func (e *engine) run(s Strategy, details bool) {
 	var a, rel [8]float64 // rel: wᵢ / w_max, for renormalisation
 	as, rels := a[:0], rel[:0]
 	sumRel := 0.0
-	for _, w := range e.w {
+	for li := range e.legs {
+		w := e.legs[li].w
 		rels = append(rels, w/e.wmax)
 		sumRel += w / e.wmax
 	}
-	for li, w := range e.w {
+	for li := range e.legs {
 		switch s {
 		case WeightedAverage:
 			as = append(as, rels[li]/sumRel)
 		case MaxConfidence:
 			as = append(as, rels[li])
 		default:
-			as = append(as, w)
+			as = append(as, e.legs[li].w)
 		}
 	}
 	var k, unit float64 // unit: strongest single-leg contribution (bonus scale)
@@ -287,32 +316,35 @@ func (e *engine) run(s Strategy, details bool) {
 	sw := s == ScoreWeightedRRF
 	isMax := s == MaxConfidence
 	renorm := e.p.Missing == MissingRenormalize && !isMax
+	missing := e.p.Missing
+	legs := e.legs[:L]
+	as, rels = as[:L], rels[:L]
 
 	for d := range C {
-		row := e.cells[d*L : d*L+L]
+		row := e.at[d*L : d*L+L]
 		sum, best, tie, relSeen := 0.0, math.Inf(-1), 0.0, 0.0
-		for li := range row {
-			c := &row[li]
+		for li, at := range row {
+			lg := &legs[li]
 			var r int
 			var n float64
 			switch {
-			case c.present:
-				r = c.rank
+			case at >= 0:
+				h := &lg.hits[at]
+				r = h.Rank
 				if usesScores {
-					n = e.stats[li].normalize(kind, c.score)
+					n = lg.stats.normalize(kind, h.Score)
 				}
 				relSeen += rels[li]
 				tie += n
-			case e.p.Missing == MissingImputeMin:
-				r = e.maxRank[li]
+			case missing == MissingImputeMin:
+				r = lg.maxRank
 				if usesScores {
-					n = e.stats[li].normalize(kind, e.stats[li].min)
+					n = lg.stats.normalize(kind, lg.stats.min)
 				}
-			case e.p.Missing == MissingImputeRank && rankOnly:
-				r = e.window[li] + 1
+			case missing == MissingImputeRank && rankOnly:
+				r = lg.window + 1
 			default:
 				if details {
-					c.imputed = false
 					e.norm[d*L+li], e.contrib[d*L+li] = 0, 0
 				}
 				continue
@@ -330,13 +362,6 @@ func (e *engine) run(s Strategy, details bool) {
 			best = max(best, t)
 			if details {
 				e.norm[d*L+li], e.contrib[d*L+li] = n, t
-				if !c.present {
-					c.rank, c.imputed = r, t != 0
-					c.score = 0
-					if e.p.Missing == MissingImputeMin {
-						c.score = e.stats[li].min
-					}
-				}
 			}
 		}
 		score := sum
@@ -364,44 +389,110 @@ func (e *engine) run(s Strategy, details bool) {
 	}
 }
 
-// sortKey is one candidate's position in the total order.
+// sortKey is one candidate's position in the total order; the rest of the
+// key (tie, best rank, id) is read through d on the rare equal scores.
 type sortKey struct {
-	score, tie float64
-	best       int
-	d          int32
+	score float64
+	d     int32
 }
 
-// sortOrder fills e.order with the candidates in fused order: score
-// descending, tie-breaker descending, best rank ascending, id ascending.
-func (e *engine) sortOrder() []int32 {
-	C := len(e.ids)
-	if cap(e.keys) < C {
-		e.keys, e.order = make([]sortKey, C), make([]int32, C)
+// before reports whether candidate x precedes candidate y, with equal
+// scores: tie-breaker descending, best rank ascending, id ascending.
+func (e *engine) before(x, y int32) bool {
+	if tx, ty := e.tie[x], e.tie[y]; tx != ty {
+		return tx > ty
 	}
-	keys := e.keys[:C]
-	for d := range keys {
-		keys[d] = sortKey{score: e.score[d], tie: e.tie[d], best: e.best[d], d: int32(d)}
+	if bx, by := e.best[x], e.best[y]; bx != by {
+		return bx < by
 	}
-	slices.SortFunc(keys, func(x, y sortKey) int {
-		switch {
-		case x.score > y.score:
-			return -1
-		case x.score < y.score:
-			return 1
-		case x.tie > y.tie:
-			return -1
-		case x.tie < y.tie:
-			return 1
-		case x.best != y.best:
-			return x.best - y.best
+	return e.ids[x] < e.ids[y]
+}
+
+// less reports whether key x precedes key y.
+func (e *engine) less(x, y sortKey) bool {
+	if x.score != y.score {
+		return x.score > y.score
+	}
+	return x.d != y.d && e.before(x.d, y.d)
+}
+
+// sortKeys sorts keys by e.less: a quicksort with a median-of-three pivot
+// and insertion sort for short runs, which calls less directly where
+// slices.SortFunc calls a closure (a third of the sort's time), and hands
+// a range to slices.SortFunc when depth runs out, so it stays O(n log n).
+func (e *engine) sortKeys(keys []sortKey, depth int) {
+	for len(keys) > 12 {
+		if depth == 0 {
+			slices.SortFunc(keys, func(x, y sortKey) int {
+				switch {
+				case x.d == y.d:
+					return 0
+				case e.less(x, y):
+					return -1
+				}
+				return 1
+			})
+			return
 		}
-		return strings.Compare(e.ids[x.d], e.ids[y.d])
-	})
-	e.order = e.order[:C]
-	for i, k := range keys {
-		e.order[i] = k.d
+		depth--
+		// Median of first, middle and last to keys[0], then partition.
+		m, l := len(keys)/2, len(keys)-1
+		if e.less(keys[m], keys[0]) {
+			keys[m], keys[0] = keys[0], keys[m]
+		}
+		if e.less(keys[l], keys[m]) {
+			keys[l], keys[m] = keys[m], keys[l]
+			if e.less(keys[m], keys[0]) {
+				keys[m], keys[0] = keys[0], keys[m]
+			}
+		}
+		keys[0], keys[m] = keys[m], keys[0]
+		pivot := keys[0]
+		i, j := 1, l
+		for {
+			for i <= j && e.less(keys[i], pivot) {
+				i++
+			}
+			for i <= j && e.less(pivot, keys[j]) {
+				j--
+			}
+			if i >= j {
+				break
+			}
+			keys[i], keys[j] = keys[j], keys[i]
+			i++
+			j--
+		}
+		keys[0], keys[j] = keys[j], keys[0]
+		// Recurse into the shorter side, loop on the longer.
+		if j < len(keys)-j {
+			e.sortKeys(keys[:j], depth)
+			keys = keys[j+1:]
+		} else {
+			e.sortKeys(keys[j+1:], depth)
+			keys = keys[:j]
+		}
 	}
-	return e.order
+	for i := 1; i < len(keys); i++ {
+		for j := i; j > 0 && e.less(keys[j], keys[j-1]); j-- {
+			keys[j], keys[j-1] = keys[j-1], keys[j]
+		}
+	}
+}
+
+// sortOrder returns the candidates in fused order (e.keys): score
+// descending, tie-breaker descending, best rank ascending, id ascending.
+func (e *engine) sortOrder() []sortKey {
+	C := len(e.ids)
+	if e.keys == nil {
+		e.keys = make([]sortKey, C)
+	}
+	keys := e.keys
+	for d := range keys {
+		keys[d] = sortKey{score: e.score[d], d: int32(d)}
+	}
+	e.sortKeys(keys, 2*bits.Len(uint(len(keys))))
+	return keys
 }
 
 // results builds the Results of the last run of strategy s.
@@ -410,8 +501,8 @@ func (e *engine) results(s Strategy) []Result {
 	order := e.sortOrder()
 	res := make([]Result, len(order))
 	usesScores := s.UsesScores()
-	for pos, d := range order {
-		row := e.cells[int(d)*L : int(d)*L+L]
+	for pos, k := range order {
+		d := int(k.d)
 		r := &res[pos]
 		r.ID, r.Score, r.Rank, r.BestRank = e.ids[d], e.score[d], pos+1, e.best[d]
 		if e.exact != nil && e.exact[d] {
@@ -420,25 +511,34 @@ func (e *engine) results(s Strategy) []Result {
 		if e.p.NoDetails {
 			continue
 		}
+		row := e.at[d*L : d*L+L]
 		n := 0
-		for li := range row {
-			if row[li].present {
+		for _, at := range row {
+			if at >= 0 {
 				n++
 			}
 		}
 		r.Legs = make(map[string]mnemotype.LegDetail, n)
-		for li := range row {
-			c := &row[li]
-			if !c.present && !c.imputed {
-				continue
-			}
-			det := mnemotype.LegDetail{Rank: c.rank, Score: c.score, Contribution: e.contrib[int(d)*L+li]}
+		for li, at := range row {
+			lg := &e.legs[li]
+			det := mnemotype.LegDetail{Contribution: e.contrib[d*L+li]}
 			if usesScores {
-				det.Normalized = e.norm[int(d)*L+li]
+				det.Normalized = e.norm[d*L+li]
 			}
-			if c.present {
+			if at >= 0 {
+				det.Rank, det.Score = lg.hits[at].Rank, lg.hits[at].Score
 				r.Legs[e.names[li]] = det
 				continue
+			}
+			if det.Contribution == 0 {
+				continue // absent, and the missing policy gave it nothing
+			}
+			// Imputed: run gives a non-zero term to an absent cell only
+			// under these two policies, and never rescales it.
+			if e.p.Missing == MissingImputeMin {
+				det.Rank, det.Score = lg.maxRank, lg.stats.min
+			} else {
+				det.Rank = lg.window + 1
 			}
 			if r.Imputed == nil {
 				r.Imputed = make(map[string]mnemotype.LegDetail, L-n)
@@ -456,20 +556,20 @@ func (e *engine) counterfactual(used Strategy, res []Result) {
 	if len(strategies) == 0 {
 		strategies = Strategies()
 	}
-	at := make([]int, len(e.ids)) // candidate → position in res
+	at := make([]int32, len(e.ids)) // candidate → position in res
 	for pos := range res {
 		res[pos].Counterfactual = make(map[string]int, len(strategies))
 	}
-	for pos, d := range e.order {
-		at[d] = pos
+	for pos, k := range e.keys {
+		at[k.d] = int32(pos)
 	}
 	for _, s := range strategies {
 		if s == used {
 			continue
 		}
 		e.run(s, false)
-		for rank, d := range e.sortOrder() {
-			res[at[d]].Counterfactual[string(s)] = rank + 1
+		for rank, k := range e.sortOrder() {
+			res[at[k.d]].Counterfactual[string(s)] = rank + 1
 		}
 	}
 }

@@ -342,13 +342,14 @@ func FuseExplain(legs map[string][]mnemotype.Hit, p Params) (Outcome, error) {
 		out.Weights[leg] = weight(leg)
 	}
 
-	e, err := prepare(legs, p, weight)
-	if err != nil {
+	var e engine
+	e.names = make([]string, 0, len(legs))
+	if err := e.prepare(legs, p, weight); err != nil {
 		return Outcome{}, err
 	}
 
 	if p.HighConfidence {
-		if li := e.leg(mnemotype.LegDense); li >= 0 && e.stats[li].max >= p.HighConfidenceThreshold {
+		if li := e.leg(mnemotype.LegDense); li >= 0 && e.legs[li].stats.max >= p.HighConfidenceThreshold {
 			out.Strategy = MaxConfidence
 			out.Switches = append(out.Switches, SwitchHighConfidence)
 		}
