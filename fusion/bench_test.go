@@ -67,7 +67,13 @@ func BenchmarkFuse_Ladder(b *testing.B) {
 	}
 }
 
-// BenchmarkFuse_3x300_NoDetails is the hot path of a recall without trace.
+// BenchmarkFuse_3x300_NoDetails fuses without any per-leg details.
 func BenchmarkFuse_3x300_NoDetails(b *testing.B) {
 	benchmarkFuse(b, benchLegs(1, 3, 300, 300), Params{NoDetails: true})
+}
+
+// BenchmarkFuse_3x300_DetailsTop20 is the hot path of a recall of 10: the
+// pipeline asks for details of twice the limit.
+func BenchmarkFuse_3x300_DetailsTop20(b *testing.B) {
+	benchmarkFuse(b, benchLegs(1, 3, 300, 300), Params{DetailsTop: 20})
 }

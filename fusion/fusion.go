@@ -126,6 +126,11 @@ type Params struct {
 	// allocations per candidate on the hot path of callers that do not trace;
 	// scores and order are unchanged.
 	NoDetails bool
+	// DetailsTop, when > 0, builds Legs and Imputed only for the first
+	// DetailsTop results (the rest are left nil, as with NoDetails): a
+	// caller that returns a few results need not pay two maps for each of
+	// hundreds of candidates. Scores and order are unchanged.
+	DetailsTop int
 	// CounterfactualStrategies restricts the counterfactual trace to these
 	// strategies (the one used is always skipped). Empty means Strategies().
 	CounterfactualStrategies []Strategy
@@ -197,6 +202,9 @@ func (p Params) Validate() error {
 	}
 	if !isFinite(p.HighConfidenceThreshold) {
 		return mnemotype.Invalidf("high-confidence threshold = %v: must be a finite number", p.HighConfidenceThreshold)
+	}
+	if p.DetailsTop < 0 {
+		return mnemotype.Invalidf("details top = %d: must be ≥ 0", p.DetailsTop)
 	}
 	if err := mnemotype.CheckUnit("exact-match bonus", p.ExactMatchBonus); err != nil {
 		return err

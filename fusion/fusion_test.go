@@ -611,3 +611,34 @@ func TestSort_UsesBestRankWithoutLegs(t *testing.T) {
 		t.Errorf("Sort ignored BestRank: %+v", tie)
 	}
 }
+
+func TestDetailsTop(t *testing.T) {
+	t.Parallel()
+	full, err := Fuse(small(), Params{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, top := range []int{1, 2, len(full), len(full) + 5} {
+		res, err := Fuse(small(), Params{DetailsTop: top})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if idsOf(res) != idsOf(full) {
+			t.Fatalf("DetailsTop %d changed the order: %s vs %s", top, idsOf(res), idsOf(full))
+		}
+		for i, r := range res {
+			if r.Score != full[i].Score {
+				t.Errorf("DetailsTop %d: %s scores %v, want %v", top, r.ID, r.Score, full[i].Score)
+			}
+			if i < top && !reflect.DeepEqual(r.Legs, full[i].Legs) {
+				t.Errorf("DetailsTop %d: result %d legs %v, want %v", top, i, r.Legs, full[i].Legs)
+			}
+			if i >= top && (r.Legs != nil || r.Imputed != nil) {
+				t.Errorf("DetailsTop %d: result %d beyond the top has details", top, i)
+			}
+		}
+	}
+	if _, err := Fuse(small(), Params{DetailsTop: -1}); !errors.Is(err, mnemotype.ErrInvalid) {
+		t.Errorf("DetailsTop -1: err = %v, want ErrInvalid", err)
+	}
+}

@@ -344,19 +344,31 @@ func Run(ctx context.Context, src Source, vec Vectors, req Request) (*Response, 
 		tr.Timings["contents"] = ms(time.Since(t0))
 	}
 	t0 = time.Now()
-	out, err := fusion.FuseExplain(legs, fp)
-	if err != nil {
-		return nil, err
-	}
-	k := out.K
-	fused := fusion.ApplyImportance(out.Results, func(id string) float64 {
+	importance := func(id string) float64 {
 		if s, ok := sig[id]; ok {
 			return s.Importance
 		}
 		return mnemotype.DefaultImportance
-	}, o.Importance, k)
-	if len(fused) > req.Limit {
-		fused = fused[:req.Limit]
+	}
+	// Per-leg details cost two maps per candidate; only returned results
+	// need them. The importance prior can lift a result from beyond the
+	// detailed top, in which case fusion runs again with every detail.
+	fp.DetailsTop = 2 * req.Limit
+	var out fusion.Outcome
+	var fused []fusion.Result
+	for {
+		var err error
+		if out, err = fusion.FuseExplain(legs, fp); err != nil {
+			return nil, err
+		}
+		fused = fusion.ApplyImportance(out.Results, importance, o.Importance, out.K)
+		if len(fused) > req.Limit {
+			fused = fused[:req.Limit]
+		}
+		if fp.DetailsTop == 0 || !slices.ContainsFunc(fused, func(r fusion.Result) bool { return r.Legs == nil }) {
+			break
+		}
+		fp.DetailsTop = 0
 	}
 	tr.Timings["fusion"] = ms(time.Since(t0))
 	tr.Strategy, tr.Requested, tr.Switches = string(out.Strategy), string(out.Requested), out.Switches

@@ -953,3 +953,27 @@ func TestRun_BroadenScoresDenseInOnePass(t *testing.T) {
 		t.Errorf("lexical leg = %v, want %v (top 2 of OR plus the dense hit a)", got, want)
 	}
 }
+
+// TestRun_DetailsOfLiftedResult: fusion builds per-leg details for twice the
+// limit only; a result the importance prior lifts from beyond that still
+// comes back with its legs.
+func TestRun_DetailsOfLiftedResult(t *testing.T) {
+	t.Parallel()
+	x := newIndex(t,
+		memSpec{id: "a", angle: 0, importance: 0},
+		memSpec{id: "b", angle: 0.1, importance: 0},
+		memSpec{id: "c", angle: 0.2, importance: 1},
+	)
+	src := &fakeSource{t: t, LexicalFunc: canned(hits("a", "b", "c"), nil)}
+	req := request("alpha beta", 1)
+	req.Options.Importance = fusion.ImportanceMultiplier
+	req.Options.Fusion = weights(mnemotype.LegRecency, 0.0, mnemotype.LegAccess, 0.0)
+	resp := run(t, src, newVectors(t, x), req)
+	if got := resultIDs(resp.Results); !slices.Equal(got, []string{"c"}) {
+		t.Fatalf("results = %v, want c (third by fusion, first after the prior)", got)
+	}
+	r := resp.Results[0]
+	if r.Legs[mnemotype.LegLexical].Rank != 3 || r.Legs[mnemotype.LegDense].Rank != 3 {
+		t.Errorf("c's legs = %+v, want lexical and dense rank 3", r.Legs)
+	}
+}
