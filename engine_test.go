@@ -409,3 +409,44 @@ func TestLegWeightKey(t *testing.T) {
 		}
 	}
 }
+
+// TestEngine_TraceLevels: Trace explains fully, counterfactual ranks
+// included; Timings gives the trace (timings, leg lists) without the extra
+// fusions behind the counterfactuals; neither gives no trace.
+func TestEngine_TraceLevels(t *testing.T) {
+	t.Parallel()
+	e, _ := setup(t)
+	remember(t, e, mnemo.Input{Profile: "me", Content: "Deployed Threadline v2.3 with the JWT auth fix"})
+	remember(t, e, mnemo.Input{Profile: "me", Content: "Threadline login uses JWT tokens now"})
+	for _, tc := range []struct {
+		name              string
+		q                 mnemo.Query
+		trace, counterfac bool
+	}{
+		{"Trace", mnemo.Query{Trace: true}, true, true},
+		{"Timings", mnemo.Query{Timings: true}, true, false},
+		{"Both", mnemo.Query{Trace: true, Timings: true}, true, true},
+		{"Neither", mnemo.Query{}, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q := tc.q
+			q.Profile, q.Text = "me", "Threadline JWT"
+			res, err := e.Recall(t.Context(), q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := res.Trace != nil; got != tc.trace {
+				t.Fatalf("trace present = %v, want %v", got, tc.trace)
+			}
+			if tc.trace && res.Trace.Timings["total"] <= 0 {
+				t.Errorf("trace without a total time: %v", res.Trace.Timings)
+			}
+			if len(res.Results) == 0 {
+				t.Fatal("no results")
+			}
+			if got := len(res.Results[0].Counterfactual) > 0; got != tc.counterfac {
+				t.Errorf("counterfactual present = %v (%v), want %v", got, res.Results[0].Counterfactual, tc.counterfac)
+			}
+		})
+	}
+}

@@ -31,8 +31,14 @@ type Query struct {
 	// Overrides changes settings for this request only (same keys as
 	// Settings, e.g. "semanticWeight": "0.5", "strategy": "rrf").
 	Overrides map[string]string
-	// Trace asks for the per-leg lists and per-stage timings.
+	// Trace asks for the per-leg lists and per-stage timings, and every
+	// result's rank under the other strategies (Recalled.Counterfactual),
+	// which costs one extra fusion per strategy.
 	Trace bool
+	// Timings asks for the trace without the counterfactual ranks: what a
+	// caller that only records per-stage timings and leg sizes (metrics)
+	// needs, without the extra fusions. Trace implies it.
+	Timings bool
 }
 
 // Recalled is one recalled memory.
@@ -51,7 +57,7 @@ type Recalled struct {
 // RecallResult is the answer to a Query.
 type RecallResult struct {
 	Results []Recalled
-	// Trace is set when Query.Trace was.
+	// Trace is set when Query.Trace or Query.Timings was.
 	Trace *Trace
 }
 
@@ -107,12 +113,13 @@ func (e *Engine) Recall(ctx context.Context, q Query) (*RecallResult, error) {
 	timings["index_sync"] = msSince(t0)
 
 	req := recall.Request{
-		Query:   q.Text,
-		Scope:   mnemotype.Scope{Profile: q.Profile, Project: q.Project, Sessions: q.Sessions, Kinds: q.Kinds, Exclude: q.Exclude},
-		Limit:   q.Limit,
-		Options: opts,
-		Trace:   q.Trace,
-		Model:   e.emb.Model(),
+		Query:          q.Text,
+		Scope:          mnemotype.Scope{Profile: q.Profile, Project: q.Project, Sessions: q.Sessions, Kinds: q.Kinds, Exclude: q.Exclude},
+		Limit:          q.Limit,
+		Options:        opts,
+		Trace:          q.Trace || q.Timings,
+		Counterfactual: q.Trace,
+		Model:          e.emb.Model(),
 		Contents: func(ctx context.Context, ids []string) (map[string]string, error) {
 			ms, err := e.st.Get(ctx, store.GetParams{Profile: q.Profile, IDs: ids})
 			if err != nil {

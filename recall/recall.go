@@ -92,6 +92,9 @@ type Request struct {
 	VectorErr error
 	Options   Options
 	Trace     bool
+	// Counterfactual asks for every result's rank under the other
+	// strategies (one extra fusion each).
+	Counterfactual bool
 	// Contents returns the content of memories by id; the exact-match bonus
 	// needs it (it is called only when Options.Fusion.ExactMatchBonus > 0).
 	Contents func(ctx context.Context, ids []string) (map[string]string, error)
@@ -333,7 +336,7 @@ func Run(ctx context.Context, src Source, vec Vectors, req Request) (*Response, 
 
 	fp := o.Fusion
 	fp.Query = req.Query
-	fp.Counterfactual = req.Trace
+	fp.Counterfactual = req.Counterfactual
 	if fp.ExactMatchBonus > 0 && req.Contents != nil {
 		t0 = time.Now()
 		contents, err := req.Contents(ctx, cands)

@@ -122,7 +122,7 @@ func (s *Server) recall(w http.ResponseWriter, r *http.Request, profile string) 
 		over["strategy"] = req.Strategy
 	}
 	q := mnemo.Query{Text: req.Query, Profile: profile, Project: req.Project, Sessions: req.Sessions,
-		Exclude: req.Exclude, Limit: req.Limit, Overrides: over, Trace: true}
+		Exclude: req.Exclude, Limit: req.Limit, Overrides: over, Trace: req.Trace, Timings: true}
 	for i, k := range req.Kinds {
 		kd, err := mnemotype.ParseKind(k)
 		if err != nil || k == "" {
@@ -185,7 +185,7 @@ func (s *Server) searchLeg(leg string) handlerFunc {
 			return err
 		}
 		query := mnemo.Query{Text: text, Profile: profile, Project: q.Get("project"), Sessions: listParam(q, "sessions", "sessionIds"),
-			Exclude: listParam(q, "exclude"), Limit: limit, Overrides: singleLeg(cur, leg), Trace: true}
+			Exclude: listParam(q, "exclude"), Limit: limit, Overrides: singleLeg(cur, leg), Timings: true}
 		for i, k := range listParam(q, "kinds") {
 			kd, err := mnemotype.ParseKind(k)
 			if err != nil {
