@@ -11,7 +11,6 @@ import (
 	"io"
 	"log/slog"
 	"math"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -20,8 +19,8 @@ import (
 	"time"
 
 	"github.com/mnemo-dev/mnemo/embed"
+	"github.com/mnemo-dev/mnemo/internal/sqlitedb"
 	"github.com/mnemo-dev/mnemo/mnemotype"
-	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
 
 // DefaultFile is the cache's file name inside mnemo's cache directory.
@@ -107,16 +106,11 @@ func Open(path string, inner embed.Embedder, opt *Options) (*Cache, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("open embedding cache: %w", err)
 	}
-	abs, err := filepath.Abs(path)
+	db, err := sqlitedb.Open(path, sqlitedb.Options{Immediate: true, Pragmas: []string{
+		fmt.Sprintf("busy_timeout=%d", o.BusyTimeout.Milliseconds()), "journal_mode=WAL", "synchronous=NORMAL",
+	}})
 	if err != nil {
-		return nil, fmt.Errorf("open embedding cache %s: %w", path, err)
-	}
-	uri := (&url.URL{Scheme: "file", Path: abs}).String() + fmt.Sprintf(
-		"?_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate",
-		o.BusyTimeout.Milliseconds())
-	db, err := sql.Open("sqlite", uri)
-	if err != nil {
-		return nil, fmt.Errorf("open embedding cache %s: %w", path, err)
+		return nil, fmt.Errorf("embedding cache: %w", err)
 	}
 	db.SetMaxOpenConns(4)
 	db.SetMaxIdleConns(4)

@@ -3,7 +3,6 @@ package cache
 import (
 	"context"
 	"crypto/sha256"
-	"database/sql"
 	"errors"
 	"fmt"
 	"math"
@@ -17,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/mnemo-dev/mnemo/embed"
+	"github.com/mnemo-dev/mnemo/internal/sqlitedb"
 	"github.com/mnemo-dev/mnemo/mnemotype"
 )
 
@@ -189,7 +189,7 @@ func TestCache_CorruptEntriesIgnored(t *testing.T) {
 	if _, err := c.Embed(t.Context(), texts); err != nil {
 		t.Fatal(err)
 	}
-	db, err := sql.Open("sqlite", path)
+	db, err := sqlitedb.Open(path, sqlitedb.Options{Pragmas: []string{"busy_timeout=10000"}})
 	if err != nil {
 		t.Fatal(err)
 	}

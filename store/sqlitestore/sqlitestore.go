@@ -1,5 +1,6 @@
-// Package sqlitestore implements store.Store on one SQLite file with the
-// pure-Go driver modernc.org/sqlite: FTS5 (porter unicode61) kept in sync by
+// Package sqlitestore implements store.Store on one SQLite file (opened by
+// internal/sqlitedb: the cgo driver when built with -tags sqlite_fts5, else
+// the pure-Go one): FTS5 (porter unicode61) kept in sync by
 // triggers for the lexical leg, embeddings as little-endian float32 BLOBs,
 // WAL, one writer connection and a pool of readers.
 package sqlitestore
@@ -13,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -23,9 +23,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mnemo-dev/mnemo/internal/sqlitedb"
 	"github.com/mnemo-dev/mnemo/mnemotype"
 	"github.com/mnemo-dev/mnemo/store"
-	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
 
 // DefaultBusyTimeout is how long a connection waits for a lock held by
@@ -78,6 +78,7 @@ type Store struct {
 	// CommonTermMinDocs with defaults applied; commonRatio ≤ 0 is off.
 	commonRatio float64
 	commonMin   int
+	df          dfCache
 }
 
 var _ store.Store = (*Store)(nil)
@@ -102,24 +103,18 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 			return nil, fmt.Errorf("create database directory: %w", err)
 		}
 	}
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
-	}
-	// The path goes into a file: URI; escape it so '#', '?' or '%' in a
-	// directory name cannot cut it short.
-	uri := (&url.URL{Scheme: "file", Path: abs}).String()
 	// mmap and a larger page cache keep FTS5 doclists and row lookups off
 	// the read syscall path: with SQLite's 2 MiB default cache, recall at
 	// 10k memories spent most of its time in pread.
-	pragmas := fmt.Sprintf("_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)"+
-		"&_pragma=mmap_size(%d)&_pragma=cache_size(-%d)",
-		opt.BusyTimeout.Milliseconds(), DefaultMmapSize, DefaultCacheKiB)
-	// _txlock=immediate takes the write lock at BEGIN, so a transaction
+	pragmas := []string{
+		fmt.Sprintf("busy_timeout=%d", opt.BusyTimeout.Milliseconds()), "journal_mode=WAL", "synchronous=NORMAL",
+		"foreign_keys=1", fmt.Sprintf("mmap_size=%d", DefaultMmapSize), fmt.Sprintf("cache_size=-%d", DefaultCacheKiB),
+	}
+	// Immediate: the writer takes the write lock at BEGIN, so a transaction
 	// never fails half-way on a lock upgrade (SQLITE_BUSY without waiting).
-	w, err := sql.Open("sqlite", uri+"?"+pragmas+"&_txlock=immediate")
+	w, err := sqlitedb.Open(path, sqlitedb.Options{Pragmas: pragmas, Immediate: true})
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
+		return nil, err
 	}
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
@@ -129,10 +124,10 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 		w.Close()
 		return nil, err
 	}
-	r, err := sql.Open("sqlite", uri+"?"+pragmas+"&_pragma=query_only(1)")
+	r, err := sqlitedb.Open(path, sqlitedb.Options{Pragmas: append(pragmas, "query_only=1")})
 	if err != nil {
 		w.Close()
-		return nil, fmt.Errorf("open %s: %w", path, err)
+		return nil, err
 	}
 	r.SetMaxOpenConns(opt.Readers)
 	r.SetMaxIdleConns(opt.Readers)
@@ -632,53 +627,32 @@ func (s *Store) Lexical(ctx context.Context, p store.LexicalParams) ([]mnemotype
 	return hits, err
 }
 
-// rareTerms returns the terms that occur in at most max(commonMin,
-// commonRatio × all memories) rows. Each count stops one row past that
-// threshold, so a common term costs no more than a rare one. (An fts5vocab
-// table would need the porter-stemmed term and counts the whole doclist:
-// no cheaper, measured.)
-func (s *Store) rareTerms(ctx context.Context, terms []string) ([]string, error) {
-	cols := make([]string, len(terms))
-	args := []any{s.commonMin, s.commonRatio}
-	for i, t := range terms {
-		cols[i] = `(SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts MATCH ? LIMIT (SELECT t + 1 FROM th))) <= (SELECT t FROM th)`
-		args = append(args, MatchExpr(store.MatchQuery{Terms: []string{t}}))
-	}
-	rare := make([]bool, len(terms))
-	dst := make([]any, len(terms))
-	for i := range rare {
-		dst[i] = &rare[i]
-	}
-	err := s.r.QueryRowContext(ctx, `WITH th(t) AS MATERIALIZED (SELECT max(?, CAST(count(*) * ? AS INTEGER)) FROM memories)
-		SELECT `+strings.Join(cols, ", "), args...).Scan(dst...)
-	if err != nil {
-		return nil, fmt.Errorf("count term frequencies: %w", err)
-	}
-	var out []string
-	for i, t := range terms {
-		if rare[i] {
-			out = append(out, t)
-		}
-	}
-	return out, nil
-}
-
 // lexical runs one FTS5 query. With rare, only rows matching one of those
 // terms or an Also id are scored; filled reports whether Limit rows besides
 // the Also ids were found.
 func (s *Store) lexical(ctx context.Context, p store.LexicalParams, rare []string) (hits []mnemotype.Hit, filled bool, err error) {
 	cond, scopeArgs := scopeSQL("m", p.Scope)
-	also := len(p.Also) > 0 && p.Limit > 0
 	// With Also, one pass returns the Also ids that match and the best
 	// others: ordering by "is an Also id" first lets SQLite's top-k sorter
 	// keep Limit + len(Also) rows instead of sorting every match (measured
 	// 10.9 ms against 14.0 ms for a second, Only-restricted pass and
-	// 19.3 ms for a window function, OR queries over 10k memories).
+	// 19.3 ms for a window function, OR queries over 10k memories). The
+	// test is on rowids, resolved first and inlined: testing m.id cost a
+	// string comparison per matched row, and a subquery or CTE in its
+	// place was slower still (OR queries at 10k memories, cgo driver:
+	// 1.73 ms inlined, 2.15 ms by id, 2.35 ms through a CTE).
+	var alsoRids []any
+	if len(p.Also) > 0 && p.Limit > 0 {
+		if alsoRids, err = s.rowids(ctx, p.Scope.Profile, p.Also); err != nil {
+			return nil, false, fmt.Errorf("lexical search: %w", err)
+		}
+	}
+	also := len(alsoRids) > 0
 	sel := `SELECT m.id, bm25(memories_fts), 0`
 	var args []any
 	if also {
-		sel = `SELECT m.id, bm25(memories_fts), (m.id IN (` + placeholders(len(p.Also)) + `))`
-		args = anySlice(p.Also)
+		sel = `SELECT m.id, bm25(memories_fts), (memories_fts.rowid IN (` + placeholders(len(alsoRids)) + `))`
+		args = alsoRids
 	}
 	q := sel + ` FROM memories_fts JOIN memories m ON m.rid = memories_fts.rowid
 		WHERE memories_fts MATCH ? AND ` + cond
@@ -691,8 +665,8 @@ func (s *Store) lexical(ctx context.Context, p store.LexicalParams, rare []strin
 		q += ` AND +memories_fts.rowid IN (SELECT r.rowid FROM memories_fts r WHERE r.memories_fts MATCH ?`
 		args = append(args, MatchExpr(store.MatchQuery{Terms: rare}))
 		if also {
-			q += ` UNION ALL SELECT rid FROM memories WHERE profile = ? AND id IN (` + placeholders(len(p.Also)) + `)`
-			args = append(append(args, p.Scope.Profile), anySlice(p.Also)...)
+			q += ` UNION ALL VALUES ` + strings.TrimSuffix(strings.Repeat("(?),", len(alsoRids)), ",")
+			args = append(args, alsoRids...)
 		}
 		q += `)`
 	}
@@ -703,7 +677,7 @@ func (s *Store) lexical(ctx context.Context, p store.LexicalParams, rare []strin
 	switch {
 	case also:
 		q += ` ORDER BY 3 DESC, 2, m.id LIMIT ?`
-		args = append(args, p.Limit+len(p.Also))
+		args = append(args, p.Limit+len(alsoRids))
 	default:
 		q += ` ORDER BY bm25(memories_fts), m.id`
 		if p.Limit > 0 {
@@ -744,6 +718,26 @@ func (s *Store) lexical(ctx context.Context, p store.LexicalParams, rare []strin
 		})
 	}
 	return hits, p.Limit > 0 && others == p.Limit, nil
+}
+
+// rowids returns the rowids of the memories of profile with these ids
+// (unknown ids are left out).
+func (s *Store) rowids(ctx context.Context, profile string, ids []string) ([]any, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT rid FROM memories WHERE profile = ? AND id IN (`+placeholders(len(ids))+`)`,
+		append([]any{profile}, anySlice(ids)...)...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []any
+	for rows.Next() {
+		var rid int64
+		if err := rows.Scan(&rid); err != nil {
+			return nil, err
+		}
+		out = append(out, rid)
+	}
+	return out, rows.Err()
 }
 
 // RecentlyAccessed implements store.Store using the partial index

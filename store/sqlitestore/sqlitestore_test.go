@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mnemo-dev/mnemo/internal/sqlitedb"
 	"github.com/mnemo-dev/mnemo/mnemotype"
 	"github.com/mnemo-dev/mnemo/store"
 	"github.com/mnemo-dev/mnemo/store/storetest"
@@ -39,7 +40,7 @@ func openPath(tb testing.TB, path string) *Store {
 // with the file behind the store's back.
 func rawDB(t *testing.T, path string) *sql.DB {
 	t.Helper()
-	db, err := sql.Open("sqlite", path)
+	db, err := sqlitedb.Open(path, sqlitedb.Options{Pragmas: []string{"busy_timeout=10000"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -702,4 +703,67 @@ func TestStore_RareTerms(t *testing.T) {
 			t.Errorf("rareTerms(%q) = %q, want %q", tc.terms, got, tc.want)
 		}
 	}
+}
+
+// TestStore_RareTermsCache: counts are reused while few memories changed
+// and taken again once more than max(16, 1%) did, by this store or another
+// process writing the same file.
+func TestStore_RareTermsCache(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "mnemo.db")
+	s, err := Open(ctx, path, Options{CommonTermRatio: 0.1, CommonTermMinDocs: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	other := openPath(t, path) // a second writer, as another process would be
+	seed := uint64(0)
+	insert := func(st *Store, n int, content string) {
+		t.Helper()
+		ms := storetest.GenerateMemories(seed, "p", n, 0)
+		seed++
+		for i := range ms {
+			ms[i].ID = fmt.Sprintf("m%d-%d", seed, i)
+			ms[i].Content = content
+		}
+		if err := st.Insert(ctx, ms); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(step string, want ...string) {
+		t.Helper()
+		got, err := s.rareTerms(ctx, []string{"quartz", "basalt"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: rareTerms = %q, want %q", step, got, want)
+		}
+	}
+	insert(s, 40, "filler")
+	insert(s, 3, "quartz")
+	insert(s, 10, "basalt")
+	check("53 memories, threshold 5", "quartz")
+	// Two more quartz memories: within tolerance, the cached count (3)
+	// stands although quartz now matches 5.
+	insert(other, 2, "quartz")
+	check("2 changes later", "quartz")
+	if e := s.df.terms["quartz"]; e.n != 3 {
+		t.Errorf("cached quartz count = %d, want the stale 3 (reused)", e.n)
+	}
+	// 20 more quartz memories from the other writer: past max(16, 1%), so
+	// quartz is counted again (25 > threshold 7) and basalt stays 10 > 7.
+	insert(other, 20, "quartz")
+	check("22 changes later")
+	if e := s.df.terms["quartz"]; e.n <= e.limit {
+		t.Errorf("quartz recounted as %d (limit %d), want past the limit", e.n, e.limit)
+	}
+	if s.df.total != 75 {
+		t.Errorf("cached total = %d, want 75", s.df.total)
+	}
+	// 200 memories of filler: the threshold rises to 27 and both terms are
+	// rare again; a count capped under the old threshold is not reused.
+	insert(s, 200, "filler")
+	check("threshold 27", "quartz", "basalt")
 }

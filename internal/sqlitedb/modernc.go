@@ -1,0 +1,26 @@
+//go:build !(cgo && (sqlite_fts5 || fts5))
+
+package sqlitedb
+
+import (
+	"database/sql"
+	"net/url"
+	"strings"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+// Driver names the SQLite driver of this build.
+const Driver = "modernc.org/sqlite (pure Go)"
+
+func open(uri string, o Options) (*sql.DB, error) {
+	q := url.Values{}
+	for _, p := range o.Pragmas {
+		name, value, _ := strings.Cut(p, "=")
+		q.Add("_pragma", name+"("+value+")")
+	}
+	if o.Immediate {
+		q.Set("_txlock", "immediate")
+	}
+	return sql.Open("sqlite", uri+"?"+q.Encode())
+}
