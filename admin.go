@@ -361,7 +361,7 @@ type memoStore struct {
 }
 
 func (m *memoStore) Lexical(ctx context.Context, p store.LexicalParams) ([]mnemotype.Hit, error) {
-	if p.Only != nil || len(p.Also) > 0 {
+	if p.Only != nil {
 		return m.Store.Lexical(ctx, p)
 	}
 	key := fmt.Sprintf("%#v", p)

@@ -28,6 +28,7 @@ type Source interface {
 // Vectors is what the pipeline needs from the in-memory index.
 type Vectors interface {
 	Search(q []float32, model string, f vector.Filter, k int) ([]mnemotype.Hit, error)
+	SearchSerial(q []float32, model string, f vector.Filter, k int) ([]mnemotype.Hit, error)
 	Score(q []float32, model string, ids []string) ([]mnemotype.Hit, error)
 	Signals(ids []string) map[string]vector.Signals
 }
@@ -229,30 +230,54 @@ func Run(ctx context.Context, src Source, vec Vectors, req Request) (*Response, 
 		}
 		mu.Unlock()
 	}
-	// With the scope policy and a dense leg, OR-broadening waits for the
-	// dense hits so that one OR pass both broadens and scores them (see
-	// below); otherwise the lexical leg broadens on its own.
-	deferOR := runDense && o.Policy == PolicyScope
+	// With the scope policy and both legs, the legs score each other's
+	// candidates concurrently: while the lexical leg runs AND and, when AND
+	// finds too little, the OR query, the dense leg searches and then has
+	// its hits scored by FTS5 under the lexical leg's operator (known once
+	// AND is done, which is sooner than the dense search). On two cores
+	// this keeps the dense search and that scoring off the critical path
+	// (10k memories: 2.x ms against 3.3 ms when the OR query waited for the
+	// dense hits to score them in the same pass).
+	crossConcurrent := runLexical && runDense && o.Policy == PolicyScope
+	var (
+		opReady  = make(chan string, 1) // the lexical operator, or "" when the leg failed
+		denseLex []mnemotype.Hit        // lexical scores of the dense hits
+		crossErr error                  // from scoring them
+	)
 	if runLexical {
 		wg.Add(1)
 		go timed("lexical", func() error {
-			if deferOR {
-				var err error
-				lexical, err = src.Lexical(ctx, store.LexicalParams{Scope: req.Scope, Match: store.MatchQuery{Terms: tr.Terms, All: true}, Limit: lexLimit})
-				tr.LexicalOp = "and"
+			hits, op, err := lexicalSearch(ctx, src, req.Scope, tr.Terms, lexLimit, req.Limit, func(op string) { opReady <- op })
+			if err != nil {
 				return err
 			}
-			hits, op, err := lexicalSearch(ctx, src, req.Scope, tr.Terms, lexLimit, req.Limit)
 			lexical, tr.LexicalOp = hits, op
-			return err
+			return nil
 		})
 	}
 	if runDense && o.Policy == PolicyScope {
 		wg.Add(1)
 		go timed("dense", func() error {
+			search := vec.Search
+			if crossConcurrent {
+				search = vec.SearchSerial // the lexical leg has the other CPU
+			}
 			var err error
-			dense, err = vec.Search(req.Vector, req.Model, filter, fetch)
-			return err
+			if dense, err = search(req.Vector, req.Model, filter, fetch); err != nil || !crossConcurrent {
+				return err
+			}
+			op := <-opReady
+			if op == "" || len(dense) == 0 {
+				return nil
+			}
+			t0 := time.Now()
+			denseLex, crossErr = src.Lexical(ctx, store.LexicalParams{
+				Scope: req.Scope, Match: store.MatchQuery{Terms: tr.Terms, All: op == "and"}, Only: ids(dense),
+			})
+			mu.Lock()
+			tr.Timings["lexical_cross"] = ms(time.Since(t0))
+			mu.Unlock()
+			return nil
 		})
 	}
 	if runDense && o.Policy == PolicyPool {
@@ -264,6 +289,9 @@ func Run(ctx context.Context, src Source, vec Vectors, req Request) (*Response, 
 		})
 	}
 	wg.Wait()
+	if crossErr != nil {
+		errs = append(errs, fmt.Errorf("lexical leg: scoring the dense hits: %w", crossErr))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -274,18 +302,19 @@ func Run(ctx context.Context, src Source, vec Vectors, req Request) (*Response, 
 	t0 := time.Now()
 	var err error
 	lexicalScored := false // the dense hits already carry their lexical scores
-	if runLexical && deferOR && len(lexical) < req.Limit && len(tr.Terms) > 1 {
-		// AND found too little: broaden to OR (seed 004), and in the same
-		// pass score the dense hits, instead of a second FTS5 pass later. A
-		// document's bm25 is the same under the AND and the OR form (both
-		// sum the same phrases), so the OR list simply extends the AND list.
-		lexical, err = src.Lexical(ctx, store.LexicalParams{Scope: req.Scope, Match: store.MatchQuery{Terms: tr.Terms},
-			Limit: lexLimit, Also: ids(dense)})
-		if err != nil {
-			return nil, fmt.Errorf("lexical leg: %w", err)
+	if crossConcurrent {
+		// A document's bm25 is the same in both queries (same terms, same
+		// operator), so the dense hits' rows simply join the list.
+		in := make(map[string]bool, len(lexical))
+		for _, h := range lexical {
+			in[h.ID] = true
 		}
-		tr.LexicalOp, lexicalScored = "or", true
-		tr.Timings["lexical_or"] = ms(time.Since(t0))
+		for _, h := range denseLex {
+			if !in[h.ID] {
+				lexical = append(lexical, h)
+			}
+		}
+		lexicalScored = true
 	}
 	if runDense && o.Policy == PolicyPool {
 		pool := union(recent, ids(lexical))
@@ -394,12 +423,20 @@ func Run(ctx context.Context, src Source, vec Vectors, req Request) (*Response, 
 }
 
 // lexicalSearch runs the AND query and, when it finds fewer than want hits
-// and there is more than one term, broadens to OR (seed 004).
-func lexicalSearch(ctx context.Context, src Source, scope mnemotype.Scope, terms []string, limit, want int) ([]mnemotype.Hit, string, error) {
+// and there is more than one term, broadens to OR (seed 004). It calls
+// decided exactly once, with the operator as soon as it is known, or ""
+// when the AND query failed.
+func lexicalSearch(ctx context.Context, src Source, scope mnemotype.Scope, terms []string, limit, want int, decided func(op string)) ([]mnemotype.Hit, string, error) {
 	hits, err := src.Lexical(ctx, store.LexicalParams{Scope: scope, Match: store.MatchQuery{Terms: terms, All: true}, Limit: limit})
-	if err != nil || len(hits) >= want || len(terms) < 2 {
-		return hits, "and", err
+	if err != nil {
+		decided("")
+		return nil, "", err
 	}
+	if len(hits) >= want || len(terms) < 2 {
+		decided("and")
+		return hits, "and", nil
+	}
+	decided("or")
 	// A document's bm25 is the same under the AND and the OR form (both sum
 	// the same phrases), so the OR list simply extends the AND list.
 	hits, err = src.Lexical(ctx, store.LexicalParams{Scope: scope, Match: store.MatchQuery{Terms: terms}, Limit: limit})

@@ -89,6 +89,10 @@ func newVectors(t *testing.T, x *vector.Index) *fakeVectors {
 	return &fakeVectors{t: t, SearchFunc: x.Search, ScoreFunc: x.Score, SignalsFunc: x.Signals}
 }
 
+func (v *fakeVectors) SearchSerial(q []float32, model string, f vector.Filter, k int) ([]mnemotype.Hit, error) {
+	return v.Search(q, model, f, k)
+}
+
 func (v *fakeVectors) Search(q []float32, model string, f vector.Filter, k int) ([]mnemotype.Hit, error) {
 	v.mu.Lock()
 	v.searchCalls = append(v.searchCalls, searchCall{model, f, k})
@@ -144,14 +148,7 @@ func canned(and, or []mnemotype.Hit) func(context.Context, store.LexicalParams) 
 			}
 		}
 		if p.Limit > 0 && len(out) > p.Limit {
-			// The best Limit, plus any Also id further down.
-			kept := out[:p.Limit:p.Limit]
-			for _, h := range out[p.Limit:] {
-				if slices.Contains(p.Also, h.ID) {
-					kept = append(kept, h)
-				}
-			}
-			out = kept
+			out = out[:p.Limit]
 		}
 		return out, nil
 	}
@@ -721,7 +718,7 @@ func TestRun_Trace(t *testing.T) {
 	}{
 		{"AllLegs", func(*recall.Request) {},
 			map[string]string{},
-			[]string{"access", "dense", "lexical", "recency"}, stages("lexical", "dense")},
+			[]string{"access", "dense", "lexical", "recency"}, stages("lexical", "dense", "lexical_cross")},
 		{"NoWords", func(r *recall.Request) { r.Query = `!!! ( ) "" *` },
 			map[string]string{"lexical": "query has no searchable words"},
 			[]string{"access", "dense", "recency"}, stages("dense")},
@@ -922,10 +919,11 @@ func TestRun_Concurrent(t *testing.T) {
 	wg.Wait()
 }
 
-// TestRun_BroadenScoresDenseInOnePass checks the scope policy's OR pass:
-// when AND finds fewer than limit, one OR query both broadens the lexical
-// leg and scores the dense hits (Also), with no separate cross-scoring call.
-func TestRun_BroadenScoresDenseInOnePass(t *testing.T) {
+// TestRun_CrossScoresDenseHits checks the scope policy's cross-scoring:
+// the lexical leg runs AND, then OR when AND finds fewer than limit, while
+// the dense hits are scored by FTS5 under the operator the lexical leg
+// settled on (Only), so a dense hit far down the OR list keeps its score.
+func TestRun_CrossScoresDenseHits(t *testing.T) {
 	t.Parallel()
 	x := corpus(t)
 	vec := newVectors(t, x)
@@ -935,15 +933,25 @@ func TestRun_BroadenScoresDenseInOnePass(t *testing.T) {
 	req := request("alpha beta", 2)
 	req.Options.FetchMultiplier = 1 // each leg fetches 2; the dense leg finds a, b
 	resp := run(t, src, vec, req)
-	if len(src.lexCalls) != 2 {
-		t.Fatalf("%d Lexical calls, want AND then OR: %+v", len(src.lexCalls), src.lexCalls)
+	if len(src.lexCalls) != 3 {
+		t.Fatalf("%d Lexical calls, want AND, OR and the dense hits: %+v", len(src.lexCalls), src.lexCalls)
 	}
-	and, orCall := src.lexCalls[0], src.lexCalls[1]
-	if !and.Match.All || and.Also != nil || orCall.Match.All || orCall.Only != nil || orCall.Limit != 2 {
-		t.Errorf("calls = %+v, %+v; want AND then OR with limit 2", and, orCall)
+	var and, orCall, only []store.LexicalParams
+	for _, c := range src.lexCalls {
+		switch {
+		case c.Only != nil:
+			only = append(only, c)
+		case c.Match.All:
+			and = append(and, c)
+		default:
+			orCall = append(orCall, c)
+		}
 	}
-	if got := sortedCopy(orCall.Also); !slices.Equal(got, []string{"a", "b"}) {
-		t.Errorf("OR Also = %v, want the dense hits a, b", orCall.Also)
+	if len(and) != 1 || len(orCall) != 1 || len(only) != 1 || and[0].Limit != 2 || orCall[0].Limit != 2 {
+		t.Fatalf("calls = %+v; want AND and OR with limit 2, and one Only call", src.lexCalls)
+	}
+	if got := sortedCopy(only[0].Only); !slices.Equal(got, []string{"a", "b"}) || only[0].Match.All {
+		t.Errorf("Only call = %+v, want the dense hits a, b under OR", only[0])
 	}
 	if resp.Trace.LexicalOp != "or" {
 		t.Errorf("LexicalOp = %q, want or", resp.Trace.LexicalOp)
@@ -951,6 +959,18 @@ func TestRun_BroadenScoresDenseInOnePass(t *testing.T) {
 	want := []mnemotype.Hit{{ID: "e", Score: 10, Rank: 1}, {ID: "n", Score: 9, Rank: 2}, {ID: "a", Score: 1, Rank: 3}}
 	if got := resp.Trace.Legs[mnemotype.LegLexical]; !slices.Equal(got, want) {
 		t.Errorf("lexical leg = %v, want %v (top 2 of OR plus the dense hit a)", got, want)
+	}
+
+	// When AND finds enough, the dense hits are scored under AND.
+	src = &fakeSource{t: t, LexicalFunc: canned(hits("e", "a"), or)}
+	resp = run(t, src, vec, req)
+	for _, c := range src.lexCalls {
+		if !c.Match.All {
+			t.Errorf("call %+v under OR, want every call under AND", c)
+		}
+	}
+	if resp.Trace.LexicalOp != "and" {
+		t.Errorf("LexicalOp = %q, want and", resp.Trace.LexicalOp)
 	}
 }
 

@@ -137,10 +137,6 @@ type LexicalParams struct {
 	// Only, when not nil, restricts the query to these ids (scoring another
 	// leg's candidates).
 	Only []string
-	// Also lists ids whose hits are returned in addition to the best Limit
-	// (scoring another leg's candidates in the same pass); ids that do not
-	// match are absent.
-	Also []string
 }
 
 // MatchQuery is a backend-neutral full-text query: documents containing all

@@ -279,6 +279,17 @@ const parallelThreshold = 8192
 // those embedded by model, best first (ties by id), with Rank unset. It
 // returns ErrDimensionMismatch if q's dimension differs from the index's.
 func (x *Index) Search(q []float32, model string, f Filter, k int) ([]mnemotype.Hit, error) {
+	return x.search(q, model, f, k, runtime.GOMAXPROCS(0))
+}
+
+// SearchSerial is Search on the calling goroutine alone, for a caller that
+// keeps the other CPUs busy itself (recall runs the lexical leg meanwhile:
+// splitting the scan slowed that leg more than it sped up the scan).
+func (x *Index) SearchSerial(q []float32, model string, f Filter, k int) ([]mnemotype.Hit, error) {
+	return x.search(q, model, f, k, 1)
+}
+
+func (x *Index) search(q []float32, model string, f Filter, k, workers int) ([]mnemotype.Hit, error) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	if len(x.rows) == 0 || x.dim == 0 || k <= 0 {
@@ -302,7 +313,7 @@ func (x *Index) Search(q []float32, model string, f Filter, k int) ([]mnemotype.
 	n := len(x.rows)
 	parts := 1
 	if n >= parallelThreshold {
-		parts = runtime.GOMAXPROCS(0)
+		parts = max(1, workers)
 	}
 	heaps := make([]topK, parts)
 	var wg sync.WaitGroup

@@ -732,6 +732,13 @@ func TestIndex_Search_Parallel(t *testing.T) {
 					k := []int{1, 7, 50, 400}[i%4]
 					got := search(t, x, q, "m1", f, k)
 					compare(t, fmt.Sprintf("query %d", i), got, ref.search(q, "m1", f, k))
+					one, err := x.SearchSerial(q, "m1", f, k)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !slices.Equal(got, one) {
+						t.Fatalf("query %d: SearchSerial differs from Search", i)
+					}
 					if procs == 1 {
 						serial = append(serial, got)
 					} else if !slices.Equal(got, serial[i]) {

@@ -17,7 +17,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"sort"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -598,10 +597,10 @@ func MatchExpr(q store.MatchQuery) string {
 //
 // An OR query with a limit whose terms are partly common (in more than
 // CommonTermRatio of all memories) and partly rare scores only the rows
-// that match a rare term, plus the Also ids, as Lucene's CommonTermsQuery
-// does: bm25() and the join per matched row were most of the OR query's
-// cost (the MATCH alone took 1.5 of 9 ms at 10k memories), and common
-// terms match thousands of rows that can hardly outrank a rare-term match. The scores are still those of the
+// that match a rare term, as Lucene's CommonTermsQuery does: bm25() and
+// the join per matched row were most of the OR query's cost (the MATCH
+// alone took 1.5 of 9 ms at 10k memories), and common terms match
+// thousands of rows that can hardly outrank a rare-term match. The scores are still those of the
 // full OR query; when fewer than Limit rows match a rare term, the full
 // query runs, so a row matching only common terms can still be returned.
 func (s *Store) Lexical(ctx context.Context, p store.LexicalParams) ([]mnemotype.Hit, error) {
@@ -628,80 +627,48 @@ func (s *Store) Lexical(ctx context.Context, p store.LexicalParams) ([]mnemotype
 }
 
 // lexical runs one FTS5 query. With rare, only rows matching one of those
-// terms or an Also id are scored; filled reports whether Limit rows besides
-// the Also ids were found.
+// terms are scored; filled reports whether Limit rows were found.
 func (s *Store) lexical(ctx context.Context, p store.LexicalParams, rare []string) (hits []mnemotype.Hit, filled bool, err error) {
 	cond, scopeArgs := scopeSQL("m", p.Scope)
-	// With Also, one pass returns the Also ids that match and the best
-	// others: ordering by "is an Also id" first lets SQLite's top-k sorter
-	// keep Limit + len(Also) rows instead of sorting every match (measured
-	// 10.9 ms against 14.0 ms for a second, Only-restricted pass and
-	// 19.3 ms for a window function, OR queries over 10k memories). The
-	// test is on rowids, resolved first and inlined: testing m.id cost a
-	// string comparison per matched row, and a subquery or CTE in its
-	// place was slower still (OR queries at 10k memories, cgo driver:
-	// 1.73 ms inlined, 2.15 ms by id, 2.35 ms through a CTE).
-	var alsoRids []any
-	if len(p.Also) > 0 && p.Limit > 0 {
-		if alsoRids, err = s.rowids(ctx, p.Scope.Profile, p.Also); err != nil {
-			return nil, false, fmt.Errorf("lexical search: %w", err)
-		}
-	}
-	also := len(alsoRids) > 0
-	sel := `SELECT m.id, bm25(memories_fts), 0`
-	var args []any
-	if also {
-		sel = `SELECT m.id, bm25(memories_fts), (memories_fts.rowid IN (` + placeholders(len(alsoRids)) + `))`
-		args = alsoRids
-	}
-	q := sel + ` FROM memories_fts JOIN memories m ON m.rid = memories_fts.rowid
+	q := `SELECT m.id, bm25(memories_fts) FROM memories_fts JOIN memories m ON m.rid = memories_fts.rowid
 		WHERE memories_fts MATCH ? AND ` + cond
-	args = append(append(args, MatchExpr(p.Match)), scopeArgs...)
+	args := append([]any{MatchExpr(p.Match)}, scopeArgs...)
 	if rare != nil {
 		// The unary + keeps the rowid test out of FTS5's index: offered to
 		// FTS5, "rowid IN" runs the MATCH once per id and bm25() recounts
 		// every term's documents each time (104 ms for 150 ids at 10k
 		// memories, against 2 ms as a filter on the OR scan).
-		q += ` AND +memories_fts.rowid IN (SELECT r.rowid FROM memories_fts r WHERE r.memories_fts MATCH ?`
+		q += ` AND +memories_fts.rowid IN (SELECT r.rowid FROM memories_fts r WHERE r.memories_fts MATCH ?)`
 		args = append(args, MatchExpr(store.MatchQuery{Terms: rare}))
-		if also {
-			q += ` UNION ALL VALUES ` + strings.TrimSuffix(strings.Repeat("(?),", len(alsoRids)), ",")
-			args = append(args, alsoRids...)
-		}
-		q += `)`
 	}
 	if p.Only != nil {
-		q += ` AND m.id IN (` + placeholders(len(p.Only)) + `)`
-		args = append(args, anySlice(p.Only)...)
-	}
-	switch {
-	case also:
-		q += ` ORDER BY 3 DESC, 2, m.id LIMIT ?`
-		args = append(args, p.Limit+len(alsoRids))
-	default:
-		q += ` ORDER BY bm25(memories_fts), m.id`
-		if p.Limit > 0 {
-			q += ` LIMIT ?`
-			args = append(args, p.Limit)
+		// As a rowid filter ahead of the join, inlined: by m.id, every
+		// matching row was joined first, and a subquery in its place was
+		// slower than the list (OR queries at 10k memories).
+		onlyRids, err := s.rowids(ctx, p.Scope.Profile, p.Only)
+		if err != nil {
+			return nil, false, fmt.Errorf("lexical search: %w", err)
 		}
+		if len(onlyRids) == 0 {
+			return nil, false, nil
+		}
+		q += ` AND +memories_fts.rowid IN (` + placeholders(len(onlyRids)) + `)`
+		args = append(args, onlyRids...)
+	}
+	q += ` ORDER BY bm25(memories_fts), m.id`
+	if p.Limit > 0 {
+		q += ` LIMIT ?`
+		args = append(args, p.Limit)
 	}
 	rows, err := s.r.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, false, fmt.Errorf("lexical search: %w", err)
 	}
 	defer rows.Close()
-	others := 0
 	for rows.Next() {
 		var h mnemotype.Hit
-		var isAlso bool
-		if err := rows.Scan(&h.ID, &h.Score, &isAlso); err != nil {
+		if err := rows.Scan(&h.ID, &h.Score); err != nil {
 			return nil, false, fmt.Errorf("lexical search: %w", err)
-		}
-		if !isAlso {
-			if also && others == p.Limit {
-				continue
-			}
-			others++
 		}
 		h.Score = -h.Score
 		hits = append(hits, h)
@@ -709,15 +676,7 @@ func (s *Store) lexical(ctx context.Context, p store.LexicalParams, rare []strin
 	if err := rows.Err(); err != nil {
 		return nil, false, fmt.Errorf("lexical search: %w", err)
 	}
-	if also {
-		sort.SliceStable(hits, func(i, j int) bool {
-			if hits[i].Score != hits[j].Score {
-				return hits[i].Score > hits[j].Score
-			}
-			return hits[i].ID < hits[j].ID
-		})
-	}
-	return hits, p.Limit > 0 && others == p.Limit, nil
+	return hits, p.Limit > 0 && len(hits) == p.Limit, nil
 }
 
 // rowids returns the rowids of the memories of profile with these ids

@@ -1009,7 +1009,7 @@ func fillers(profile string, n int) []mnemotype.Memory {
 // its common-terms plan on tiny fixtures, say).
 func ExerciseLexical(t *testing.T, open OpenFunc) {
 	exerciseCommonTerms(t, open)
-	t.Run("AlsoBeyondLimit", func(t *testing.T) {
+	t.Run("OnlyScoresCandidatesOfTheProfile", func(t *testing.T) {
 		b := setup(t, open)
 		b.insert(
 			mem("alice", "best", "orange orange orange"),
@@ -1019,13 +1019,13 @@ func ExerciseLexical(t *testing.T, open OpenFunc) {
 			mem("bob", "bob-weak", "an orange among many many other words in a long sentence here"),
 		)
 		hits, err := b.s.Lexical(b.ctx, store.LexicalParams{Scope: mnemotype.Scope{Profile: "alice"},
-			Match: store.MatchQuery{Terms: []string{"orange"}}, Limit: 1, Also: []string{"weak", "none", "bob-weak"}})
+			Match: store.MatchQuery{Terms: []string{"orange", "pear"}}, Only: []string{"weak", "none", "bob-weak", "missing"}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		checkHits(t, hits)
-		if got := hitIDs(hits); !slices.Equal(got, []string{"best", "weak"}) {
-			t.Errorf("Lexical with Limit 1 and Also = %v, want [best weak]: the best hit plus the Also ids that match, in the profile", got)
+		if got := hitIDs(hits); !slices.Equal(got, []string{"weak"}) {
+			t.Errorf("Lexical with Only = %v, want [weak]: the Only ids that match, in the profile", got)
 		}
 	})
 
@@ -1394,19 +1394,19 @@ func exerciseCommonTerms(t *testing.T, open OpenFunc) {
 			}
 		})
 	}
-	t.Run("CommonTermsAlsoMatchingOnlyCommonTerms", func(t *testing.T) {
+	t.Run("CommonTermsOnlyMatchingOnlyCommonTerms", func(t *testing.T) {
 		b := setup(t, open)
 		commonTermsFixture(b)
 		ids, scores := full(b)
 		weakest := ids[len(ids)-1] // a river-only memory
-		hits, err := b.s.Lexical(b.ctx, store.LexicalParams{Scope: alice, Match: store.MatchQuery{Terms: terms}, Limit: 2,
-			Also: []string{weakest, "filler-alice-0", "bob-river", "missing"}})
+		hits, err := b.s.Lexical(b.ctx, store.LexicalParams{Scope: alice, Match: store.MatchQuery{Terms: terms},
+			Only: []string{ids[0], weakest, "filler-alice-0", "bob-river", "missing"}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		checkScores(t, hits, scores)
-		if want := []string{ids[0], ids[1], weakest}; !slices.Equal(hitIDs(hits), want) {
-			t.Errorf("Limit 2 with Also -> %v, want %v: the best two plus the Also ids that match, in the profile", hitIDs(hits), want)
+		if want := []string{ids[0], weakest}; !slices.Equal(hitIDs(hits), want) {
+			t.Errorf("Only -> %v, want %v: the Only ids that match, scored by the whole query, in the profile", hitIDs(hits), want)
 		}
 	})
 	t.Run("CommonTermsOnly", func(t *testing.T) {
