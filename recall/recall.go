@@ -427,7 +427,11 @@ func Run(ctx context.Context, src Source, vec Vectors, req Request) (*Response, 
 // decided exactly once, with the operator as soon as it is known, or ""
 // when the AND query failed.
 func lexicalSearch(ctx context.Context, src Source, scope mnemotype.Scope, terms []string, limit, want int, decided func(op string)) ([]mnemotype.Hit, string, error) {
-	hits, err := src.Lexical(ctx, store.LexicalParams{Scope: scope, Match: store.MatchQuery{Terms: terms, All: true}, Limit: limit})
+	p := store.LexicalParams{Scope: scope, Match: store.MatchQuery{Terms: terms, All: true}, Limit: limit}
+	if len(terms) > 1 {
+		p.MinHits = want // an AND list shorter than want is dropped for the OR list
+	}
+	hits, err := src.Lexical(ctx, p)
 	if err != nil {
 		decided("")
 		return nil, "", err

@@ -137,6 +137,10 @@ type LexicalParams struct {
 	// Only, when not nil, restricts the query to these ids (scoring another
 	// leg's candidates).
 	Only []string
+	// MinHits, when > 0, asks for no hits at all unless at least MinHits
+	// memories match: the caller broadens the query then, and counting
+	// matches costs less than scoring them.
+	MinHits int
 }
 
 // MatchQuery is a backend-neutral full-text query: documents containing all

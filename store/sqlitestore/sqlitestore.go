@@ -610,6 +610,15 @@ func (s *Store) Lexical(ctx context.Context, p store.LexicalParams) ([]mnemotype
 	if len(p.Match.Terms) == 0 || (p.Only != nil && len(p.Only) == 0) {
 		return nil, nil
 	}
+	if p.MinHits > 0 {
+		// Counting stops at MinHits and skips bm25(), which costs a count
+		// of every term's documents and a lookup per row (an AND query at
+		// 10k memories: 0.3 ms scored, 0.06 ms counted).
+		n, err := s.countMatches(ctx, p, p.MinHits)
+		if err != nil || n < p.MinHits {
+			return nil, err
+		}
+	}
 	if !p.Match.All && p.Limit > 0 && p.Only == nil && len(p.Match.Terms) > 1 && s.commonRatio > 0 {
 		rare, err := s.rareTerms(ctx, p.Match.Terms)
 		if err != nil {
@@ -677,6 +686,19 @@ func (s *Store) lexical(ctx context.Context, p store.LexicalParams, rare []strin
 		return nil, false, fmt.Errorf("lexical search: %w", err)
 	}
 	return hits, p.Limit > 0 && len(hits) == p.Limit, nil
+}
+
+// countMatches counts the memories of p's scope that match p.Match (Only
+// is ignored), up to limit.
+func (s *Store) countMatches(ctx context.Context, p store.LexicalParams, limit int) (int, error) {
+	cond, scopeArgs := scopeSQL("m", p.Scope)
+	var n int
+	err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM memories_fts JOIN memories m ON m.rid = memories_fts.rowid
+		WHERE memories_fts MATCH ? AND `+cond+` LIMIT ?)`, append(append([]any{MatchExpr(p.Match)}, scopeArgs...), limit)...).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("lexical search: count matches: %w", err)
+	}
+	return n, nil
 }
 
 // rowids returns the rowids of the memories of profile with these ids

@@ -1009,6 +1009,36 @@ func fillers(profile string, n int) []mnemotype.Memory {
 // its common-terms plan on tiny fixtures, say).
 func ExerciseLexical(t *testing.T, open OpenFunc) {
 	exerciseCommonTerms(t, open)
+	t.Run("MinHits", func(t *testing.T) {
+		b := setup(t, open)
+		b.insert(
+			mem("alice", "a1", "orange peel"),
+			mem("alice", "a2", "an orange and its peel"),
+			mem("alice", "a3", "orange juice"),
+			mem("bob", "b1", "orange peel"),
+			mem("bob", "b2", "orange peel again"),
+		)
+		for _, tc := range []struct {
+			min  int
+			want []string
+		}{
+			{0, []string{"a1", "a2"}}, {1, []string{"a1", "a2"}}, {2, []string{"a1", "a2"}},
+			{3, nil}, // bob's matches do not count
+		} {
+			hits, err := b.s.Lexical(b.ctx, store.LexicalParams{Scope: mnemotype.Scope{Profile: "alice"},
+				Match: store.MatchQuery{Terms: []string{"orange", "peel"}, All: true}, Limit: 10, MinHits: tc.min})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkHits(t, hits)
+			got := hitIDs(hits)
+			slices.Sort(got)
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("MinHits %d: %v, want %v", tc.min, got, tc.want)
+			}
+		}
+	})
+
 	t.Run("OnlyScoresCandidatesOfTheProfile", func(t *testing.T) {
 		b := setup(t, open)
 		b.insert(
