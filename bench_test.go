@@ -183,7 +183,7 @@ func benchmarkRecall(b *testing.B, n int, over map[string]string) {
 		sinkResult = res
 	}
 	b.StopTimer()
-	for _, k := range []string{"lexical", "dense", "cross_score", "fetch"} {
+	for _, k := range []string{"lexical", "dense", "lexical_cross", "fetch"} {
 		b.ReportMetric(stages[k]/float64(b.N), k+"-ms")
 	}
 	slices.Sort(lat)
@@ -212,12 +212,13 @@ func BenchmarkRecallAllLegs_10k(b *testing.B) {
 func BenchmarkImport(b *testing.B) {
 	const n = 20_000
 	inputs, _ := benchCorpus(b, n)
+	emb := benchEmbedder(b)
 	b.ResetTimer()
 	var total time.Duration
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		path := filepath.Join(b.TempDir(), fmt.Sprintf("import%d.db", i))
-		e, err := mnemo.Open(path, &mnemo.Config{AccessFlushInterval: -1})
+		e, err := mnemo.Open(path, &mnemo.Config{Embedder: emb, AccessFlushInterval: -1})
 		if err != nil {
 			b.Fatal(err)
 		}

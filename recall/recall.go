@@ -256,28 +256,26 @@ func Run(ctx context.Context, src Source, vec Vectors, req Request) (*Response, 
 		})
 	}
 	if runDense && o.Policy == PolicyScope {
+		search := vec.Search
+		if crossConcurrent {
+			search = vec.SearchSerial // the lexical leg has the other CPU
+		}
 		wg.Add(1)
 		go timed("dense", func() error {
-			search := vec.Search
-			if crossConcurrent {
-				search = vec.SearchSerial // the lexical leg has the other CPU
-			}
 			var err error
-			if dense, err = search(req.Vector, req.Model, filter, fetch); err != nil || !crossConcurrent {
-				return err
+			dense, err = search(req.Vector, req.Model, filter, fetch)
+			if err == nil && crossConcurrent {
+				wg.Add(1)
+				go timed("lexical_cross", func() error {
+					if op := <-opReady; op != "" && len(dense) > 0 {
+						denseLex, crossErr = src.Lexical(ctx, store.LexicalParams{
+							Scope: req.Scope, Match: store.MatchQuery{Terms: tr.Terms, All: op == "and"}, Only: ids(dense),
+						})
+					}
+					return nil
+				})
 			}
-			op := <-opReady
-			if op == "" || len(dense) == 0 {
-				return nil
-			}
-			t0 := time.Now()
-			denseLex, crossErr = src.Lexical(ctx, store.LexicalParams{
-				Scope: req.Scope, Match: store.MatchQuery{Terms: tr.Terms, All: op == "and"}, Only: ids(dense),
-			})
-			mu.Lock()
-			tr.Timings["lexical_cross"] = ms(time.Since(t0))
-			mu.Unlock()
-			return nil
+			return err
 		})
 	}
 	if runDense && o.Policy == PolicyPool {
