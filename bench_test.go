@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -17,25 +16,8 @@ import (
 	"github.com/mnemo-dev/mnemo"
 	"github.com/mnemo-dev/mnemo/embed"
 	"github.com/mnemo-dev/mnemo/embed/glove"
+	"github.com/mnemo-dev/mnemo/internal/testenv"
 )
-
-// datasetDir finds ../shared/datasets/NAME walking up from the package
-// directory; benchmarks skip when it is absent.
-func datasetDir(tb testing.TB, name string) string {
-	tb.Helper()
-	dir, _ := os.Getwd()
-	for {
-		p := filepath.Join(dir, "..", "shared", "datasets", name)
-		if st, err := os.Stat(p); err == nil && st.IsDir() {
-			return p
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			tb.Skipf("dataset %s not found next to the repository", name)
-		}
-		dir = parent
-	}
-}
 
 func readTexts(tb testing.TB, file string) []string {
 	tb.Helper()
@@ -87,30 +69,14 @@ func (c *cachedEmbedder) Embed(ctx context.Context, texts []string) ([][]float32
 // dimensions), which is what recall runs with on the embedded defaults;
 // benchmarks skip without it unless MNEMO_REQUIRE_MODEL=1.
 func benchEmbedder(tb testing.TB) embed.Embedder {
-	tb.Helper()
-	home := os.Getenv("MNEMO_HOME")
-	if home == "" {
-		h, err := os.UserHomeDir()
-		if err != nil {
-			tb.Fatal(err)
-		}
-		home = filepath.Join(h, ".local", "share", "mnemo")
-	}
-	m, err := glove.Load(glove.DefaultPath(home))
-	if errors.Is(err, glove.ErrModelMissing) && os.Getenv("MNEMO_REQUIRE_MODEL") != "1" {
-		tb.Skipf("built-in model missing (run ./scripts/setup.sh): %v", err)
-	}
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return m
+	return testenv.Model(tb, glove.DefaultPath, glove.Load, glove.ErrModelMissing)
 }
 
 // benchCorpus builds n memories from LoCoMo dialogue turns: each memory
 // joins two random turns, so texts are realistic and rarely repeat. The
 // embeddings are the built-in model's.
 func benchCorpus(tb testing.TB, n int) (inputs []mnemo.Input, queries []string) {
-	dir := datasetDir(tb, "locomo-dev")
+	dir := testenv.Dataset(tb, "locomo-dev")
 	turns := readTexts(tb, filepath.Join(dir, "corpus.jsonl"))
 	queries = readTexts(tb, filepath.Join(dir, "queries.jsonl"))
 	rng := rand.New(rand.NewPCG(1, 2))

@@ -1,53 +1,11 @@
 package eval
 
 import (
-	"errors"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/mnemo-dev/mnemo/embed/glove"
+	"github.com/mnemo-dev/mnemo/internal/testenv"
 )
-
-// loadGlove loads the built-in model the way the CLI does; it skips without
-// the model unless MNEMO_REQUIRE_MODEL=1 (CI).
-func loadGlove(t testing.TB) *glove.Model {
-	t.Helper()
-	home := os.Getenv("MNEMO_HOME")
-	if home == "" {
-		h, err := os.UserHomeDir()
-		if err != nil {
-			t.Fatal(err)
-		}
-		home = filepath.Join(h, ".local", "share", "mnemo")
-	}
-	m, err := glove.Load(glove.DefaultPath(home))
-	if errors.Is(err, glove.ErrModelMissing) && os.Getenv("MNEMO_REQUIRE_MODEL") != "1" {
-		t.Skipf("built-in model missing (run ./scripts/setup.sh): %v", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
-
-// sharedDataset finds ../shared/datasets/NAME walking up from the package
-// directory; the test skips when it is absent.
-func sharedDataset(t testing.TB, name string) string {
-	t.Helper()
-	dir, _ := os.Getwd()
-	for {
-		p := filepath.Join(dir, "..", "shared", "datasets", name)
-		if st, err := os.Stat(p); err == nil && st.IsDir() {
-			return p
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skipf("dataset %s not found next to the repository", name)
-		}
-		dir = parent
-	}
-}
 
 // TestQualityGate_LoCoMo is issue 4's gate through the real engine and the
 // built-in embedder: on locomo-dev, conversation-scoped, dense alone reaches
@@ -60,8 +18,8 @@ func TestQualityGate_LoCoMo(t *testing.T) {
 	if raceEnabled {
 		t.Skip("runs without -race (scripts/test.sh runs it in its own pass)")
 	}
-	model := loadGlove(t)
-	ds, err := Load(sharedDataset(t, "locomo-dev"), LoadOptions{})
+	model := testenv.Model(t, glove.DefaultPath, glove.Load, glove.ErrModelMissing)
+	ds, err := Load(testenv.Dataset(t, "locomo-dev"), LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,8 +78,8 @@ func TestQualityGate_SciFact(t *testing.T) {
 	if raceEnabled {
 		t.Skip("runs without -race (scripts/test.sh runs it in its own pass)")
 	}
-	model := loadGlove(t)
-	ds, err := Load(sharedDataset(t, "scifact"), LoadOptions{})
+	model := testenv.Model(t, glove.DefaultPath, glove.Load, glove.ErrModelMissing)
+	ds, err := Load(testenv.Dataset(t, "scifact"), LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mnemo-dev/mnemo/internal/testenv"
 )
 
 func TestRecollect_WritesTopThreeAtomically(t *testing.T) {
@@ -144,22 +146,8 @@ func TestRecollect_UsageErrors(t *testing.T) {
 // built-in model when installed ($MNEMO_HOME or ~/.local/share/mnemo), else
 // the hashing one (reported as a metric: glove=1 or 0).
 func BenchmarkRecollect_Process(b *testing.B) {
-	corpus := ""
-	for dir, _ := os.Getwd(); ; dir = filepath.Dir(dir) {
-		p := filepath.Join(dir, "..", "shared", "datasets", "locomo-dev", "corpus.jsonl")
-		if _, err := os.Stat(p); err == nil {
-			corpus = p
-			break
-		}
-		if filepath.Dir(dir) == dir {
-			b.Skip("../shared/datasets/locomo-dev not found")
-		}
-	}
-	home := os.Getenv("MNEMO_HOME")
-	if home == "" {
-		h, _ := os.UserHomeDir()
-		home = filepath.Join(h, ".local", "share", "mnemo")
-	}
+	corpus := filepath.Join(testenv.Dataset(b, "locomo-dev"), "corpus.jsonl")
+	home := testenv.Home(b)
 	embedder, glove := "hash", 0.0
 	if _, err := os.Stat(filepath.Join(home, "models", "glove-sif-100d.bin")); err == nil {
 		embedder, glove = "glove", 1

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mnemo-dev/mnemo/internal/testenv"
 )
 
 // Benchmarks use the installed model and skip without it. Run them on one
@@ -94,7 +96,7 @@ func BenchmarkEmbed_300Words(b *testing.B) {
 
 func BenchmarkEmbed_LoCoMoCorpus(b *testing.B) {
 	m := loadTestModel(b)
-	ds := loadDataset(b, datasetDir(b, "locomo-dev"))
+	ds := loadDataset(b, testenv.Dataset(b, "locomo-dev"))
 	texts := make([]string, len(ds.docs))
 	for i, d := range ds.docs {
 		texts[i] = d.Text
@@ -104,7 +106,7 @@ func BenchmarkEmbed_LoCoMoCorpus(b *testing.B) {
 
 func BenchmarkEmbed_SciFactCorpus(b *testing.B) {
 	m := loadTestModel(b)
-	ds := loadDataset(b, datasetDir(b, "scifact"))
+	ds := loadDataset(b, testenv.Dataset(b, "scifact"))
 	texts := make([]string, len(ds.docs))
 	for i, d := range ds.docs {
 		texts[i] = d.Title + " " + d.Text

@@ -5,7 +5,6 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"math"
 	"os"
@@ -13,61 +12,21 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/mnemo-dev/mnemo/internal/testenv"
 )
 
 // The quality gate runs on ../shared/datasets/locomo-dev with the installed
 // model. Without the model it skips, unless MNEMO_REQUIRE_MODEL=1 (CI), when
 // it fails.
 
-// testModelPath returns the model file the tests use: under $MNEMO_HOME, else
-// $XDG_DATA_HOME/mnemo, else ~/.local/share/mnemo (the CLI's home rules).
-func testModelPath(t testing.TB) string {
-	t.Helper()
-	home := os.Getenv("MNEMO_HOME")
-	if home == "" {
-		if x := os.Getenv("XDG_DATA_HOME"); x != "" {
-			home = filepath.Join(x, "mnemo")
-		} else if u, err := os.UserHomeDir(); err == nil {
-			home = filepath.Join(u, ".local", "share", "mnemo")
-		}
-	}
-	return DefaultPath(home)
-}
+func testModelPath(t testing.TB) string { return DefaultPath(testenv.Home(t)) }
 
 // loadTestModel loads the installed model or skips (fails when
 // MNEMO_REQUIRE_MODEL=1).
 func loadTestModel(t testing.TB) *Model {
 	t.Helper()
-	path := testModelPath(t)
-	m, err := Load(path)
-	if errors.Is(err, ErrModelMissing) && os.Getenv("MNEMO_REQUIRE_MODEL") != "1" {
-		t.Skipf("no model at %s (run `go run ./cmd/mnemo models pull`; MNEMO_REQUIRE_MODEL=1 makes this fail)", path)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
-
-// datasetDir finds shared/datasets/name by walking up from the working
-// directory (the repository's parent holds shared/), or skips.
-func datasetDir(t testing.TB, name string) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		p := filepath.Join(dir, "shared", "datasets", name)
-		if st, err := os.Stat(p); err == nil && st.IsDir() {
-			return p
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skipf("dataset shared/datasets/%s not found above the working directory", name)
-		}
-		dir = parent
-	}
+	return testenv.Model(t, DefaultPath, Load, ErrModelMissing)
 }
 
 type doc struct {
@@ -294,7 +253,7 @@ func logMetrics(t testing.TB, label string, all, nonAdv metrics, byCat map[strin
 // installed model, each query scoped to its conversation.
 func TestQuality_LoCoMo(t *testing.T) {
 	m := loadTestModel(t)
-	ds := loadDataset(t, datasetDir(t, "locomo-dev"))
+	ds := loadDataset(t, testenv.Dataset(t, "locomo-dev"))
 	all, nonAdv, byCat := evaluate(ds, denseRuns(t, m, ds))
 	logMetrics(t, m.Model()+" dense", all, nonAdv, byCat)
 	if all.n < 900 {
