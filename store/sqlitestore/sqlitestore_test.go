@@ -767,3 +767,63 @@ func TestStore_RareTermsCache(t *testing.T) {
 	insert(s, 200, "filler")
 	check("threshold 27", "quartz", "basalt")
 }
+
+// TestStore_MinHitsFromCachedCounts: an AND query's MinHits is settled
+// from cached term counts when they prove too few matches, and the
+// changes since a count are allowed for, so a grown term is never missed.
+func TestStore_MinHitsFromCachedCounts(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "mnemo.db")
+	s, err := Open(ctx, path, Options{CommonTermRatio: 0.1, CommonTermMinDocs: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	other := openPath(t, path)
+	seed := uint64(100)
+	insert := func(st *Store, n int, content string) {
+		t.Helper()
+		ms := storetest.GenerateMemories(seed, "p", n, 0)
+		seed++
+		for i := range ms {
+			ms[i].ID = fmt.Sprintf("m%d-%d", seed, i)
+			ms[i].Content = content
+		}
+		if err := st.Insert(ctx, ms); err != nil {
+			t.Fatal(err)
+		}
+	}
+	insert(s, 40, "filler")
+	insert(s, 3, "quartz basalt")
+	insert(s, 10, "basalt")
+	if _, err := s.rareTerms(ctx, []string{"quartz", "basalt"}); err != nil { // caches quartz = 3
+		t.Fatal(err)
+	}
+	and := func(min int) int {
+		t.Helper()
+		hits, err := s.Lexical(ctx, store.LexicalParams{Scope: mnemotype.Scope{Profile: "p"},
+			Match: store.MatchQuery{Terms: []string{"quartz", "basalt"}, All: true}, Limit: 10, MinHits: min})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(hits)
+	}
+	seq, err := s.Sequence(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.df.fewerThan([]string{"quartz", "basalt"}, 4, seq) || s.df.fewerThan([]string{"quartz", "basalt"}, 3, seq) {
+		t.Fatal("fewerThan does not follow the cached count of quartz (3)")
+	}
+	if got := and(3); got != 3 {
+		t.Errorf("MinHits 3: %d hits, want 3", got)
+	}
+	if got := and(4); got != 0 {
+		t.Errorf("MinHits 4: %d hits, want none (3 match)", got)
+	}
+	insert(other, 2, "quartz basalt") // quartz now matches 5; its cached count says 3
+	if got := and(4); got != 5 {
+		t.Errorf("MinHits 4 after two more matches: %d hits, want 5 (the stale count must not settle it)", got)
+	}
+}

@@ -48,7 +48,9 @@ func (c *dfCache) fresh(seq, at, total int64) bool {
 // commonRatio × all memories) memories. Each count stops one row past that
 // threshold, so a common term costs no more than a rare one. (An fts5vocab
 // table would need the porter-stemmed term and counts the whole doclist:
-// no cheaper, measured.)
+// no cheaper, measured.) The counting runs outside the cache's lock, so
+// concurrent recalls do not wait on each other's counts (two may count the
+// same term; both store the same figure).
 func (s *Store) rareTerms(ctx context.Context, terms []string) ([]string, error) {
 	seq, err := s.Sequence(ctx)
 	if err != nil {
@@ -56,40 +58,65 @@ func (s *Store) rareTerms(ctx context.Context, terms []string) ([]string, error)
 	}
 	c := &s.df
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.haveTot || !c.fresh(seq, c.totalSeq, c.total) {
-		if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM memories`).Scan(&c.total); err != nil {
+	total, haveTotal := c.total, c.haveTot && c.fresh(seq, c.totalSeq, c.total)
+	c.mu.Unlock()
+	if !haveTotal {
+		if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM memories`).Scan(&total); err != nil {
 			return nil, fmt.Errorf("count memories: %w", err)
 		}
-		c.totalSeq, c.haveTot = seq, true
+		c.mu.Lock()
+		c.total, c.totalSeq, c.haveTot = total, seq, true
+		c.mu.Unlock()
 	}
-	th := max(int64(s.commonMin), int64(float64(c.total)*s.commonRatio))
-	if c.terms == nil || len(c.terms) > maxCachedTerms {
-		c.terms = make(map[string]dfEntry)
-	}
+	th := max(int64(s.commonMin), int64(float64(total)*s.commonRatio))
+	known := make(map[string]dfEntry, len(terms))
 	var missing []string
+	c.mu.Lock()
 	for _, t := range terms {
 		e, ok := c.terms[t]
-		if !ok || !c.fresh(seq, e.seq, c.total) || (e.n > e.limit && e.limit < th) {
+		if !ok || !c.fresh(seq, e.seq, total) || (e.n > e.limit && e.limit < th) {
 			missing = append(missing, t)
+		} else {
+			known[t] = e
 		}
 	}
+	c.mu.Unlock()
 	if len(missing) > 0 {
 		counts, err := s.countTerms(ctx, missing, th)
 		if err != nil {
 			return nil, err
 		}
-		for i, t := range missing {
-			c.terms[t] = dfEntry{n: counts[i], limit: th, seq: seq}
+		c.mu.Lock()
+		if c.terms == nil || len(c.terms) > maxCachedTerms {
+			c.terms = make(map[string]dfEntry)
 		}
+		for i, t := range missing {
+			e := dfEntry{n: counts[i], limit: th, seq: seq}
+			c.terms[t], known[t] = e, e
+		}
+		c.mu.Unlock()
 	}
 	var out []string
 	for _, t := range terms {
-		if e := c.terms[t]; e.n <= th && e.n <= e.limit {
+		if e := known[t]; e.n <= th && e.n <= e.limit {
 			out = append(out, t)
 		}
 	}
 	return out, nil
+}
+
+// fewerThan reports whether the cached counts prove that fewer than n
+// memories match one of terms, and so every term: a count taken k changes
+// ago may have grown by k since.
+func (c *dfCache) fewerThan(terms []string, n int, seq int64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, t := range terms {
+		if e, ok := c.terms[t]; ok && e.n <= e.limit && e.n+max(0, seq-e.seq) < int64(n) {
+			return true
+		}
+	}
+	return false
 }
 
 // countTerms counts the memories matching each term, stopping at limit+1.
