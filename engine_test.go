@@ -328,6 +328,16 @@ func TestEngine_AccessTracking(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// NoTouch recalls are not accesses.
+	for i := 0; i < 2; i++ {
+		res, err := e.Recall(ctx, mnemo.Query{Profile: "me", Text: "tracked", NoTouch: true, Timings: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Results) != 1 {
+			t.Fatalf("NoTouch recall returned %d memories, want 1", len(res.Results))
+		}
+	}
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}

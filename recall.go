@@ -39,6 +39,10 @@ type Query struct {
 	// caller that only records per-stage timings and leg sizes (metrics)
 	// needs, without the extra fusions. Trace implies it.
 	Timings bool
+	// NoTouch leaves the returned memories' access statistics
+	// (accessed_at, access_count) as they were: for measuring recall
+	// (mnemo bench) without changing what the access leg ranks.
+	NoTouch bool
 }
 
 // Recalled is one recalled memory.
@@ -175,9 +179,11 @@ func (e *Engine) Recall(ctx context.Context, q Query) (*RecallResult, error) {
 			Counterfactual: r.Counterfactual})
 	}
 	timings["fetch"] = msSince(t0)
-	now := time.Now().UTC()
-	idx.Touch(now, ids...)
-	e.access.record(q.Profile, now, ids)
+	if !q.NoTouch {
+		now := time.Now().UTC()
+		idx.Touch(now, ids...)
+		e.access.record(q.Profile, now, ids)
+	}
 	if resp.Trace != nil {
 		for k, v := range timings {
 			resp.Trace.Timings[k] = v
