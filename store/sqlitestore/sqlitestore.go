@@ -50,6 +50,11 @@ type Options struct {
 	// CommonTermMinDocs is the least number of memories a common term
 	// occurs in, whatever the ratio. Defaults to DefaultCommonTermMinDocs.
 	CommonTermMinDocs int
+	// RareTermBudget bounds the rows an OR query scores: its rare terms
+	// are taken rarest first while their matches add up to at most
+	// max(RareTermBudget, RareTermBudgetRatio × all memories), the rarest
+	// always. Defaults to DefaultRareTermBudget; negative lifts the bound.
+	RareTermBudget int
 }
 
 // Common-term thresholds of OR queries, measured with LoCoMo questions
@@ -65,6 +70,20 @@ const (
 	DefaultCommonTermMinDocs = 250
 )
 
+// The rare-term budget. bm25() per matched row is the OR query's cost, and
+// the rarest terms carry the most weight, so the best rows nearly always
+// match them. Measured with LoCoMo questions over LoCoMo turns (cgo
+// driver), against the exact OR list: at 10k memories (budget 1,000)
+// 556 rows scored instead of 774, 22% less time, top 10 the same for
+// 99.88% of entries (99.77% without the budget); at 100k (budget 10,000)
+// 5,940 rows instead of 6,728, 7.5% less time, top 10 identical. A budget
+// of 1,000 at 100k kept only 81% of the top 10. locomo-dev and scifact are
+// too small for the budget to change a result.
+const (
+	DefaultRareTermBudget = 1000
+	RareTermBudgetRatio   = 0.1
+)
+
 // Store is a SQLite-backed store.Store. It is safe for concurrent use, and
 // several processes may open the same file (SQLite's locking serialises
 // writers; the busy timeout makes them wait instead of failing).
@@ -77,6 +96,7 @@ type Store struct {
 	// CommonTermMinDocs with defaults applied; commonRatio ≤ 0 is off.
 	commonRatio float64
 	commonMin   int
+	rareBudget  int // ≤ 0: no bound
 	df          dfCache
 }
 
@@ -96,6 +116,9 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 	}
 	if opt.CommonTermMinDocs <= 0 {
 		opt.CommonTermMinDocs = DefaultCommonTermMinDocs
+	}
+	if opt.RareTermBudget == 0 {
+		opt.RareTermBudget = DefaultRareTermBudget
 	}
 	if dir := filepath.Dir(path); dir != "" {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -118,7 +141,7 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
-	s := &Store{w: w, path: path, commonRatio: opt.CommonTermRatio, commonMin: opt.CommonTermMinDocs}
+	s := &Store{w: w, path: path, commonRatio: opt.CommonTermRatio, commonMin: opt.CommonTermMinDocs, rareBudget: opt.RareTermBudget}
 	if err := s.migrate(ctx); err != nil {
 		w.Close()
 		return nil, err

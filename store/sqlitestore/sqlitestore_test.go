@@ -827,3 +827,48 @@ func TestStore_MinHitsFromCachedCounts(t *testing.T) {
 		t.Errorf("MinHits 4 after two more matches: %d hits, want 5 (the stale count must not settle it)", got)
 	}
 }
+
+// TestStore_RareTermBudget: an OR query's rare terms are kept rarest first
+// while their matches fit max(RareTermBudget, 10% of all memories).
+func TestStore_RareTermBudget(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	for _, tc := range []struct {
+		budget int
+		want   []string
+	}{
+		{5, []string{"alpha", "beta"}},           // budget max(5, 10% of 60) = 6: alpha 2 + beta 3 fit, + gamma 4 = 9 does not
+		{8, []string{"alpha", "beta"}},           // 9 > 8 still
+		{9, []string{"gamma", "alpha", "beta"}},  // 9 fits; the query's order is kept
+		{-1, []string{"gamma", "alpha", "beta"}}, // no bound
+	} {
+		s, err := Open(ctx, filepath.Join(t.TempDir(), "mnemo.db"), Options{CommonTermRatio: 0.1, CommonTermMinDocs: 2, RareTermBudget: tc.budget})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ms := storetest.GenerateMemories(9, "p", 60, 0)
+		for i := range ms {
+			switch {
+			case i < 2:
+				ms[i].Content = "alpha"
+			case i < 5:
+				ms[i].Content = "beta"
+			case i < 9:
+				ms[i].Content = "gamma"
+			default:
+				ms[i].Content = "filler"
+			}
+		}
+		if err := s.Insert(ctx, ms); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.rareTerms(ctx, []string{"gamma", "alpha", "beta"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("budget %d: rareTerms = %q, want %q", tc.budget, got, tc.want)
+		}
+		s.Close()
+	}
+}

@@ -1,8 +1,10 @@
 package sqlitestore
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -100,6 +102,21 @@ func (s *Store) rareTerms(ctx context.Context, terms []string) ([]string, error)
 	for _, t := range terms {
 		if e := known[t]; e.n <= th && e.n <= e.limit {
 			out = append(out, t)
+		}
+	}
+	if s.rareBudget > 0 && len(out) > 1 {
+		// Rarest first while the matches fit the budget (see
+		// DefaultRareTermBudget); the rarest term always stays.
+		budget := max(int64(s.rareBudget), int64(float64(total)*RareTermBudgetRatio))
+		byCount := slices.Clone(out)
+		slices.SortStableFunc(byCount, func(a, b string) int { return cmp.Compare(known[a].n, known[b].n) })
+		sum := known[byCount[0]].n
+		for i := 1; i < len(byCount); i++ {
+			if sum += known[byCount[i]].n; sum > budget {
+				dropped := byCount[i:]
+				out = slices.DeleteFunc(out, func(t string) bool { return slices.Contains(dropped, t) })
+				break
+			}
 		}
 	}
 	return out, nil
