@@ -712,25 +712,7 @@ func TestStore_RareTermsCache(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "mnemo.db")
-	s, err := Open(ctx, path, Options{CommonTermRatio: 0.1, CommonTermMinDocs: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	other := openPath(t, path) // a second writer, as another process would be
-	seed := uint64(0)
-	insert := func(st *Store, n int, content string) {
-		t.Helper()
-		ms := storetest.GenerateMemories(seed, "p", n, 0)
-		seed++
-		for i := range ms {
-			ms[i].ID = fmt.Sprintf("m%d-%d", seed, i)
-			ms[i].Content = content
-		}
-		if err := st.Insert(ctx, ms); err != nil {
-			t.Fatal(err)
-		}
-	}
+	s, other, insert := twoWriters(t, path)
 	check := func(step string, want ...string) {
 		t.Helper()
 		got, err := s.rareTerms(ctx, []string{"quartz", "basalt"})
@@ -775,25 +757,7 @@ func TestStore_MinHitsFromCachedCounts(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "mnemo.db")
-	s, err := Open(ctx, path, Options{CommonTermRatio: 0.1, CommonTermMinDocs: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	other := openPath(t, path)
-	seed := uint64(100)
-	insert := func(st *Store, n int, content string) {
-		t.Helper()
-		ms := storetest.GenerateMemories(seed, "p", n, 0)
-		seed++
-		for i := range ms {
-			ms[i].ID = fmt.Sprintf("m%d-%d", seed, i)
-			ms[i].Content = content
-		}
-		if err := st.Insert(ctx, ms); err != nil {
-			t.Fatal(err)
-		}
-	}
+	s, other, insert := twoWriters(t, path)
 	insert(s, 40, "filler")
 	insert(s, 3, "quartz basalt")
 	insert(s, 10, "basalt")
@@ -871,4 +835,31 @@ func TestStore_RareTermBudget(t *testing.T) {
 		}
 		s.Close()
 	}
+}
+
+// twoWriters opens two stores on path with small common-term thresholds
+// (the second stands for another process) and returns an insert that adds
+// n memories of one content through either.
+func twoWriters(t *testing.T, path string) (s, other *Store, insert func(st *Store, n int, content string)) {
+	t.Helper()
+	s, err := Open(t.Context(), path, Options{CommonTermRatio: 0.1, CommonTermMinDocs: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	other = openPath(t, path)
+	batch := 0
+	insert = func(st *Store, n int, content string) {
+		t.Helper()
+		ms := storetest.GenerateMemories(uint64(batch), "p", n, 0)
+		batch++
+		for i := range ms {
+			ms[i].ID = fmt.Sprintf("m%d-%d", batch, i)
+			ms[i].Content = content
+		}
+		if err := st.Insert(t.Context(), ms); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s, other, insert
 }
