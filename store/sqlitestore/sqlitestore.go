@@ -6,6 +6,7 @@
 package sqlitestore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/base64"
@@ -17,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -673,6 +675,24 @@ func (s *Store) Lexical(ctx context.Context, p store.LexicalParams) ([]mnemotype
 // lexical runs one FTS5 query. With rare, only rows matching one of those
 // terms are scored; filled reports whether Limit rows were found.
 func (s *Store) lexical(ctx context.Context, p store.LexicalParams, rare []string) (hits []mnemotype.Hit, filled bool, err error) {
+	if p.Only == nil && p.Limit > 0 {
+		share, err := s.scopeShare(ctx, p.Scope)
+		if err != nil {
+			return nil, false, fmt.Errorf("lexical search: %w", err)
+		}
+		if share >= topFirstShare {
+			hits, ok, err := s.lexicalTopFirst(ctx, p, rare, share)
+			if err != nil || ok {
+				return hits, len(hits) == p.Limit, err
+			}
+		}
+	}
+	return s.lexicalJoined(ctx, p, rare)
+}
+
+// lexicalJoined is lexical as one query joining every matching row to its
+// memory.
+func (s *Store) lexicalJoined(ctx context.Context, p store.LexicalParams, rare []string) (hits []mnemotype.Hit, filled bool, err error) {
 	cond, scopeArgs := scopeSQL("m", p.Scope)
 	q := `SELECT m.id, bm25(memories_fts) FROM memories_fts JOIN memories m ON m.rid = memories_fts.rowid
 		WHERE memories_fts MATCH ? AND ` + cond
@@ -722,6 +742,99 @@ func (s *Store) lexical(ctx context.Context, p store.LexicalParams, rare []strin
 		return nil, false, fmt.Errorf("lexical search: %w", err)
 	}
 	return hits, p.Limit > 0 && len(hits) == p.Limit, nil
+}
+
+// topFirstShare is the share of all memories a scope must hold for
+// lexicalTopFirst: below it, ranking other scopes' rows costs more than
+// the join it saves.
+const topFirstShare = 0.5
+
+// lexicalTopFirst ranks the matching rows without looking at their
+// memories, then reads the scope of the best few only. The join per
+// matching row cost more than bm25() once the memories outgrew the cache
+// (OR queries of 300 LoCoMo questions, min of 3, 100k memories in one
+// profile: 12.2 ms joined, 8.3 ms ranked first when a rare-term filter
+// applies, 8.3 against 3.8 ms when it does not; 10k: 1.36 against 1.18,
+// 0.79 against 0.62). The
+// result is the joined query's whenever ok: the rows read are enough to
+// fill Limit from the scope with every row left out ranked strictly below
+// the last one kept. Otherwise (few of the best rows in scope, or a tie at
+// the cut) the caller runs the joined query.
+func (s *Store) lexicalTopFirst(ctx context.Context, p store.LexicalParams, rare []string, share float64) (hits []mnemotype.Hit, ok bool, err error) {
+	k := int(math.Ceil(float64(p.Limit)*1.25/share)) + 10
+	q := `SELECT memories_fts.rowid, bm25(memories_fts) FROM memories_fts WHERE memories_fts MATCH ?`
+	args := []any{MatchExpr(p.Match)}
+	if rare != nil {
+		q += ` AND +memories_fts.rowid IN (SELECT r.rowid FROM memories_fts r WHERE r.memories_fts MATCH ?)`
+		args = append(args, MatchExpr(store.MatchQuery{Terms: rare}))
+	}
+	q += ` ORDER BY bm25(memories_fts) LIMIT ?`
+	args = append(args, k)
+	type ranked struct {
+		rid   int64
+		score float64
+	}
+	var top []ranked
+	rows, err := s.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, false, fmt.Errorf("lexical search: %w", err)
+	}
+	for rows.Next() {
+		var r ranked
+		if err := rows.Scan(&r.rid, &r.score); err != nil {
+			rows.Close()
+			return nil, false, fmt.Errorf("lexical search: %w", err)
+		}
+		top = append(top, r)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, false, fmt.Errorf("lexical search: %w", err)
+	}
+	if len(top) == 0 {
+		return nil, true, nil
+	}
+	// "+m" keeps the scope's columns away from the indexes: by the profile
+	// index, SQLite would walk every memory of the profile to find these.
+	cond, scopeArgs := scopeSQL("+m", p.Scope)
+	rids := make([]any, len(top))
+	score := make(map[int64]float64, len(top))
+	for i, r := range top {
+		rids[i], score[r.rid] = r.rid, r.score
+	}
+	rows, err = s.r.QueryContext(ctx, `SELECT m.rid, m.id FROM memories m WHERE m.rid IN (`+placeholders(len(rids))+`) AND `+cond,
+		append(rids, scopeArgs...)...)
+	if err != nil {
+		return nil, false, fmt.Errorf("lexical search: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var rid int64
+		var h mnemotype.Hit
+		if err := rows.Scan(&rid, &h.ID); err != nil {
+			return nil, false, fmt.Errorf("lexical search: %w", err)
+		}
+		h.Score = -score[rid]
+		hits = append(hits, h)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, false, fmt.Errorf("lexical search: %w", err)
+	}
+	slices.SortFunc(hits, func(a, b mnemotype.Hit) int {
+		if c := cmp.Compare(b.Score, a.Score); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	if len(top) < k {
+		return hits[:min(len(hits), p.Limit)], true, nil // every match was ranked
+	}
+	// Rows not read rank at or below the last row read; ties there could
+	// belong in the result.
+	if len(hits) < p.Limit || -hits[p.Limit-1].Score >= top[len(top)-1].score {
+		return nil, false, nil
+	}
+	return hits[:p.Limit], true, nil
 }
 
 // countMatches counts the memories of p's scope that match p.Match (Only

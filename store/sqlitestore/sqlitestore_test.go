@@ -863,3 +863,121 @@ func twoWriters(t *testing.T, path string) (s, other *Store, insert func(st *Sto
 	}
 	return s, other, insert
 }
+
+// TestStore_TopFirstMatchesJoined: ranking before reading the scope gives
+// the joined query's hits, order and scores whenever it claims a result,
+// and declines when the rows it read cannot settle the cut (too few in
+// scope, or a tie with the rows left unread). Contents come from a small
+// vocabulary, so many rows tie.
+func TestStore_TopFirstMatchesJoined(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s := openTest(t)
+	words := []string{"amber", "basalt", "cedar", "dune", "ember", "fjord", "garnet", "heath"}
+	ms := storetest.GenerateMemories(7, "big", 800, 0)
+	for i := range ms {
+		if i%4 == 3 {
+			ms[i].Profile = "small"
+		}
+		ms[i].Session = fmt.Sprintf("s%d", i%5)
+		// Ids run against insertion order: among tied rows, those FTS5
+		// reads first are the last by id.
+		ms[i].ID = fmt.Sprintf("m%04d", len(ms)-i)
+		n := 1 + (i*7)%4
+		var text []string
+		for j := range n {
+			text = append(text, words[(i*(j+3)+j*j)%len(words)])
+		}
+		ms[i].Content = strings.Join(text, " ")
+	}
+	if err := s.Insert(ctx, ms); err != nil {
+		t.Fatal(err)
+	}
+	scopes := []mnemotype.Scope{
+		{Profile: "big"},
+		{Profile: "big", Exclude: []string{ms[0].ID, ms[1].ID, ms[5].ID}},
+		{Profile: "big", Sessions: []string{"s1", "s2"}},
+		{Profile: "small"},
+	}
+	var claimed, declined int
+	for qi := range 60 {
+		terms := []string{words[qi%len(words)], words[(qi*3+1)%len(words)]}
+		if qi%3 == 0 {
+			terms = append(terms, words[(qi*5+2)%len(words)])
+		}
+		for _, sc := range scopes {
+			share, err := s.scopeShare(ctx, sc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, limit := range []int{1, 3, 10, 30, 200} {
+				p := store.LexicalParams{Scope: sc, Match: store.MatchQuery{Terms: terms, All: qi%2 == 0}, Limit: limit}
+				var rare []string
+				if qi%4 == 1 {
+					rare = terms[:1]
+				}
+				want, _, err := s.lexicalJoined(ctx, p, rare)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, ok, err := s.lexicalTopFirst(ctx, p, rare, share)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !ok {
+					declined++
+				} else {
+					claimed++
+					if !slices.Equal(got, want) {
+						t.Fatalf("%q scope %+v limit %d: top first %v, joined %v", terms, sc, limit, got, want)
+					}
+				}
+				got, _, err = s.lexical(ctx, p, rare)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(got, want) {
+					t.Fatalf("%q scope %+v limit %d: lexical %v, joined %v", terms, sc, limit, got, want)
+				}
+			}
+		}
+	}
+	if claimed == 0 || declined == 0 {
+		t.Errorf("top first claimed %d results and declined %d: both paths must be exercised", claimed, declined)
+	}
+	t.Logf("top first claimed %d, declined %d", claimed, declined)
+}
+
+func TestStore_ScopeShare(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s := openTest(t)
+	ms := storetest.GenerateMemories(3, "a", 40, 0)
+	for i := range ms {
+		ms[i].Session = fmt.Sprintf("s%d", i%4)
+		if i >= 30 {
+			ms[i].Profile = "b"
+		}
+	}
+	if err := s.Insert(ctx, ms); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		sc   mnemotype.Scope
+		want float64
+	}{
+		{mnemotype.Scope{Profile: "a"}, 0.75},
+		{mnemotype.Scope{Profile: "a", Exclude: []string{ms[0].ID}}, 0.75}, // Exclude is left to the query
+		{mnemotype.Scope{Profile: "b"}, 0.25},
+		{mnemotype.Scope{Profile: "a", Sessions: []string{"s0"}}, 8.0 / 40},
+		{mnemotype.Scope{Profile: "nobody"}, 0},
+	} {
+		got, err := s.scopeShare(ctx, tc.sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != tc.want {
+			t.Errorf("scopeShare(%+v) = %v, want %v", tc.sc, got, tc.want)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/mnemo-dev/mnemo/mnemotype"
 	"github.com/mnemo-dev/mnemo/store"
 )
 
@@ -27,6 +28,7 @@ type dfCache struct {
 	total    int64
 	haveTot  bool
 	terms    map[string]dfEntry
+	scopes   map[string]dfEntry // memories per scope (limit unused)
 }
 
 // dfEntry is one term's count: n is exact when n ≤ limit, else the term
@@ -37,6 +39,9 @@ type dfEntry struct {
 
 // maxCachedTerms bounds the cache; past it, the cache starts afresh.
 const maxCachedTerms = 50_000
+
+// maxCachedScopes bounds the scope counts likewise.
+const maxCachedScopes = 10_000
 
 func (c *dfCache) fresh(seq, at, total int64) bool {
 	d := seq - at
@@ -58,18 +63,11 @@ func (s *Store) rareTerms(ctx context.Context, terms []string) ([]string, error)
 	if err != nil {
 		return nil, err
 	}
-	c := &s.df
-	c.mu.Lock()
-	total, haveTotal := c.total, c.haveTot && c.fresh(seq, c.totalSeq, c.total)
-	c.mu.Unlock()
-	if !haveTotal {
-		if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM memories`).Scan(&total); err != nil {
-			return nil, fmt.Errorf("count memories: %w", err)
-		}
-		c.mu.Lock()
-		c.total, c.totalSeq, c.haveTot = total, seq, true
-		c.mu.Unlock()
+	total, err := s.memoryTotal(ctx, seq)
+	if err != nil {
+		return nil, err
 	}
+	c := &s.df
 	th := max(int64(s.commonMin), int64(float64(total)*s.commonRatio))
 	known := make(map[string]dfEntry, len(terms))
 	var missing []string
@@ -120,6 +118,58 @@ func (s *Store) rareTerms(ctx context.Context, terms []string) ([]string, error)
 		}
 	}
 	return out, nil
+}
+
+// memoryTotal returns the number of memories (all profiles), cached as a
+// term count is.
+func (s *Store) memoryTotal(ctx context.Context, seq int64) (int64, error) {
+	c := &s.df
+	c.mu.Lock()
+	total, ok := c.total, c.haveTot && c.fresh(seq, c.totalSeq, c.total)
+	c.mu.Unlock()
+	if ok {
+		return total, nil
+	}
+	if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM memories`).Scan(&total); err != nil {
+		return 0, fmt.Errorf("count memories: %w", err)
+	}
+	c.mu.Lock()
+	c.total, c.totalSeq, c.haveTot = total, seq, true
+	c.mu.Unlock()
+	return total, nil
+}
+
+// scopeShare returns the fraction of all memories that are in scope
+// (Exclude aside), from counts cached as a term count is.
+func (s *Store) scopeShare(ctx context.Context, sc mnemotype.Scope) (float64, error) {
+	seq, err := s.Sequence(ctx)
+	if err != nil {
+		return 0, err
+	}
+	total, err := s.memoryTotal(ctx, seq)
+	if err != nil || total == 0 {
+		return 0, err
+	}
+	sc.Exclude = nil
+	key := fmt.Sprintf("%q %q %q %q", sc.Profile, sc.Project, sc.Sessions, sc.Kinds)
+	c := &s.df
+	c.mu.Lock()
+	e, ok := c.scopes[key]
+	c.mu.Unlock()
+	if !ok || !c.fresh(seq, e.seq, total) {
+		cond, args := scopeSQL("m", sc)
+		if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM memories m WHERE `+cond, args...).Scan(&e.n); err != nil {
+			return 0, fmt.Errorf("count memories in scope: %w", err)
+		}
+		e.seq = seq
+		c.mu.Lock()
+		if c.scopes == nil || len(c.scopes) > maxCachedScopes {
+			c.scopes = make(map[string]dfEntry)
+		}
+		c.scopes[key] = e
+		c.mu.Unlock()
+	}
+	return min(1, float64(e.n)/float64(total)), nil
 }
 
 // fewerThan reports whether the cached counts prove that fewer than n
