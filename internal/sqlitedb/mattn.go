@@ -33,6 +33,9 @@ const Driver = "github.com/mattn/go-sqlite3 (cgo)"
 
 func open(uri string, o Options) (*sql.DB, error) {
 	memstatusOff()
+	if err := registerRank(); err != nil {
+		return nil, err
+	}
 	pragmas := o.Pragmas
 	drv := &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
 		for _, p := range pragmas {

@@ -13,6 +13,10 @@ import (
 // Driver names the SQLite driver of this build.
 const Driver = "modernc.org/sqlite (pure Go)"
 
+// RankFunction is empty: this build has no ranking function of its own, so
+// FTS5's bm25() ranks.
+const RankFunction = ""
+
 func open(uri string, o Options) (*sql.DB, error) {
 	q := url.Values{}
 	for _, p := range o.Pragmas {

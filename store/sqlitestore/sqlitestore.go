@@ -100,6 +100,10 @@ type Store struct {
 	commonMin   int
 	rareBudget  int // ≤ 0: no bound
 	df          dfCache
+	// rankFn is sqlitedb.RankFunction: bm25() fed the cached document
+	// frequencies. Empty: FTS5's bm25() ranks, and term counts stop at the
+	// common-term threshold.
+	rankFn string
 }
 
 var _ store.Store = (*Store)(nil)
@@ -143,7 +147,8 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
-	s := &Store{w: w, path: path, commonRatio: opt.CommonTermRatio, commonMin: opt.CommonTermMinDocs, rareBudget: opt.RareTermBudget}
+	s := &Store{w: w, path: path, commonRatio: opt.CommonTermRatio, commonMin: opt.CommonTermMinDocs, rareBudget: opt.RareTermBudget,
+		rankFn: sqlitedb.RankFunction}
 	if err := s.migrate(ctx); err != nil {
 		w.Close()
 		return nil, err
@@ -636,20 +641,18 @@ func (s *Store) Lexical(ctx context.Context, p store.LexicalParams) ([]mnemotype
 	if len(p.Match.Terms) == 0 || (p.Only != nil && len(p.Only) == 0) {
 		return nil, nil
 	}
+	seq, err := s.Sequence(ctx)
+	if err != nil {
+		return nil, err
+	}
 	if p.MinHits > 0 {
 		// A term known to match fewer than MinHits memories settles it
 		// without a query. Otherwise counting, which stops at MinHits and
 		// skips bm25() (a count of every term's documents and a lookup per
 		// row), is cheaper than scoring (LoCoMo questions as AND queries at
 		// 10k memories: 0.23-0.26 ms scored, 0.16 ms counted to 10).
-		if p.Match.All {
-			seq, err := s.Sequence(ctx)
-			if err != nil {
-				return nil, err
-			}
-			if s.df.fewerThan(p.Match.Terms, p.MinHits, seq) {
-				return nil, nil
-			}
+		if p.Match.All && s.df.fewerThan(p.Match.Terms, p.MinHits, seq) {
+			return nil, nil
 		}
 		n, err := s.countMatches(ctx, p, p.MinHits)
 		if err != nil || n < p.MinHits {
@@ -657,46 +660,50 @@ func (s *Store) Lexical(ctx context.Context, p store.LexicalParams) ([]mnemotype
 		}
 	}
 	if !p.Match.All && p.Limit > 0 && p.Only == nil && len(p.Match.Terms) > 1 && s.commonRatio > 0 {
-		rare, err := s.rareTerms(ctx, p.Match.Terms)
+		rare, err := s.rareTerms(ctx, p.Match.Terms, seq)
 		if err != nil {
 			return nil, fmt.Errorf("lexical search: %w", err)
 		}
 		if len(rare) > 0 && len(rare) < len(p.Match.Terms) {
-			hits, filled, err := s.lexical(ctx, p, rare)
+			hits, filled, err := s.lexical(ctx, p, rare, seq)
 			if err != nil || filled {
 				return hits, err
 			}
 		}
 	}
-	hits, _, err := s.lexical(ctx, p, nil)
+	hits, _, err := s.lexical(ctx, p, nil, seq)
 	return hits, err
 }
 
 // lexical runs one FTS5 query. With rare, only rows matching one of those
 // terms are scored; filled reports whether Limit rows were found.
-func (s *Store) lexical(ctx context.Context, p store.LexicalParams, rare []string) (hits []mnemotype.Hit, filled bool, err error) {
+func (s *Store) lexical(ctx context.Context, p store.LexicalParams, rare []string, seq int64) (hits []mnemotype.Hit, filled bool, err error) {
+	rank, err := s.rank(ctx, p.Match.Terms, seq)
+	if err != nil {
+		return nil, false, fmt.Errorf("lexical search: %w", err)
+	}
 	if p.Only == nil && p.Limit > 0 {
-		share, err := s.scopeShare(ctx, p.Scope)
+		share, err := s.scopeShare(ctx, p.Scope, seq)
 		if err != nil {
 			return nil, false, fmt.Errorf("lexical search: %w", err)
 		}
 		if share >= topFirstShare {
-			hits, ok, err := s.lexicalTopFirst(ctx, p, rare, share)
+			hits, ok, err := s.lexicalTopFirst(ctx, p, rare, rank, share)
 			if err != nil || ok {
 				return hits, len(hits) == p.Limit, err
 			}
 		}
 	}
-	return s.lexicalJoined(ctx, p, rare)
+	return s.lexicalJoined(ctx, p, rare, rank)
 }
 
 // lexicalJoined is lexical as one query joining every matching row to its
 // memory.
-func (s *Store) lexicalJoined(ctx context.Context, p store.LexicalParams, rare []string) (hits []mnemotype.Hit, filled bool, err error) {
+func (s *Store) lexicalJoined(ctx context.Context, p store.LexicalParams, rare []string, rank rankExpr) (hits []mnemotype.Hit, filled bool, err error) {
 	cond, scopeArgs := scopeSQL("m", p.Scope)
-	q := `SELECT m.id, bm25(memories_fts) FROM memories_fts JOIN memories m ON m.rid = memories_fts.rowid
+	q := `SELECT m.id, ` + rank.sql + ` AS score FROM memories_fts JOIN memories m ON m.rid = memories_fts.rowid
 		WHERE memories_fts MATCH ? AND ` + cond
-	args := append([]any{MatchExpr(p.Match)}, scopeArgs...)
+	args := append(append(slices.Clone(rank.args), MatchExpr(p.Match)), scopeArgs...)
 	if rare != nil {
 		// The unary + keeps the rowid test out of FTS5's index: offered to
 		// FTS5, "rowid IN" runs the MATCH once per id and bm25() recounts
@@ -720,7 +727,7 @@ func (s *Store) lexicalJoined(ctx context.Context, p store.LexicalParams, rare [
 		q += ` AND +memories_fts.rowid IN (` + placeholders(len(onlyRids)) + `)`
 		args = append(args, onlyRids...)
 	}
-	q += ` ORDER BY bm25(memories_fts), m.id`
+	q += ` ORDER BY score, m.id`
 	if p.Limit > 0 {
 		q += ` LIMIT ?`
 		args = append(args, p.Limit)
@@ -760,15 +767,15 @@ const topFirstShare = 0.5
 // fill Limit from the scope with every row left out ranked strictly below
 // the last one kept. Otherwise (few of the best rows in scope, or a tie at
 // the cut) the caller runs the joined query.
-func (s *Store) lexicalTopFirst(ctx context.Context, p store.LexicalParams, rare []string, share float64) (hits []mnemotype.Hit, ok bool, err error) {
+func (s *Store) lexicalTopFirst(ctx context.Context, p store.LexicalParams, rare []string, rank rankExpr, share float64) (hits []mnemotype.Hit, ok bool, err error) {
 	k := int(math.Ceil(float64(p.Limit)*1.25/share)) + 10
-	q := `SELECT memories_fts.rowid, bm25(memories_fts) FROM memories_fts WHERE memories_fts MATCH ?`
-	args := []any{MatchExpr(p.Match)}
+	q := `SELECT memories_fts.rowid, ` + rank.sql + ` AS score FROM memories_fts WHERE memories_fts MATCH ?`
+	args := append(slices.Clone(rank.args), MatchExpr(p.Match))
 	if rare != nil {
 		q += ` AND +memories_fts.rowid IN (SELECT r.rowid FROM memories_fts r WHERE r.memories_fts MATCH ?)`
 		args = append(args, MatchExpr(store.MatchQuery{Terms: rare}))
 	}
-	q += ` ORDER BY bm25(memories_fts) LIMIT ?`
+	q += ` ORDER BY score LIMIT ?`
 	args = append(args, k)
 	type ranked struct {
 		rid   int64

@@ -1,0 +1,195 @@
+//go:build cgo && (sqlite_fts5 || fts5)
+
+package sqlitedb
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestRankFunction: mnemo_bm25 given the right document frequencies scores
+// every row exactly as bm25() does (same float64, not merely close), over
+// AND, OR and phrase queries with repeated and stemmed terms; given no
+// counts, or a BLOB of the wrong size, it counts them itself like bm25().
+// Wrong counts change the scores, so the BLOB is really what it uses.
+func TestRankFunction(t *testing.T) {
+	t.Parallel()
+	db, err := Open(filepath.Join(t.TempDir(), "x.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`CREATE VIRTUAL TABLE t USING fts5(body, tokenize='porter unicode61')`); err != nil {
+		t.Fatal(err)
+	}
+	words := strings.Fields("the a river stone rivers dune quartz basalt flowing cedar ember garnet heath fjord")
+	rng := rand.New(rand.NewPCG(3, 4))
+	tx, err := db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3000 {
+		// Short rows and skewed word frequencies: most query terms are
+		// in few rows (an IDF above the floor), a few in most.
+		n := 1 + rng.IntN(8)
+		var text []string
+		for range n {
+			text = append(text, words[min(len(words)-1, int(rng.ExpFloat64()*4))])
+		}
+		if _, err := tx.Exec(`INSERT INTO t(body) VALUES (?)`, strings.Join(text, " ")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	// Deleted rows must leave the totals and counts consistent too.
+	if _, err := db.Exec(`DELETE FROM t WHERE rowid % 7 = 0`); err != nil {
+		t.Fatal(err)
+	}
+	counts := func(phrases []string) []byte {
+		blob := make([]byte, 8*len(phrases))
+		for i, ph := range phrases {
+			var n int64
+			if err := db.QueryRow(`SELECT count(*) FROM t WHERE t MATCH ?`, ph).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			binary.LittleEndian.PutUint64(blob[8*i:], uint64(n))
+		}
+		return blob
+	}
+	for _, tc := range []struct {
+		phrases []string
+		op      string
+	}{
+		{[]string{`"quartz"`}, " "},
+		{[]string{`"quartz"`, `"basalt"`}, " "},
+		{[]string{`"quartz"`, `"basalt"`, `"cedar"`}, " OR "},
+		{[]string{`"rivers"`, `"river"`, `"flowing"`}, " OR "},             // stems to the same term
+		{[]string{`"ember"`, `"ember"`, `"dune"`}, " OR "},                 // a repeated phrase
+		{[]string{`"garnet heath"`, `"fjord"`}, " OR "},                    // a two-token phrase
+		{[]string{`"the"`, `"a"`, `"stone"`, `"dune"`, `"fjord"`}, " OR "}, // terms in most rows: IDF floor
+	} {
+		q := strings.Join(tc.phrases, tc.op)
+		blob := counts(tc.phrases)
+		wrong := make([]byte, len(blob)) // every count halved
+		for i := 0; i < len(blob); i += 8 {
+			binary.LittleEndian.PutUint64(wrong[i:], binary.LittleEndian.Uint64(blob[i:])/2+1)
+		}
+		// One query per variant: FTS5 keeps one auxiliary data slot per
+		// function and cursor, so two calls in one query would share counts.
+		scores := func(rank string, args ...any) map[int64]float64 {
+			t.Helper()
+			rows, err := db.Query(`SELECT rowid, `+rank+` FROM t WHERE t MATCH ?`, append(args, q)...)
+			if err != nil {
+				t.Fatalf("%s: %s: %v", q, rank, err)
+			}
+			defer rows.Close()
+			out := map[int64]float64{}
+			for rows.Next() {
+				var rowid int64
+				var s float64
+				if err := rows.Scan(&rowid, &s); err != nil {
+					t.Fatal(err)
+				}
+				out[rowid] = s
+			}
+			if err := rows.Err(); err != nil {
+				t.Fatal(err)
+			}
+			return out
+		}
+		want := scores("bm25(t)")
+		if len(want) == 0 {
+			t.Fatalf("%s matched nothing", q)
+		}
+		for _, v := range []struct {
+			name string
+			rank string
+			args []any
+		}{
+			{"with counts", "mnemo_bm25(t, ?)", []any{blob}},
+			{"without counts", "mnemo_bm25(t)", nil},
+			{"with a short BLOB", "mnemo_bm25(t, ?)", []any{blob[:len(blob)-1]}},
+			{"with an integer", "mnemo_bm25(t, 12)", nil},
+		} {
+			got := scores(v.rank, v.args...)
+			for rowid, w := range want {
+				if g, ok := got[rowid]; !ok || g != w {
+					t.Fatalf("%s row %d: bm25 %v, mnemo_bm25 %s %v", q, rowid, w, v.name, g)
+				}
+			}
+			if len(got) != len(want) {
+				t.Fatalf("%s: %d rows scored %s, bm25 %d", q, len(got), v.name, len(want))
+			}
+		}
+		differ := 0
+		for rowid, g := range scores("mnemo_bm25(t, ?)", wrong) {
+			if g != want[rowid] {
+				differ++
+			}
+		}
+		if differ == 0 {
+			t.Errorf("%s: wrong counts changed no score (%d rows): the BLOB is not used", q, len(want))
+		}
+	}
+}
+
+func BenchmarkRankFunction(b *testing.B) {
+	db, err := Open(filepath.Join(b.TempDir(), "x.db"), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`CREATE VIRTUAL TABLE t USING fts5(body, tokenize='porter unicode61')`); err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	tx, _ := db.Begin()
+	for range 100_000 {
+		var text []string
+		for range 20 {
+			text = append(text, fmt.Sprintf("w%d", int(rng.ExpFloat64()*300)))
+		}
+		if _, err := tx.Exec(`INSERT INTO t(body) VALUES (?)`, strings.Join(text, " ")); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		b.Fatal(err)
+	}
+	phrases := []string{`"w2"`, `"w40"`, `"w300"`, `"w900"`}
+	blob := make([]byte, 8*len(phrases))
+	for i, ph := range phrases {
+		var n int64
+		if err := db.QueryRow(`SELECT count(*) FROM t WHERE t MATCH ?`, ph).Scan(&n); err != nil {
+			b.Fatal(err)
+		}
+		binary.LittleEndian.PutUint64(blob[8*i:], uint64(n))
+	}
+	q := strings.Join(phrases[1:], " OR ")
+	for _, tc := range []struct {
+		name string
+		rank string
+		args []any
+	}{
+		{"bm25", "bm25(t)", []any{q}},
+		{"mnemo_bm25", "mnemo_bm25(t, ?)", []any{blob[8:], q}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			for b.Loop() {
+				rows, err := db.Query(`SELECT rowid, `+tc.rank+` FROM t WHERE t MATCH ? ORDER BY 2 LIMIT 30`, tc.args...)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for rows.Next() {
+				}
+				rows.Close()
+			}
+		})
+	}
+}
