@@ -107,13 +107,17 @@ func Open(path string, inner embed.Embedder, opt *Options) (*Cache, error) {
 		return nil, fmt.Errorf("open embedding cache: %w", err)
 	}
 	db, err := sqlitedb.Open(path, sqlitedb.Options{Immediate: true, Pragmas: []string{
-		fmt.Sprintf("busy_timeout=%d", o.BusyTimeout.Milliseconds()), "journal_mode=WAL", "synchronous=NORMAL",
+		fmt.Sprintf("busy_timeout=%d", o.BusyTimeout.Milliseconds()), "synchronous=NORMAL",
 	}})
 	if err != nil {
 		return nil, fmt.Errorf("embedding cache: %w", err)
 	}
 	db.SetMaxOpenConns(4)
 	db.SetMaxIdleConns(4)
+	if err := sqlitedb.EnableWAL(context.Background(), db, o.BusyTimeout); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("embedding cache %s: %w", path, err)
+	}
 	c := &Cache{inner: inner, db: db, path: path, log: o.Logger}
 	if err := c.migrate(); err != nil {
 		db.Close()

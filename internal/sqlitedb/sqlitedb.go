@@ -10,16 +10,19 @@
 package sqlitedb
 
 import (
+	"context"
 	"database/sql"
 	"fmt"
 	"net/url"
 	"path/filepath"
+	"strings"
+	"time"
 )
 
 // Options are applied to every connection of the pool.
 type Options struct {
 	// Pragmas are "name=value" pairs run in order on each new connection.
-	// Put busy_timeout first: journal_mode=WAL may have to wait for a lock.
+	// Put busy_timeout first. (For WAL, call EnableWAL once instead.)
 	Pragmas []string
 	// Immediate makes BEGIN take the write lock at once (BEGIN IMMEDIATE),
 	// so a transaction never fails half-way on a lock upgrade.
@@ -39,4 +42,31 @@ func Open(path string, o Options) (*sql.DB, error) {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	return db, nil
+}
+
+// EnableWAL switches the database to write-ahead logging. The mode belongs
+// to the file, so once per open is enough and later connections inherit
+// it; as a per-connection pragma it failed now and then when two processes
+// created the same file at once ("database is locked": SQLite reports the
+// lock conflict of the switch without calling the busy handler), so the
+// switch is retried here for up to timeout.
+func EnableWAL(ctx context.Context, db *sql.DB, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for wait := time.Millisecond; ; wait = min(2*wait, 50*time.Millisecond) {
+		var mode string
+		err := db.QueryRowContext(ctx, `PRAGMA journal_mode=WAL`).Scan(&mode)
+		switch {
+		case err == nil && strings.EqualFold(mode, "wal"):
+			return nil
+		case err == nil:
+			return fmt.Errorf("enable WAL: the database stays in journal mode %q", mode)
+		case !strings.Contains(err.Error(), "database is locked") || time.Now().After(deadline):
+			return fmt.Errorf("enable WAL: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("enable WAL: %w", ctx.Err())
+		case <-time.After(wait):
+		}
+	}
 }

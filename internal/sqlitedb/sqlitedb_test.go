@@ -1,9 +1,12 @@
 package sqlitedb
 
 import (
+	"database/sql"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 )
 
 func TestOpen(t *testing.T) {
@@ -67,5 +70,64 @@ func TestOpen_BadPragma(t *testing.T) {
 	}
 	if err == nil {
 		t.Fatalf("a malformed pragma opened without error (%s)", Driver)
+	}
+}
+
+// TestEnableWAL: the switch waits out another connection's lock (within
+// the timeout) instead of failing at once, and reports a lock held past it.
+func TestEnableWAL(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "x.db")
+	holder, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	lock := func() *sql.Conn {
+		t.Helper()
+		c, err := holder.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.ExecContext(ctx, `BEGIN EXCLUSIVE`); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	// A short busy timeout: the retries, not SQLite's busy handler, must
+	// do the waiting.
+	db, err := Open(path, Options{Pragmas: []string{"busy_timeout=20"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	// Connect before the lock is taken: opening a connection reads the
+	// schema, which an exclusive lock in rollback mode blocks as well.
+	db.SetMaxOpenConns(1)
+	if err := db.PingContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	c := lock()
+	if err := EnableWAL(ctx, db, 100*time.Millisecond); err == nil || !strings.Contains(err.Error(), "locked") {
+		t.Errorf("EnableWAL under a lock held past the timeout = %v, want a lock error", err)
+	}
+	go func() {
+		time.Sleep(150 * time.Millisecond)
+		c.ExecContext(ctx, `ROLLBACK`)
+		c.Close()
+	}()
+	if err := EnableWAL(ctx, db, 10*time.Second); err != nil {
+		t.Fatalf("EnableWAL after the lock is released: %v (%s)", err, Driver)
+	}
+	other, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	var mode string
+	if err := other.QueryRow(`PRAGMA journal_mode`).Scan(&mode); err != nil || mode != "wal" {
+		t.Errorf("a new connection sees journal_mode %q (%v), want wal", mode, err)
 	}
 }

@@ -135,7 +135,7 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 	// the read syscall path: with SQLite's 2 MiB default cache, recall at
 	// 10k memories spent most of its time in pread.
 	pragmas := []string{
-		fmt.Sprintf("busy_timeout=%d", opt.BusyTimeout.Milliseconds()), "journal_mode=WAL", "synchronous=NORMAL",
+		fmt.Sprintf("busy_timeout=%d", opt.BusyTimeout.Milliseconds()), "synchronous=NORMAL",
 		"foreign_keys=1", fmt.Sprintf("mmap_size=%d", DefaultMmapSize), fmt.Sprintf("cache_size=-%d", DefaultCacheKiB),
 	}
 	// Immediate: the writer takes the write lock at BEGIN, so a transaction
@@ -147,6 +147,10 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
+	if err := sqlitedb.EnableWAL(ctx, w, opt.BusyTimeout); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
 	s := &Store{w: w, path: path, commonRatio: opt.CommonTermRatio, commonMin: opt.CommonTermMinDocs, rareBudget: opt.RareTermBudget,
 		rankFn: sqlitedb.RankFunction}
 	if err := s.migrate(ctx); err != nil {
