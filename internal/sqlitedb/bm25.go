@@ -14,8 +14,11 @@ package sqlitedb
 // was most of the cost of scoring a few rows. The arithmetic is bm25()'s,
 // operation for operation (SQLite 3.50, fts5Bm25GetData and
 // fts5Bm25Function): k1 = 1.2, b = 0.75, every column weight 1, and so the
-// scores are bm25()'s exactly when the counts are right. Without a BLOB of
-// the right size the function counts like bm25() does.
+// scores are bm25()'s exactly when the counts are right. A negative count
+// leaves its phrase out of the score: a query can then repeat terms to
+// filter rows (("rare") AND ("rare" OR "common")) and still score as the
+// query of its other phrases. Without a BLOB of the right size the
+// function counts like bm25() does.
 
 typedef struct {
 	int nPhrase;
@@ -57,6 +60,10 @@ static int mnemoBm25GetData(const Fts5ExtensionApi *api, Fts5Context *fts, int n
 			sqlite3_uint64 v = 0;
 			for (int j = 7; j >= 0; j--) v = (v << 8) | counts[i * 8 + j];
 			nHit = (sqlite3_int64)v;
+			if (nHit < 0) {
+				p->aIDF[i] = 0.0; // not scored: adds exactly +0.0 to every row
+				continue;
+			}
 		} else {
 			rc = api->xQueryPhrase(fts, i, (void *)&nHit, mnemoCountCb);
 		}
@@ -149,8 +156,8 @@ import (
 
 // RankFunction names the FTS5 ranking function that takes the query's
 // document frequencies: mnemo_bm25(table, counts), with counts a BLOB of one
-// little-endian int64 per phrase. Empty when the build has none (then use
-// bm25()).
+// little-endian int64 per phrase, negative for a phrase that only filters.
+// Empty when the build has none (then use bm25()).
 const RankFunction = "mnemo_bm25"
 
 // registerRank makes every connection opened from now on have

@@ -139,6 +139,90 @@ func TestRankFunction(t *testing.T) {
 	}
 }
 
+// TestRankFunction_FilterPhrases: phrases with a negative count filter
+// without scoring, so ("a" OR "b") AND ("a" OR "b" OR "c") ranks the rows
+// matching a or b exactly as bm25() ranks "a" OR "b" OR "c".
+func TestRankFunction_FilterPhrases(t *testing.T) {
+	t.Parallel()
+	db, err := Open(filepath.Join(t.TempDir(), "x.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`CREATE VIRTUAL TABLE t USING fts5(body, tokenize='porter unicode61')`); err != nil {
+		t.Fatal(err)
+	}
+	words := strings.Fields("the a river stone dune quartz basalt cedar ember")
+	rng := rand.New(rand.NewPCG(7, 8))
+	tx, err := db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2000 {
+		var text []string
+		for range 1 + rng.IntN(8) {
+			text = append(text, words[min(len(words)-1, int(rng.ExpFloat64()*3))])
+		}
+		if _, err := tx.Exec(`INSERT INTO t(body) VALUES (?)`, strings.Join(text, " ")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	all := []string{`"river"`, `"quartz"`, `"cedar"`, `"stone"`}
+	filter := []string{`"quartz"`, `"cedar"`}
+	blob := make([]byte, 8*(len(filter)+len(all)))
+	for i := range filter {
+		binary.LittleEndian.PutUint64(blob[8*i:], uint64(1<<64-1)) // -1
+	}
+	for i, ph := range all {
+		var n int64
+		if err := db.QueryRow(`SELECT count(*) FROM t WHERE t MATCH ?`, ph).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		binary.LittleEndian.PutUint64(blob[8*(len(filter)+i):], uint64(n))
+	}
+	want := map[int64]float64{}
+	rows, err := db.Query(`SELECT rowid, bm25(t) FROM t WHERE t MATCH ? AND rowid IN (SELECT rowid FROM t WHERE t MATCH ?)`,
+		strings.Join(all, " OR "), strings.Join(filter, " OR "))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id int64
+		var s float64
+		if err := rows.Scan(&id, &s); err != nil {
+			t.Fatal(err)
+		}
+		want[id] = s
+	}
+	rows.Close()
+	got := map[int64]float64{}
+	rows, err = db.Query(`SELECT rowid, mnemo_bm25(t, ?) FROM t WHERE t MATCH ?`, blob,
+		"("+strings.Join(filter, " OR ")+") AND ("+strings.Join(all, " OR ")+")")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id int64
+		var s float64
+		if err := rows.Scan(&id, &s); err != nil {
+			t.Fatal(err)
+		}
+		got[id] = s
+	}
+	rows.Close()
+	if len(want) == 0 || len(got) != len(want) {
+		t.Fatalf("%d rows filtered by mnemo_bm25's query, %d by the reference", len(got), len(want))
+	}
+	for id, w := range want {
+		if got[id] != w {
+			t.Fatalf("row %d: bm25 %v, mnemo_bm25 with filter phrases %v", id, w, got[id])
+		}
+	}
+}
+
 func BenchmarkRankFunction(b *testing.B) {
 	db, err := Open(filepath.Join(b.TempDir(), "x.db"), Options{})
 	if err != nil {

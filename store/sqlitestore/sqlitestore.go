@@ -705,17 +705,10 @@ func (s *Store) lexical(ctx context.Context, p store.LexicalParams, rare []strin
 // memory.
 func (s *Store) lexicalJoined(ctx context.Context, p store.LexicalParams, rare []string, rank rankExpr) (hits []mnemotype.Hit, filled bool, err error) {
 	cond, scopeArgs := scopeSQL("m", p.Scope)
-	q := `SELECT m.id, ` + rank.sql + ` AS score FROM memories_fts JOIN memories m ON m.rid = memories_fts.rowid
-		WHERE memories_fts MATCH ? AND ` + cond
-	args := append(append(slices.Clone(rank.args), MatchExpr(p.Match)), scopeArgs...)
-	if rare != nil {
-		// The unary + keeps the rowid test out of FTS5's index: offered to
-		// FTS5, "rowid IN" runs the MATCH once per id and bm25() recounts
-		// every term's documents each time (104 ms for 150 ids at 10k
-		// memories, against 2 ms as a filter on the OR scan).
-		q += ` AND +memories_fts.rowid IN (SELECT r.rowid FROM memories_fts r WHERE r.memories_fts MATCH ?)`
-		args = append(args, MatchExpr(store.MatchQuery{Terms: rare}))
-	}
+	fm := rank.match(p.Match, rare)
+	q := `SELECT m.id, ` + fm.rank + ` AS score FROM memories_fts JOIN memories m ON m.rid = memories_fts.rowid
+		WHERE ` + fm.where + ` AND ` + cond
+	args := append(append(slices.Clone(fm.rankArgs), fm.whereArgs...), scopeArgs...)
 	if p.Only != nil {
 		// As a rowid filter ahead of the join, inlined: by m.id, every
 		// matching row was joined first, and a subquery in place of the list
@@ -773,13 +766,9 @@ const topFirstShare = 0.5
 // the cut) the caller runs the joined query.
 func (s *Store) lexicalTopFirst(ctx context.Context, p store.LexicalParams, rare []string, rank rankExpr, share float64) (hits []mnemotype.Hit, ok bool, err error) {
 	k := int(math.Ceil(float64(p.Limit)*1.25/share)) + 10
-	q := `SELECT memories_fts.rowid, ` + rank.sql + ` AS score FROM memories_fts WHERE memories_fts MATCH ?`
-	args := append(slices.Clone(rank.args), MatchExpr(p.Match))
-	if rare != nil {
-		q += ` AND +memories_fts.rowid IN (SELECT r.rowid FROM memories_fts r WHERE r.memories_fts MATCH ?)`
-		args = append(args, MatchExpr(store.MatchQuery{Terms: rare}))
-	}
-	q += ` ORDER BY score LIMIT ?`
+	fm := rank.match(p.Match, rare)
+	q := `SELECT memories_fts.rowid, ` + fm.rank + ` AS score FROM memories_fts WHERE ` + fm.where + ` ORDER BY score LIMIT ?`
+	args := append(slices.Clone(fm.rankArgs), fm.whereArgs...)
 	args = append(args, k)
 	type ranked struct {
 		rid   int64

@@ -921,7 +921,7 @@ func TestStore_TopFirstMatchesJoined(t *testing.T) {
 					rare = terms[:1]
 				}
 				// The reference: one joined query ranked by FTS5's own bm25().
-				want, _, err := s.lexicalJoined(ctx, p, rare, rankExpr{sql: "bm25(memories_fts)"})
+				want, _, err := s.lexicalJoined(ctx, p, rare, rankExpr{})
 				if err != nil {
 					t.Fatal(err)
 				}
