@@ -88,17 +88,21 @@ static void mnemoBm25(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_con
 	const double b = 0.75;
 	double score = 0.0;
 	double D = 0.0;
-	int nInst = 0;
 	mnemoBm25Data *p = 0;
 	int rc = mnemoBm25GetData(api, fts, nVal, apVal, &p);
-	if (rc == SQLITE_OK) {
-		memset(p->aFreq, 0, sizeof(double) * p->nPhrase);
-		rc = api->xInstCount(fts, &nInst);
-	}
-	for (int i = 0; rc == SQLITE_OK && i < nInst; i++) {
-		int ip, ic, io;
-		rc = api->xInst(fts, i, &ip, &ic, &io);
-		if (rc == SQLITE_OK) p->aFreq[ip] += 1.0;
+	// Each scored phrase's hits are counted on its own position list.
+	// bm25() asks for the row's instances instead (xInstCount), which
+	// merges every phrase's list into one array ordered by position, the
+	// filter phrases' too: the same counts, at more cost per row.
+	for (int i = 0; rc == SQLITE_OK && i < p->nPhrase; i++) {
+		p->aFreq[i] = 0.0;
+		if (p->aIDF[i] == 0.0) continue; // a filter phrase
+		Fts5PhraseIter it;
+		int iCol = 0, iOff = 0;
+		rc = api->xPhraseFirst(fts, i, &it, &iCol, &iOff);
+		for (; rc == SQLITE_OK && iCol >= 0; api->xPhraseNext(fts, &it, &iCol, &iOff)) {
+			p->aFreq[i] += 1.0;
+		}
 	}
 	if (rc == SQLITE_OK) {
 		int nTok;
