@@ -627,7 +627,8 @@ func MatchExpr(q store.MatchQuery) string {
 }
 
 // Lexical implements store.Store with FTS5's bm25(), negated so that higher
-// is better.
+// is better. In the cgo build the scores come from mnemo_bm25 (package
+// sqlitedb), the same figures computed from cached document frequencies.
 //
 // An OR query with a limit whose terms are partly common (in more than
 // CommonTermRatio of all memories) and partly rare scores only the rows
@@ -679,8 +680,10 @@ func (s *Store) Lexical(ctx context.Context, p store.LexicalParams) ([]mnemotype
 	return hits, err
 }
 
-// lexical runs one FTS5 query. With rare, only rows matching one of those
-// terms are scored; filled reports whether Limit rows were found.
+// lexical runs one FTS5 query: ranked before the scope is read when the
+// scope holds most memories (lexicalTopFirst), else joined to the
+// memories. With rare, only rows matching one of those terms are scored;
+// filled reports whether Limit rows were found.
 func (s *Store) lexical(ctx context.Context, p store.LexicalParams, rare []string, seq int64) (hits []mnemotype.Hit, filled bool, err error) {
 	rank, err := s.rank(ctx, p.Match.Terms, seq)
 	if err != nil {
