@@ -51,6 +51,19 @@ func TestRankFunction(t *testing.T) {
 	if _, err := db.Exec(`DELETE FROM t WHERE rowid % 7 = 0`); err != nil {
 		t.Fatal(err)
 	}
+	lens, err := DocLengths(t.Context(), db, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lens) == 0 {
+		t.Fatal("DocLengths returned nothing")
+	}
+	wrongLens := append([]byte(nil), lens...) // every known length one more
+	for i := 0; i < len(wrongLens); i += 2 {
+		if v := binary.LittleEndian.Uint16(wrongLens[i:]); v != 0xFFFF {
+			binary.LittleEndian.PutUint16(wrongLens[i:], v+1)
+		}
+	}
 	counts := func(phrases []string) []byte {
 		blob := make([]byte, 8*len(phrases))
 		for i, ph := range phrases {
@@ -116,6 +129,9 @@ func TestRankFunction(t *testing.T) {
 			{"without counts", "mnemo_bm25(t)", nil},
 			{"with a short BLOB", "mnemo_bm25(t, ?)", []any{blob[:len(blob)-1]}},
 			{"with an integer", "mnemo_bm25(t, 12)", nil},
+			{"with counts and lengths", "mnemo_bm25(t, ?, ?)", []any{blob, lens}},
+			{"with lengths cut short", "mnemo_bm25(t, ?, ?)", []any{blob, lens[:len(lens)/2+1]}},
+			{"with lengths not a BLOB", "mnemo_bm25(t, ?, 7)", []any{blob}},
 		} {
 			got := scores(v.rank, v.args...)
 			for rowid, w := range want {
@@ -135,6 +151,15 @@ func TestRankFunction(t *testing.T) {
 		}
 		if differ == 0 {
 			t.Errorf("%s: wrong counts changed no score (%d rows): the BLOB is not used", q, len(want))
+		}
+		differ = 0
+		for rowid, g := range scores("mnemo_bm25(t, ?, ?)", blob, wrongLens) {
+			if g != want[rowid] {
+				differ++
+			}
+		}
+		if differ == 0 {
+			t.Errorf("%s: wrong lengths changed no score (%d rows): the lengths are not used", q, len(want))
 		}
 	}
 }

@@ -12,6 +12,7 @@ package sqlitedb
 import (
 	"context"
 	"database/sql"
+	"encoding/binary"
 	"fmt"
 	"net/url"
 	"path/filepath"
@@ -69,4 +70,83 @@ func EnableWAL(ctx context.Context, db *sql.DB, timeout time.Duration) error {
 		case <-time.After(wait):
 		}
 	}
+}
+
+// Querier is what DocLengths reads through: a pool, a connection or a
+// transaction.
+type Querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// MaxDocLengthRowid bounds the rowids DocLengths covers (2 bytes each).
+const MaxDocLengthRowid = 64 << 20
+
+// DocLengths reads the length in tokens of every row of the FTS5 table
+// (from its %_docsize table, so the table must keep column sizes, FTS5's
+// default) into the lengths BLOB of RankFunction: one little-endian uint16
+// per rowid up to the largest, 0xFFFF for rowids without a row and for
+// lengths past 65,534. It returns nil when the largest rowid passes
+// MaxDocLengthRowid.
+func DocLengths(ctx context.Context, q Querier, table string) ([]byte, error) {
+	name := `"` + strings.ReplaceAll(table+"_docsize", `"`, `""`) + `"`
+	var maxID sql.NullInt64
+	if err := q.QueryRowContext(ctx, `SELECT max(id) FROM `+name).Scan(&maxID); err != nil {
+		return nil, fmt.Errorf("read %s row lengths: %w", table, err)
+	}
+	if !maxID.Valid || maxID.Int64 < 0 || maxID.Int64 >= MaxDocLengthRowid {
+		return nil, nil
+	}
+	out := make([]byte, 2*(maxID.Int64+1))
+	for i := range out {
+		out[i] = 0xFF
+	}
+	rows, err := q.QueryContext(ctx, `SELECT id, sz FROM `+name)
+	if err != nil {
+		return nil, fmt.Errorf("read %s row lengths: %w", table, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var sz []byte
+		if err := rows.Scan(&id, &sz); err != nil {
+			return nil, fmt.Errorf("read %s row lengths: %w", table, err)
+		}
+		if id < 0 || id > maxID.Int64 {
+			continue // written since max(id) was read
+		}
+		// sz holds one varint per column; the row's length is their sum.
+		var n uint64
+		for len(sz) > 0 {
+			v, k := varint(sz)
+			if k == 0 {
+				return nil, fmt.Errorf("read %s row lengths: row %d: malformed size record", table, id)
+			}
+			n, sz = n+v, sz[k:]
+		}
+		if n < 0xFFFF {
+			binary.LittleEndian.PutUint16(out[2*id:], uint16(n))
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read %s row lengths: %w", table, err)
+	}
+	return out, nil
+}
+
+// varint decodes SQLite's variable-length integer (big-endian groups of
+// seven bits, the ninth byte whole) at the start of b, returning its value
+// and size, or size 0 when b ends first.
+func varint(b []byte) (uint64, int) {
+	var v uint64
+	for i := 0; i < len(b) && i < 9; i++ {
+		if i == 8 {
+			return v<<8 | uint64(b[i]), 9
+		}
+		v = v<<7 | uint64(b[i]&0x7F)
+		if b[i]&0x80 == 0 {
+			return v, i + 1
+		}
+	}
+	return 0, 0
 }

@@ -131,3 +131,62 @@ func TestEnableWAL(t *testing.T) {
 		t.Errorf("a new connection sees journal_mode %q (%v), want wal", mode, err)
 	}
 }
+
+func TestVarint(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		in   []byte
+		v    uint64
+		size int
+	}{
+		{[]byte{0x05}, 5, 1},
+		{[]byte{0x7F, 0xFF}, 127, 1},
+		{[]byte{0x81, 0x00}, 128, 2},
+		{[]byte{0x82, 0x80, 0x01}, 1<<15 | 1, 3},
+		{[]byte{0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF}, 1<<64 - 1, 9},
+		{[]byte{0x81}, 0, 0}, // cut short
+		{nil, 0, 0},
+	} {
+		if v, n := varint(tc.in); v != tc.v || n != tc.size {
+			t.Errorf("varint(% x) = %d, %d; want %d, %d", tc.in, v, n, tc.v, tc.size)
+		}
+	}
+}
+
+// TestDocLengths: one length per rowid as FTS5 counts tokens (porter
+// stemming, punctuation dropped), 0xFFFF for rowids without a row.
+func TestDocLengths(t *testing.T) {
+	t.Parallel()
+	db, err := Open(filepath.Join(t.TempDir(), "x.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if got, err := DocLengths(t.Context(), db, "nope"); err == nil {
+		t.Errorf("DocLengths of a missing table = %v, want an error", got)
+	}
+	if _, err := db.Exec(`CREATE VIRTUAL TABLE t USING fts5(body, tokenize='porter unicode61')`); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := DocLengths(t.Context(), db, "t"); err != nil || got != nil {
+		t.Errorf("DocLengths of an empty table = %v, %v; want nil", got, err)
+	}
+	for id, body := range map[int]string{1: "rivers flow, and flow!", 2: "x", 4: strings.Repeat("word ", 300)} {
+		if _, err := db.Exec(`INSERT INTO t(rowid, body) VALUES (?, ?)`, id, body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := DocLengths(t.Context(), db, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []uint16{0xFFFF, 4, 1, 0xFFFF, 300}
+	if len(got) != 2*len(want) {
+		t.Fatalf("DocLengths = % x, want %d rowids", got, len(want))
+	}
+	for id, w := range want {
+		if g := uint16(got[2*id]) | uint16(got[2*id+1])<<8; g != w {
+			t.Errorf("rowid %d: length %d, want %d", id, g, w)
+		}
+	}
+}

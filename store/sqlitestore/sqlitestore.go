@@ -21,6 +21,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -104,6 +105,12 @@ type Store struct {
 	// frequencies. Empty: FTS5's bm25() ranks, and term counts stop at the
 	// common-term threshold.
 	rankFn string
+	lensMu sync.Mutex
+	lens   docLengths
+	// bgCtx ends at Close, which waits for bg: background loads.
+	bgCtx  context.Context
+	stopBG context.CancelFunc
+	bg     sync.WaitGroup
 }
 
 var _ store.Store = (*Store)(nil)
@@ -166,6 +173,7 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 	r.SetMaxIdleConns(opt.Readers)
 	r.SetConnMaxLifetime(0)
 	s.r = r
+	s.bgCtx, s.stopBG = context.WithCancel(context.Background())
 	return s, nil
 }
 
@@ -221,6 +229,8 @@ func (s *Store) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
+	s.stopBG()
+	s.bg.Wait()
 	// Best effort: fold the WAL into the main file so a copied .db is whole.
 	_, _ = s.w.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`)
 	err := errors.Join(s.r.Close(), s.w.Close())

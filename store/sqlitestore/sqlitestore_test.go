@@ -1000,3 +1000,87 @@ func seqOf(t *testing.T, s *Store) int64 {
 	}
 	return seq
 }
+
+// TestStore_RankWithLengths: once the rows' lengths are loaded, ranking
+// with them gives bm25()'s scores to the bit; after a write they are not
+// used (a content update changes a row's length under the same rowid)
+// until a load as of the new sequence.
+func TestStore_RankWithLengths(t *testing.T) {
+	t.Parallel()
+	if sqlitedb.RankFunction == "" {
+		t.Skip("this build ranks with bm25(): no lengths to load")
+	}
+	ctx := t.Context()
+	s := openTest(t)
+	words := strings.Fields("amber basalt cedar dune ember fjord garnet heath")
+	ms := storetest.GenerateMemories(11, "p", 300, 0)
+	for i := range ms {
+		var text []string
+		for j := range 1 + i%9 {
+			text = append(text, words[(i*(j+2)+j)%len(words)])
+		}
+		ms[i].Content = strings.Join(text, " ")
+	}
+	if err := s.Insert(ctx, ms); err != nil {
+		t.Fatal(err)
+	}
+	loaded := func() []byte {
+		t.Helper()
+		seq := seqOf(t, s)
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			if lens := s.lengths(seq); lens != nil {
+				return lens
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("lengths not loaded within 10 s")
+			}
+			s.lensMu.Lock()
+			s.lens.next = time.Time{} // no waiting between loads here
+			s.lensMu.Unlock()
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	check := func(step string) {
+		t.Helper()
+		seq := seqOf(t, s)
+		for _, terms := range [][]string{{"amber"}, {"cedar", "dune"}, {"ember", "fjord", "heath", "amber"}} {
+			p := store.LexicalParams{Scope: mnemotype.Scope{Profile: "p"}, Match: store.MatchQuery{Terms: terms}, Limit: 20}
+			want, _, err := s.lexicalJoined(ctx, p, nil, rankExpr{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rank, err := s.rank(ctx, terms, seq)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _, err := s.lexicalJoined(ctx, p, nil, rank)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("%s, %q (lengths given: %v): %v, bm25() %v", step, terms, rank.lens != nil, got, want)
+			}
+		}
+	}
+	loaded()
+	check("loaded")
+	// Longer content under the same rowid: the copy is stale now.
+	long := strings.Repeat("amber ", 40)
+	if _, err := s.Update(ctx, store.UpdateParams{Profile: "p", ID: ms[0].ID, Content: &long}); err != nil {
+		t.Fatal(err)
+	}
+	if lens := s.lengths(seqOf(t, s)); lens != nil {
+		t.Fatal("lengths from before the update used after it")
+	}
+	check("after the update")
+	lens := loaded()
+	var rid int64
+	if err := s.r.QueryRow(`SELECT rid FROM memories WHERE id = ?`, ms[0].ID).Scan(&rid); err != nil {
+		t.Fatal(err)
+	}
+	if got := int(lens[2*rid]) | int(lens[2*rid+1])<<8; got != 40 {
+		t.Errorf("reloaded length of the updated memory = %d, want 40", got)
+	}
+	check("reloaded")
+}

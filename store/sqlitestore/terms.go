@@ -222,6 +222,7 @@ func (s *Store) countTerms(ctx context.Context, terms []string, limit, seq int64
 type rankExpr struct {
 	fn     string  // sqlitedb.RankFunction; "" for bm25()
 	counts []int64 // matches per term, for fn
+	lens   []byte  // rows' lengths for fn (docLengths); nil: fn looks them up
 }
 
 // ftsMatch is the FTS5 part of a lexical query: the ranking column (lower
@@ -264,6 +265,9 @@ func (r rankExpr) match(q store.MatchQuery, rare []string) ftsMatch {
 		binary.LittleEndian.PutUint64(blob[8*i:], uint64(n))
 	}
 	m.rank, m.rankArgs = r.fn+"(memories_fts, ?)", []any{blob}
+	if r.lens != nil {
+		m.rank, m.rankArgs = r.fn+"(memories_fts, ?, ?)", []any{blob, r.lens}
+	}
 	return m
 }
 
@@ -300,5 +304,5 @@ func (s *Store) rank(ctx context.Context, terms []string, seq int64) (rankExpr, 
 			counts[i] = got[j]
 		}
 	}
-	return rankExpr{fn: s.rankFn, counts: counts}, nil
+	return rankExpr{fn: s.rankFn, counts: counts, lens: s.lengths(seq)}, nil
 }
