@@ -174,6 +174,46 @@ func BenchmarkRecallAllLegs_10k(b *testing.B) {
 	benchmarkRecall(b, 10_000, map[string]string{"recencyWeight": "0.6", "accessWeight": "0.4"})
 }
 
+// BenchmarkRecallAfterWrite_10k times each recall right after a memory is
+// added (the add untimed), as an agent storing and recalling in turn
+// would: every recall then syncs the in-memory index, recounts its
+// terms' document frequencies and looks up the rows' lengths, the cached
+// ones being a write old.
+func BenchmarkRecallAfterWrite_10k(b *testing.B) {
+	e, queries := benchEngine(b, 10_000)
+	extra, _ := benchCorpus(b, 2_000)
+	ctx := context.Background()
+	lat := make([]time.Duration, 0, b.N)
+	stages := map[string]float64{}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		in := extra[i%len(extra)]
+		in.ID = fmt.Sprintf("w%07d", i)
+		if _, err := e.Remember(ctx, in); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		t := time.Now()
+		res, err := e.Recall(ctx, mnemo.Query{Profile: "bench", Text: queries[i%len(queries)], Timings: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(t))
+		for k, v := range res.Trace.Timings {
+			stages[k] += v
+		}
+		sinkResult = res
+	}
+	b.StopTimer()
+	for _, k := range []string{"index_sync", "lexical", "dense", "lexical_cross", "fetch"} {
+		b.ReportMetric(stages[k]/float64(b.N), k+"-ms")
+	}
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(lat[len(lat)*95/100].Microseconds())/1000, "p95-ms")
+}
+
 // BenchmarkImport measures ingest with precomputed embeddings in batches of
 // 1,000 (the CLI import's batch size).
 func BenchmarkImport(b *testing.B) {
