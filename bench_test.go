@@ -129,12 +129,23 @@ var sinkResult *mnemo.RecallResult
 
 func benchmarkRecall(b *testing.B, n int, over map[string]string) {
 	e, queries := benchEngine(b, n)
+	timeRecalls(b, e, queries, over, nil)
+}
+
+// timeRecalls times b.N recalls on e, each after before(i) (untimed)
+// when given, and reports the p50 and p95 latencies and the mean per stage.
+func timeRecalls(b *testing.B, e *mnemo.Engine, queries []string, over map[string]string, before func(i int)) {
 	ctx := context.Background()
 	lat := make([]time.Duration, 0, b.N)
 	stages := map[string]float64{}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
+		if before != nil {
+			b.StopTimer()
+			before(i)
+			b.StartTimer()
+		}
 		t := time.Now()
 		// Timings is the trace without counterfactual ranks (what the HTTP
 		// API asks for its metrics): it costs little, the lists exist
@@ -150,7 +161,7 @@ func benchmarkRecall(b *testing.B, n int, over map[string]string) {
 		sinkResult = res
 	}
 	b.StopTimer()
-	for _, k := range []string{"lexical", "dense", "lexical_cross", "fetch"} {
+	for _, k := range []string{"index_sync", "lexical", "dense", "lexical_cross", "fetch"} {
 		b.ReportMetric(stages[k]/float64(b.N), k+"-ms")
 	}
 	slices.Sort(lat)
@@ -182,36 +193,13 @@ func BenchmarkRecallAllLegs_10k(b *testing.B) {
 func BenchmarkRecallAfterWrite_10k(b *testing.B) {
 	e, queries := benchEngine(b, 10_000)
 	extra, _ := benchCorpus(b, 2_000)
-	ctx := context.Background()
-	lat := make([]time.Duration, 0, b.N)
-	stages := map[string]float64{}
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		b.StopTimer()
+	timeRecalls(b, e, queries, nil, func(i int) {
 		in := extra[i%len(extra)]
 		in.ID = fmt.Sprintf("w%07d", i)
-		if _, err := e.Remember(ctx, in); err != nil {
+		if _, err := e.Remember(context.Background(), in); err != nil {
 			b.Fatal(err)
 		}
-		b.StartTimer()
-		t := time.Now()
-		res, err := e.Recall(ctx, mnemo.Query{Profile: "bench", Text: queries[i%len(queries)], Timings: true})
-		if err != nil {
-			b.Fatal(err)
-		}
-		lat = append(lat, time.Since(t))
-		for k, v := range res.Trace.Timings {
-			stages[k] += v
-		}
-		sinkResult = res
-	}
-	b.StopTimer()
-	for _, k := range []string{"index_sync", "lexical", "dense", "lexical_cross", "fetch"} {
-		b.ReportMetric(stages[k]/float64(b.N), k+"-ms")
-	}
-	slices.Sort(lat)
-	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
-	b.ReportMetric(float64(lat[len(lat)*95/100].Microseconds())/1000, "p95-ms")
+	})
 }
 
 // BenchmarkImport measures ingest with precomputed embeddings in batches of

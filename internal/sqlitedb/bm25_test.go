@@ -3,6 +3,7 @@
 package sqlitedb
 
 import (
+	"database/sql"
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
@@ -11,6 +12,44 @@ import (
 	"testing"
 )
 
+// ftsTable creates FTS5 table t (porter unicode61, like the memories')
+// in a new database and fills it with rows of 1 to maxLen words drawn from
+// word(rng) in one transaction.
+func ftsTable(tb testing.TB, rows, maxLen int, seed uint64, word func(*rand.Rand) string) *sql.DB {
+	tb.Helper()
+	db, err := Open(filepath.Join(tb.TempDir(), "x.db"), Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { db.Close() })
+	if _, err := db.Exec(`CREATE VIRTUAL TABLE t USING fts5(body, tokenize='porter unicode61')`); err != nil {
+		tb.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(seed, seed+1))
+	tx, err := db.Begin()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for range rows {
+		var text []string
+		for range 1 + rng.IntN(maxLen) {
+			text = append(text, word(rng))
+		}
+		if _, err := tx.Exec(`INSERT INTO t(body) VALUES (?)`, strings.Join(text, " ")); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		tb.Fatal(err)
+	}
+	return db
+}
+
+// skewed draws from words with exponentially falling frequencies.
+func skewed(words []string, scale float64) func(*rand.Rand) string {
+	return func(rng *rand.Rand) string { return words[min(len(words)-1, int(rng.ExpFloat64()*scale))] }
+}
+
 // TestRankFunction: mnemo_bm25 given the right document frequencies scores
 // every row exactly as bm25() does (same float64, not merely close), over
 // AND, OR and phrase queries with repeated and stemmed terms; given no
@@ -18,35 +57,10 @@ import (
 // Wrong counts change the scores, so the BLOB is really what it uses.
 func TestRankFunction(t *testing.T) {
 	t.Parallel()
-	db, err := Open(filepath.Join(t.TempDir(), "x.db"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.Exec(`CREATE VIRTUAL TABLE t USING fts5(body, tokenize='porter unicode61')`); err != nil {
-		t.Fatal(err)
-	}
+	// Short rows and skewed word frequencies: most query terms are in few
+	// rows (an IDF above the floor), a few in most.
 	words := strings.Fields("the a river stone rivers dune quartz basalt flowing cedar ember garnet heath fjord")
-	rng := rand.New(rand.NewPCG(3, 4))
-	tx, err := db.Begin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range 3000 {
-		// Short rows and skewed word frequencies: most query terms are
-		// in few rows (an IDF above the floor), a few in most.
-		n := 1 + rng.IntN(8)
-		var text []string
-		for range n {
-			text = append(text, words[min(len(words)-1, int(rng.ExpFloat64()*4))])
-		}
-		if _, err := tx.Exec(`INSERT INTO t(body) VALUES (?)`, strings.Join(text, " ")); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		t.Fatal(err)
-	}
+	db := ftsTable(t, 3000, 8, 3, skewed(words, 4))
 	// Deleted rows must leave the totals and counts consistent too.
 	if _, err := db.Exec(`DELETE FROM t WHERE rowid % 7 = 0`); err != nil {
 		t.Fatal(err)
@@ -169,32 +183,7 @@ func TestRankFunction(t *testing.T) {
 // matching a or b exactly as bm25() ranks "a" OR "b" OR "c".
 func TestRankFunction_FilterPhrases(t *testing.T) {
 	t.Parallel()
-	db, err := Open(filepath.Join(t.TempDir(), "x.db"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.Exec(`CREATE VIRTUAL TABLE t USING fts5(body, tokenize='porter unicode61')`); err != nil {
-		t.Fatal(err)
-	}
-	words := strings.Fields("the a river stone dune quartz basalt cedar ember")
-	rng := rand.New(rand.NewPCG(7, 8))
-	tx, err := db.Begin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range 2000 {
-		var text []string
-		for range 1 + rng.IntN(8) {
-			text = append(text, words[min(len(words)-1, int(rng.ExpFloat64()*3))])
-		}
-		if _, err := tx.Exec(`INSERT INTO t(body) VALUES (?)`, strings.Join(text, " ")); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		t.Fatal(err)
-	}
+	db := ftsTable(t, 2000, 8, 7, skewed(strings.Fields("the a river stone dune quartz basalt cedar ember"), 3))
 	all := []string{`"river"`, `"quartz"`, `"cedar"`, `"stone"`}
 	filter := []string{`"quartz"`, `"cedar"`}
 	blob := make([]byte, 8*(len(filter)+len(all)))
@@ -249,28 +238,7 @@ func TestRankFunction_FilterPhrases(t *testing.T) {
 }
 
 func BenchmarkRankFunction(b *testing.B) {
-	db, err := Open(filepath.Join(b.TempDir(), "x.db"), Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.Exec(`CREATE VIRTUAL TABLE t USING fts5(body, tokenize='porter unicode61')`); err != nil {
-		b.Fatal(err)
-	}
-	rng := rand.New(rand.NewPCG(5, 6))
-	tx, _ := db.Begin()
-	for range 100_000 {
-		var text []string
-		for range 20 {
-			text = append(text, fmt.Sprintf("w%d", int(rng.ExpFloat64()*300)))
-		}
-		if _, err := tx.Exec(`INSERT INTO t(body) VALUES (?)`, strings.Join(text, " ")); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		b.Fatal(err)
-	}
+	db := ftsTable(b, 100_000, 20, 5, func(rng *rand.Rand) string { return fmt.Sprintf("w%d", int(rng.ExpFloat64()*300)) })
 	phrases := []string{`"w2"`, `"w40"`, `"w300"`, `"w900"`}
 	blob := make([]byte, 8*len(phrases))
 	for i, ph := range phrases {
