@@ -79,8 +79,10 @@ type Querier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-// MaxDocLengthRowid bounds the rowids DocLengths covers (2 bytes each).
-const MaxDocLengthRowid = 64 << 20
+// MaxDocLengthRowid bounds the rowids DocLengths covers, at 2 bytes each:
+// SQLite copies a bound BLOB, so the lengths cost a copy per statement
+// (8 MiB at this bound; 200 KB at 100k memories).
+const MaxDocLengthRowid = 4 << 20
 
 // DocLengths reads the length in tokens of every row of the FTS5 table
 // (from its %_docsize table, so the table must keep column sizes, FTS5's
