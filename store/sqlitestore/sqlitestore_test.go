@@ -267,6 +267,11 @@ func TestOpen_WAL(t *testing.T) {
 			t.Errorf("%s: foreign_keys = %d", name, fk)
 		}
 	}
+	// No memory map (see DefaultMmapSize): a write elsewhere would unmap it.
+	var mmap int64
+	if err := s.r.QueryRowContext(t.Context(), `PRAGMA mmap_size`).Scan(&mmap); err != nil || mmap != 0 {
+		t.Errorf("reader pool: mmap_size = %d, %v; want 0", mmap, err)
+	}
 	var qo int
 	if err := s.r.QueryRowContext(t.Context(), `PRAGMA query_only`).Scan(&qo); err != nil || qo != 1 {
 		t.Errorf("reader pool: query_only = %d, %v; want 1", qo, err)
