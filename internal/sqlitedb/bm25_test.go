@@ -50,6 +50,44 @@ func skewed(words []string, scale float64) func(*rand.Rand) string {
 	return func(rng *rand.Rand) string { return words[min(len(words)-1, int(rng.ExpFloat64()*scale))] }
 }
 
+// rowScores runs q, which selects (rowid, score), and returns the scores
+// by rowid.
+func rowScores(t *testing.T, db *sql.DB, q string, args ...any) map[int64]float64 {
+	t.Helper()
+	rows, err := db.Query(q, args...)
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	defer rows.Close()
+	out := map[int64]float64{}
+	for rows.Next() {
+		var id int64
+		var s float64
+		if err := rows.Scan(&id, &s); err != nil {
+			t.Fatal(err)
+		}
+		out[id] = s
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// phraseCounts is the counts BLOB of mnemo_bm25 for phrases of table t.
+func phraseCounts(tb testing.TB, db *sql.DB, phrases []string) []byte {
+	tb.Helper()
+	blob := make([]byte, 8*len(phrases))
+	for i, ph := range phrases {
+		var n int64
+		if err := db.QueryRow(`SELECT count(*) FROM t WHERE t MATCH ?`, ph).Scan(&n); err != nil {
+			tb.Fatal(err)
+		}
+		binary.LittleEndian.PutUint64(blob[8*i:], uint64(n))
+	}
+	return blob
+}
+
 // TestRankFunction: mnemo_bm25 given the right document frequencies scores
 // every row exactly as bm25() does (same float64, not merely close), over
 // AND, OR and phrase queries with repeated and stemmed terms; given no
@@ -78,17 +116,6 @@ func TestRankFunction(t *testing.T) {
 			binary.LittleEndian.PutUint16(wrongLens[i:], v+1)
 		}
 	}
-	counts := func(phrases []string) []byte {
-		blob := make([]byte, 8*len(phrases))
-		for i, ph := range phrases {
-			var n int64
-			if err := db.QueryRow(`SELECT count(*) FROM t WHERE t MATCH ?`, ph).Scan(&n); err != nil {
-				t.Fatal(err)
-			}
-			binary.LittleEndian.PutUint64(blob[8*i:], uint64(n))
-		}
-		return blob
-	}
 	for _, tc := range []struct {
 		phrases []string
 		op      string
@@ -102,7 +129,7 @@ func TestRankFunction(t *testing.T) {
 		{[]string{`"the"`, `"a"`, `"stone"`, `"dune"`, `"fjord"`}, " OR "}, // terms in most rows: IDF floor
 	} {
 		q := strings.Join(tc.phrases, tc.op)
-		blob := counts(tc.phrases)
+		blob := phraseCounts(t, db, tc.phrases)
 		wrong := make([]byte, len(blob)) // every count halved
 		for i := 0; i < len(blob); i += 8 {
 			binary.LittleEndian.PutUint64(wrong[i:], binary.LittleEndian.Uint64(blob[i:])/2+1)
@@ -110,25 +137,7 @@ func TestRankFunction(t *testing.T) {
 		// One query per variant: FTS5 keeps one auxiliary data slot per
 		// function and cursor, so two calls in one query would share counts.
 		scores := func(rank string, args ...any) map[int64]float64 {
-			t.Helper()
-			rows, err := db.Query(`SELECT rowid, `+rank+` FROM t WHERE t MATCH ?`, append(args, q)...)
-			if err != nil {
-				t.Fatalf("%s: %s: %v", q, rank, err)
-			}
-			defer rows.Close()
-			out := map[int64]float64{}
-			for rows.Next() {
-				var rowid int64
-				var s float64
-				if err := rows.Scan(&rowid, &s); err != nil {
-					t.Fatal(err)
-				}
-				out[rowid] = s
-			}
-			if err := rows.Err(); err != nil {
-				t.Fatal(err)
-			}
-			return out
+			return rowScores(t, db, `SELECT rowid, `+rank+` FROM t WHERE t MATCH ?`, append(args, q)...)
 		}
 		want := scores("bm25(t)")
 		if len(want) == 0 {
@@ -186,47 +195,15 @@ func TestRankFunction_FilterPhrases(t *testing.T) {
 	db := ftsTable(t, 2000, 8, 7, skewed(strings.Fields("the a river stone dune quartz basalt cedar ember"), 3))
 	all := []string{`"river"`, `"quartz"`, `"cedar"`, `"stone"`}
 	filter := []string{`"quartz"`, `"cedar"`}
-	blob := make([]byte, 8*(len(filter)+len(all)))
+	blob := make([]byte, 8*len(filter)) // -1 each: not scored
 	for i := range filter {
-		binary.LittleEndian.PutUint64(blob[8*i:], uint64(1<<64-1)) // -1
+		binary.LittleEndian.PutUint64(blob[8*i:], uint64(1<<64-1))
 	}
-	for i, ph := range all {
-		var n int64
-		if err := db.QueryRow(`SELECT count(*) FROM t WHERE t MATCH ?`, ph).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		binary.LittleEndian.PutUint64(blob[8*(len(filter)+i):], uint64(n))
-	}
-	want := map[int64]float64{}
-	rows, err := db.Query(`SELECT rowid, bm25(t) FROM t WHERE t MATCH ? AND rowid IN (SELECT rowid FROM t WHERE t MATCH ?)`,
+	blob = append(blob, phraseCounts(t, db, all)...)
+	want := rowScores(t, db, `SELECT rowid, bm25(t) FROM t WHERE t MATCH ? AND rowid IN (SELECT rowid FROM t WHERE t MATCH ?)`,
 		strings.Join(all, " OR "), strings.Join(filter, " OR "))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		var id int64
-		var s float64
-		if err := rows.Scan(&id, &s); err != nil {
-			t.Fatal(err)
-		}
-		want[id] = s
-	}
-	rows.Close()
-	got := map[int64]float64{}
-	rows, err = db.Query(`SELECT rowid, mnemo_bm25(t, ?) FROM t WHERE t MATCH ?`, blob,
+	got := rowScores(t, db, `SELECT rowid, mnemo_bm25(t, ?) FROM t WHERE t MATCH ?`, blob,
 		"("+strings.Join(filter, " OR ")+") AND ("+strings.Join(all, " OR ")+")")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		var id int64
-		var s float64
-		if err := rows.Scan(&id, &s); err != nil {
-			t.Fatal(err)
-		}
-		got[id] = s
-	}
-	rows.Close()
 	if len(want) == 0 || len(got) != len(want) {
 		t.Fatalf("%d rows filtered by mnemo_bm25's query, %d by the reference", len(got), len(want))
 	}
@@ -240,14 +217,7 @@ func TestRankFunction_FilterPhrases(t *testing.T) {
 func BenchmarkRankFunction(b *testing.B) {
 	db := ftsTable(b, 100_000, 20, 5, func(rng *rand.Rand) string { return fmt.Sprintf("w%d", int(rng.ExpFloat64()*300)) })
 	phrases := []string{`"w2"`, `"w40"`, `"w300"`, `"w900"`}
-	blob := make([]byte, 8*len(phrases))
-	for i, ph := range phrases {
-		var n int64
-		if err := db.QueryRow(`SELECT count(*) FROM t WHERE t MATCH ?`, ph).Scan(&n); err != nil {
-			b.Fatal(err)
-		}
-		binary.LittleEndian.PutUint64(blob[8*i:], uint64(n))
-	}
+	blob := phraseCounts(b, db, phrases)
 	q := strings.Join(phrases[1:], " OR ")
 	for _, tc := range []struct {
 		name string
