@@ -914,6 +914,9 @@ func TestStore_TopFirstMatchesJoined(t *testing.T) {
 		if qi%3 == 0 {
 			terms = append(terms, words[(qi*5+2)%len(words)])
 		}
+		if qi%5 == 4 {
+			terms = append(terms, "*", `"`, "NEAR(") // phrases without a token
+		}
 		for _, sc := range scopes {
 			share, err := s.scopeShare(ctx, sc, seqOf(t, s))
 			if err != nil {
