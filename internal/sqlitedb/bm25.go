@@ -143,16 +143,19 @@ static int mnemoRegister(sqlite3 *db, char **pzErr, const void *thunk) {
 	// only after the open, so wait as long as its default (5 s) here.
 	sqlite3_busy_timeout(db, 5000);
 	int rc = sqlite3_prepare_v2(db, "SELECT fts5(?1)", -1, &stmt, 0);
-	if (rc != SQLITE_OK) {
-		*pzErr = sqlite3_mprintf("mnemo_bm25: ask FTS5 for its API: %s", sqlite3_errmsg(db));
+	if (rc == SQLITE_OK) {
+		sqlite3_bind_pointer(stmt, 1, (void *)&api, "fts5_api_ptr", 0);
+		sqlite3_step(stmt);
+		rc = sqlite3_finalize(stmt);
+	}
+	if ((rc & 0xFF) == SQLITE_BUSY || (rc & 0xFF) == SQLITE_LOCKED) {
+		*pzErr = sqlite3_mprintf("mnemo_bm25: the database stayed locked: %s", sqlite3_errmsg(db));
 		return rc;
 	}
-	sqlite3_bind_pointer(stmt, 1, (void *)&api, "fts5_api_ptr", 0);
-	sqlite3_step(stmt);
-	rc = sqlite3_finalize(stmt);
 	if (rc != SQLITE_OK) {
-		*pzErr = sqlite3_mprintf("mnemo_bm25: ask FTS5 for its API: %s", sqlite3_errmsg(db));
-		return rc;
+		// Not a database, corrupt, unreadable: the connection's first
+		// statement reports that in its own words.
+		return SQLITE_OK;
 	}
 	if (!api || api->iVersion < 2) {
 		*pzErr = sqlite3_mprintf("mnemo_bm25: SQLite has no FTS5 API version 2");

@@ -1,6 +1,7 @@
 package sqlitestore
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
@@ -1091,4 +1092,26 @@ func TestStore_RankWithLengths(t *testing.T) {
 		t.Errorf("reloaded length of the updated memory = %d, want 40", got)
 	}
 	check("reloaded")
+}
+
+// TestOpen_NotADatabase: a file that is not SQLite is reported as such and
+// left as it was.
+func TestOpen_NotADatabase(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "notes.db")
+	text := []byte(strings.Repeat("these are my notes, not a database. ", 20))
+	if err := os.WriteFile(path, text, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(t.Context(), path, Options{})
+	if err == nil {
+		s.Close()
+		t.Fatal("Open of a text file succeeded")
+	}
+	if !strings.Contains(err.Error(), "not a database") || !strings.Contains(err.Error(), path) {
+		t.Errorf("Open of a text file: %v; want the path and \"not a database\"", err)
+	}
+	if got, _ := os.ReadFile(path); !bytes.Equal(got, text) {
+		t.Error("Open changed the file")
+	}
 }

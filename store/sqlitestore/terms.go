@@ -276,8 +276,9 @@ func (r rankExpr) match(q store.MatchQuery, rare []string) ftsMatch {
 // frequencies, exact as of seq, counted where the cache has none. bm25()
 // counts them itself in every statement, reading each term's whole list
 // of matches: at 100k memories that was 1.3 ms per statement, against a
-// cached count's nothing. A write by another process between seq and the
-// query can leave a count one write behind for that query.
+// cached count's nothing. A write landing between the reading of seq and
+// the query (by another recall's process or this one) can leave a count,
+// or an updated row's length, one write behind for that query.
 func (s *Store) rank(ctx context.Context, terms []string, seq int64) (rankExpr, error) {
 	if s.rankFn == "" {
 		return rankExpr{}, nil
