@@ -133,6 +133,221 @@ static void mnemoBm25(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_con
 	sqlite3_result_double(ctx, -1.0 * score);
 }
 
+// mnemo_bm25_text(content, terms, counts, averages, all) scores one row's
+// text as mnemo_bm25 scores it inside an FTS5 query of terms, without the
+// query: the text is tokenized with the table's tokenizer ('porter
+// unicode61'), each term (terms: a BLOB of NUL-separated strings, each a
+// phrase) counted at consecutive positions, the length taken as FTS5
+// takes it, the averages from the table's averages record (averages: the
+// BLOB of id 1 in its %_data table). It returns NULL when the text does not
+// match: a phrase without a token is left out of the query, as FTS5
+// leaves it out; all=1 wants every other phrase, else one. Scoring a few
+// rows this way reads their text instead of every term's whole list of
+// matches.
+
+#define MNEMO_MAX_TOKEN 32768 // FTS5_MAX_TOKEN_SIZE
+
+typedef struct {
+	char *buf; // tokens, one after another
+	int *off, *len;
+	int n, cap, bufLen, bufCap;
+} mnemoTokens;
+
+static void mnemoTokensFree(mnemoTokens *t) {
+	sqlite3_free(t->buf);
+	sqlite3_free(t->off);
+	sqlite3_free(t->len);
+	memset(t, 0, sizeof(*t));
+}
+
+static int mnemoTokenCb(void *ctx, int tflags, const char *tok, int nTok, int iStart, int iEnd) {
+	mnemoTokens *t = (mnemoTokens *)ctx;
+	if (tflags & FTS5_TOKEN_COLOCATED) return SQLITE_OK; // a synonym: no position of its own
+	if (nTok > MNEMO_MAX_TOKEN) nTok = MNEMO_MAX_TOKEN;
+	if (t->n == t->cap) {
+		int cap = t->cap ? 2 * t->cap : 64;
+		int *off = sqlite3_realloc(t->off, cap * sizeof(int));
+		if (!off) return SQLITE_NOMEM;
+		t->off = off;
+		int *len = sqlite3_realloc(t->len, cap * sizeof(int));
+		if (!len) return SQLITE_NOMEM;
+		t->len = len;
+		t->cap = cap;
+	}
+	if (t->bufLen + nTok > t->bufCap) {
+		int cap = t->bufCap ? 2 * t->bufCap : 512;
+		while (cap < t->bufLen + nTok) cap *= 2;
+		char *buf = sqlite3_realloc(t->buf, cap);
+		if (!buf) return SQLITE_NOMEM;
+		t->buf = buf;
+		t->bufCap = cap;
+	}
+	memcpy(t->buf + t->bufLen, tok, nTok);
+	t->off[t->n] = t->bufLen;
+	t->len[t->n] = nTok;
+	t->bufLen += nTok;
+	t->n++;
+	return SQLITE_OK;
+}
+
+static int mnemoTokenEq(const mnemoTokens *a, int i, const mnemoTokens *b, int j) {
+	return a->len[i] == b->len[j] && memcmp(a->buf + a->off[i], b->buf + b->off[j], a->len[i]) == 0;
+}
+
+// mnemoVarint reads SQLite's varint at p (n bytes left); 0 when cut short.
+static int mnemoVarint(const unsigned char *p, int n, sqlite3_uint64 *v) {
+	sqlite3_uint64 x = 0;
+	for (int i = 0; i < n && i < 9; i++) {
+		if (i == 8) {
+			*v = (x << 8) | p[i];
+			return 9;
+		}
+		x = (x << 7) | (p[i] & 0x7F);
+		if (!(p[i] & 0x80)) {
+			*v = x;
+			return i + 1;
+		}
+	}
+	return 0;
+}
+
+typedef struct {
+	fts5_tokenizer tk;
+	Fts5Tokenizer *tok;
+	int nPhrase;
+	mnemoTokens *phrase; // each term's tokens
+	double *aIDF;
+	double *aFreq;
+	double avgdl;
+} mnemoTextQuery;
+
+static void mnemoTextQueryFree(void *p) {
+	mnemoTextQuery *q = (mnemoTextQuery *)p;
+	if (!q) return;
+	for (int i = 0; i < q->nPhrase; i++) mnemoTokensFree(&q->phrase[i]);
+	if (q->tok) q->tk.xDelete(q->tok);
+	sqlite3_free(q->phrase);
+	sqlite3_free(q->aIDF);
+	sqlite3_free(q->aFreq);
+	sqlite3_free(q);
+}
+
+static mnemoTextQuery *mnemoTextQueryNew(sqlite3_context *ctx, fts5_api *api, sqlite3_value **argv) {
+	const char *terms = (const char *)sqlite3_value_blob(argv[1]);
+	int nTerms = sqlite3_value_bytes(argv[1]);
+	const unsigned char *counts = (const unsigned char *)sqlite3_value_blob(argv[2]);
+	int nCounts = sqlite3_value_bytes(argv[2]);
+	const unsigned char *avg = (const unsigned char *)sqlite3_value_blob(argv[3]);
+	int nAvg = sqlite3_value_bytes(argv[3]);
+	int nPhrase = 1;
+	for (int i = 0; i < nTerms; i++) if (terms[i] == 0) nPhrase++;
+	if (!terms || nTerms == 0 || nCounts != 8 * nPhrase) {
+		sqlite3_result_error(ctx, "mnemo_bm25_text: want NUL-separated terms and one 8-byte count per term", -1);
+		return 0;
+	}
+	sqlite3_uint64 nRow = 0, nToken = 0;
+	int k = avg ? mnemoVarint(avg, nAvg, &nRow) : 0;
+	if (k == 0 || mnemoVarint(avg + k, nAvg - k, &nToken) == 0 || nRow == 0) {
+		sqlite3_result_error(ctx, "mnemo_bm25_text: want the FTS5 table's averages record", -1);
+		return 0;
+	}
+	mnemoTextQuery *q = sqlite3_malloc(sizeof(*q));
+	if (!q) {
+		sqlite3_result_error_nomem(ctx);
+		return 0;
+	}
+	memset(q, 0, sizeof(*q));
+	void *userData = 0;
+	const char *azArg[] = {"unicode61"};
+	int rc = api->xFindTokenizer(api, "porter", &userData, &q->tk);
+	if (rc == SQLITE_OK) rc = q->tk.xCreate(userData, azArg, 1, &q->tok);
+	if (rc != SQLITE_OK) {
+		sqlite3_free(q);
+		sqlite3_result_error(ctx, "mnemo_bm25_text: no porter unicode61 tokenizer", -1);
+		return 0;
+	}
+	q->nPhrase = nPhrase;
+	q->phrase = sqlite3_malloc(nPhrase * sizeof(mnemoTokens));
+	q->aIDF = sqlite3_malloc(nPhrase * sizeof(double));
+	q->aFreq = sqlite3_malloc(nPhrase * sizeof(double));
+	if (!q->phrase || !q->aIDF || !q->aFreq) {
+		mnemoTextQueryFree(q);
+		sqlite3_result_error_nomem(ctx);
+		return 0;
+	}
+	memset(q->phrase, 0, nPhrase * sizeof(mnemoTokens));
+	q->avgdl = (double)(sqlite3_int64)nToken / (double)(sqlite3_int64)nRow;
+	const char *start = terms;
+	for (int i = 0; i < nPhrase && rc == SQLITE_OK; i++) {
+		const char *end = memchr(start, 0, terms + nTerms - start);
+		if (!end) end = terms + nTerms;
+		rc = q->tk.xTokenize(q->tok, &q->phrase[i], FTS5_TOKENIZE_QUERY, start, (int)(end - start), mnemoTokenCb);
+		sqlite3_uint64 v = 0;
+		for (int j = 7; j >= 0; j--) v = (v << 8) | counts[i * 8 + j];
+		sqlite3_int64 nHit = (sqlite3_int64)v;
+		double idf = log(((sqlite3_int64)nRow - nHit + 0.5) / (nHit + 0.5));
+		if (idf <= 0.0) idf = 1e-6;
+		q->aIDF[i] = idf;
+		start = end + 1;
+	}
+	if (rc != SQLITE_OK) {
+		mnemoTextQueryFree(q);
+		sqlite3_result_error_code(ctx, rc);
+		return 0;
+	}
+	return q;
+}
+
+static void mnemoBm25Text(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+	const double k1 = 1.2;
+	const double b = 0.75;
+	mnemoTextQuery *q = (mnemoTextQuery *)sqlite3_get_auxdata(ctx, 1);
+	if (!q) {
+		q = mnemoTextQueryNew(ctx, (fts5_api *)sqlite3_user_data(ctx), argv);
+		if (!q) return;
+		sqlite3_set_auxdata(ctx, 1, q, mnemoTextQueryFree);
+		q = (mnemoTextQuery *)sqlite3_get_auxdata(ctx, 1);
+		if (!q) { // SQLite would not keep it: it freed q already
+			sqlite3_result_error_nomem(ctx);
+			return;
+		}
+	}
+	const char *text = (const char *)sqlite3_value_text(argv[0]);
+	int nText = sqlite3_value_bytes(argv[0]);
+	int all = sqlite3_value_int(argv[4]);
+	mnemoTokens doc;
+	memset(&doc, 0, sizeof(doc));
+	int rc = text ? q->tk.xTokenize(q->tok, &doc, FTS5_TOKENIZE_DOCUMENT, text, nText, mnemoTokenCb) : SQLITE_OK;
+	if (rc != SQLITE_OK) {
+		mnemoTokensFree(&doc);
+		sqlite3_result_error_code(ctx, rc);
+		return;
+	}
+	int matched = 0, missing = 0;
+	for (int i = 0; i < q->nPhrase; i++) {
+		const mnemoTokens *ph = &q->phrase[i];
+		q->aFreq[i] = 0.0;
+		if (ph->n == 0) continue; // no token: not part of the query
+		for (int p = 0; p + ph->n <= doc.n; p++) {
+			int j = 0;
+			while (j < ph->n && mnemoTokenEq(&doc, p + j, ph, j)) j++;
+			if (j == ph->n) q->aFreq[i] += 1.0;
+		}
+		if (q->aFreq[i] > 0.0) matched++; else missing++;
+	}
+	double D = (double)doc.n;
+	mnemoTokensFree(&doc);
+	if (matched == 0 || (all && missing > 0)) {
+		sqlite3_result_null(ctx);
+		return;
+	}
+	double score = 0.0;
+	for (int i = 0; i < q->nPhrase; i++) {
+		score += q->aIDF[i] * ((q->aFreq[i] * (k1 + 1.0)) / (q->aFreq[i] + k1 * (1 - b + b * D / q->avgdl)));
+	}
+	sqlite3_result_double(ctx, -1.0 * score);
+}
+
 // mnemoRegister runs for every connection SQLite opens (sqlite3_auto_extension):
 // FTS5 hands out its API through a pointer bound to SELECT fts5(?1).
 static int mnemoRegister(sqlite3 *db, char **pzErr, const void *thunk) {
@@ -161,7 +376,10 @@ static int mnemoRegister(sqlite3 *db, char **pzErr, const void *thunk) {
 		*pzErr = sqlite3_mprintf("mnemo_bm25: SQLite has no FTS5 API version 2");
 		return SQLITE_ERROR;
 	}
-	return api->xCreateFunction(api, "mnemo_bm25", 0, mnemoBm25, 0);
+	rc = api->xCreateFunction(api, "mnemo_bm25", 0, mnemoBm25, 0);
+	if (rc != SQLITE_OK) return rc;
+	return sqlite3_create_function_v2(db, "mnemo_bm25_text", 5, SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS,
+		api, mnemoBm25Text, 0, 0, 0);
 }
 
 static int mnemo_register_bm25(void) {
@@ -182,6 +400,13 @@ import (
 // uint16 per rowid, 0xFFFF where unknown. Empty when the build has none
 // (then use bm25()).
 const RankFunction = "mnemo_bm25"
+
+// TextRankFunction names the scalar function that scores a row's text as
+// RankFunction scores it in an FTS5 query: mnemo_bm25_text(content, terms,
+// counts, averages, all), terms a BLOB of NUL-separated phrases, counts as
+// for RankFunction, averages the table's averages record (the block of id 1
+// in its %_data table), all 1 for AND; NULL for a text that does not match.
+const TextRankFunction = "mnemo_bm25_text"
 
 // registerRank makes every connection opened from now on have
 // mnemo_bm25. SQLite's list of automatic extensions is process state,

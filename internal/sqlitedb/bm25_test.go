@@ -240,3 +240,93 @@ func BenchmarkRankFunction(b *testing.B) {
 		})
 	}
 }
+
+// TestTextRankFunction: scoring a row's text gives what mnemo_bm25 (and so
+// bm25()) gives inside the FTS5 query, to the bit, and NULL exactly for the
+// rows the query does not match — over stemming, diacritics, punctuation,
+// two-token and repeated phrases, AND and OR, and phrases without a token.
+func TestTextRankFunction(t *testing.T) {
+	t.Parallel()
+	words := strings.Fields("the a river rivers running runs café cafe résumé e-mail email stone dune quartz basalt cedar ember fjord naïve")
+	db := ftsTable(t, 3000, 12, 11, skewed(words, 5))
+	if _, err := db.Exec(`INSERT INTO t(body) VALUES ('River, rivers... RIVER!'), ('x'), (''), ('e-mail: e mail; mail e')`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`DELETE FROM t WHERE rowid % 11 = 0`); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		terms []string
+		all   bool
+	}{
+		{[]string{"quartz"}, false},
+		{[]string{"quartz", "basalt"}, true},
+		{[]string{"quartz", "basalt", "cedar"}, false},
+		{[]string{"rivers", "running", "cafe"}, false}, // stemmed; diacritics folded
+		{[]string{"river", "river", "dune"}, false},    // a repeated term
+		{[]string{"e-mail", "naive"}, false},           // a two-token phrase
+		{[]string{"e-mail", "stone"}, true},
+		{[]string{"*", "quartz"}, true}, // a phrase without a token is left out
+		{[]string{"*", "—"}, false},     // and a query of only those matches nothing
+		{[]string{"the", "a", "fjord", "ember"}, false},
+	} {
+		phrases := make([]string, len(tc.terms))
+		for i, term := range tc.terms {
+			phrases[i] = `"` + strings.ReplaceAll(term, `"`, `""`) + `"`
+		}
+		op := " OR "
+		if tc.all {
+			op = " "
+		}
+		q := strings.Join(phrases, op)
+		counts := phraseCounts(t, db, phrases)
+		want := rowScores(t, db, `SELECT rowid, bm25(t) FROM t WHERE t MATCH ?`, q)
+		if (len(want) == 0) != (tc.terms[0] == "*" && !tc.all) {
+			t.Fatalf("%s matches %d rows", q, len(want))
+		}
+		rows, err := db.Query(`SELECT rowid, mnemo_bm25_text(body, ?, ?, (SELECT block FROM t_data WHERE id = 1), ?) FROM t`,
+			[]byte(strings.Join(tc.terms, "\x00")), counts, tc.all)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		n := 0
+		for rows.Next() {
+			var id int64
+			var got sql.NullFloat64
+			if err := rows.Scan(&id, &got); err != nil {
+				t.Fatal(err)
+			}
+			w, match := want[id]
+			switch {
+			case match && !got.Valid:
+				t.Fatalf("%s: row %d matches (bm25 %v), text scoring says it does not", q, id, w)
+			case !match && got.Valid:
+				t.Fatalf("%s: row %d does not match, text scoring gives %v", q, id, got.Float64)
+			case match && got.Float64 != w:
+				t.Fatalf("%s: row %d: bm25 %v, text scoring %v", q, id, w, got.Float64)
+			}
+			if match {
+				n++
+			}
+		}
+		rows.Close()
+		if n != len(want) {
+			t.Fatalf("%s: %d rows scored, %d match", q, n, len(want))
+		}
+	}
+	// Bad arguments are errors, not scores.
+	for _, args := range [][]any{
+		{[]byte("quartz"), []byte{1, 2, 3}, 0},           // counts of the wrong size
+		{[]byte("quartz\x00basalt"), make([]byte, 8), 0}, // one count for two terms
+	} {
+		var s sql.NullFloat64
+		err := db.QueryRow(`SELECT mnemo_bm25_text('quartz', ?, ?, (SELECT block FROM t_data WHERE id = 1), ?)`, args...).Scan(&s)
+		if err == nil || !strings.Contains(err.Error(), "mnemo_bm25_text") {
+			t.Errorf("args %v: %v, %v; want an error naming mnemo_bm25_text", args, s, err)
+		}
+	}
+	var s sql.NullFloat64
+	if err := db.QueryRow(`SELECT mnemo_bm25_text('quartz', 'quartz', ?, x'00', 0)`, make([]byte, 8)).Scan(&s); err == nil || !strings.Contains(err.Error(), "averages") {
+		t.Errorf("a bad averages record: %v, %v; want an error", s, err)
+	}
+}
