@@ -723,6 +723,9 @@ func (s *Store) lexical(ctx context.Context, p store.LexicalParams, rare []strin
 // lexicalJoined is lexical as one query joining every matching row to its
 // memory.
 func (s *Store) lexicalJoined(ctx context.Context, p store.LexicalParams, rare []string, rank rankExpr) (hits []mnemotype.Hit, filled bool, err error) {
+	if p.Only != nil && rank.fn != "" && sqlitedb.TextRankFunction != "" {
+		return s.lexicalText(ctx, p, rank)
+	}
 	cond, scopeArgs := scopeSQL("m", p.Scope)
 	fm := rank.match(p.Match, rare)
 	q := `SELECT m.id, ` + fm.rank + ` AS score FROM memories_fts JOIN memories m ON m.rid = memories_fts.rowid
@@ -744,6 +747,51 @@ func (s *Store) lexicalJoined(ctx context.Context, p store.LexicalParams, rare [
 		args = append(args, onlyRids...)
 	}
 	q += ` ORDER BY score, m.id`
+	if p.Limit > 0 {
+		q += ` LIMIT ?`
+		args = append(args, p.Limit)
+	}
+	rows, err := s.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, false, fmt.Errorf("lexical search: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var h mnemotype.Hit
+		if err := rows.Scan(&h.ID, &h.Score); err != nil {
+			return nil, false, fmt.Errorf("lexical search: %w", err)
+		}
+		h.Score = -h.Score
+		hits = append(hits, h)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, false, fmt.Errorf("lexical search: %w", err)
+	}
+	return hits, p.Limit > 0 && len(hits) == p.Limit, nil
+}
+
+// lexicalText scores the memories of p.Only by their text
+// (sqlitedb.TextRankFunction): the same scores as the FTS5 query, from the
+// few rows asked about instead of every query term's whole list of
+// matches, which FTS5 reads to find them (30 memories against LoCoMo
+// questions, min of 3: 0.15 ms by text against 0.73 ms through FTS5 at
+// 10k memories, 0.17 against 2.87 ms at 100k).
+func (s *Store) lexicalText(ctx context.Context, p store.LexicalParams, rank rankExpr) (hits []mnemotype.Hit, filled bool, err error) {
+	terms := make([]string, len(p.Match.Terms))
+	for i, t := range p.Match.Terms {
+		terms[i] = strings.ReplaceAll(t, "\x00", " ") // as MatchExpr: a NUL would split the term
+	}
+	counts := make([]byte, 8*len(rank.counts))
+	for i, n := range rank.counts {
+		binary.LittleEndian.PutUint64(counts[8*i:], uint64(n))
+	}
+	cond, scopeArgs := scopeSQL("m", p.Scope)
+	q := `SELECT id, score FROM (SELECT m.id AS id, ` + sqlitedb.TextRankFunction + `(m.content, ?, ?,
+			(SELECT block FROM memories_fts_data WHERE id = 1), ?) AS score
+		FROM memories m WHERE m.id IN (` + placeholders(len(p.Only)) + `) AND ` + cond + `)
+		WHERE score IS NOT NULL ORDER BY score, id`
+	args := append([]any{[]byte(strings.Join(terms, "\x00")), counts, p.Match.All}, anySlice(p.Only)...)
+	args = append(args, scopeArgs...)
 	if p.Limit > 0 {
 		q += ` LIMIT ?`
 		args = append(args, p.Limit)

@@ -1115,3 +1115,66 @@ func TestOpen_NotADatabase(t *testing.T) {
 		t.Error("Open changed the file")
 	}
 }
+
+// TestStore_OnlyByTextMatchesFTS: scoring the listed memories by their text
+// gives the FTS5 query's hits and scores (bm25(), to the bit), for AND and
+// OR, across scopes, over stemmed, accented, punctuated and FTS-syntax
+// terms.
+func TestStore_OnlyByTextMatchesFTS(t *testing.T) {
+	t.Parallel()
+	if sqlitedb.TextRankFunction == "" {
+		t.Skip("this build scores with FTS5 only")
+	}
+	ctx := t.Context()
+	s := openTest(t)
+	words := strings.Fields("rivers river running café résumé e-mail stone dune quartz basalt cedar NEAR the")
+	ms := storetest.GenerateMemories(13, "big", 400, 0)
+	for i := range ms {
+		if i%5 == 4 {
+			ms[i].Profile = "small"
+		}
+		ms[i].Session = fmt.Sprintf("s%d", i%3)
+		var text []string
+		for j := range 1 + i%7 {
+			text = append(text, words[(i*(j+5)+j)%len(words)])
+		}
+		ms[i].Content = strings.Join(text, ", ") + "."
+	}
+	if err := s.Insert(ctx, ms); err != nil {
+		t.Fatal(err)
+	}
+	seq := seqOf(t, s)
+	var only []string
+	for i := 0; i < len(ms); i += 7 {
+		only = append(only, ms[i].ID)
+	}
+	only = append(only, "no-such-id")
+	matched := 0
+	for qi, terms := range [][]string{
+		{"river"}, {"rivers", "cafe"}, {"resume", "e-mail", "quartz"}, {"near", "the", "stone"},
+		{"*", "dune"}, {`"`, "basalt", "cedar"}, {"running", "river", "river"},
+	} {
+		for _, sc := range []mnemotype.Scope{{Profile: "big"}, {Profile: "big", Sessions: []string{"s1"}}, {Profile: "small", Exclude: only[:2]}} {
+			p := store.LexicalParams{Scope: sc, Match: store.MatchQuery{Terms: terms, All: qi%2 == 1}, Only: only}
+			want, _, err := s.lexicalJoined(ctx, p, nil, rankExpr{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rank, err := s.rank(ctx, terms, seq)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _, err := s.lexicalJoined(ctx, p, nil, rank)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("%q all=%v scope %+v: by text %v, FTS5 %v", terms, p.Match.All, sc, got, want)
+			}
+			matched += len(want)
+		}
+	}
+	if matched == 0 {
+		t.Fatal("no listed memory matched any query: the comparison proves nothing")
+	}
+}
