@@ -747,9 +747,16 @@ func (s *Store) lexicalJoined(ctx context.Context, p store.LexicalParams, rare [
 		args = append(args, onlyRids...)
 	}
 	q += ` ORDER BY score, m.id`
-	if p.Limit > 0 {
+	return s.queryHits(ctx, q, args, p.Limit)
+}
+
+// queryHits runs q, which selects (id, bm25-style score: lower is better)
+// in order, up to limit rows when limit > 0, and returns them as hits
+// (score negated); filled reports whether limit rows came back.
+func (s *Store) queryHits(ctx context.Context, q string, args []any, limit int) (hits []mnemotype.Hit, filled bool, err error) {
+	if limit > 0 {
 		q += ` LIMIT ?`
-		args = append(args, p.Limit)
+		args = append(args, limit)
 	}
 	rows, err := s.r.QueryContext(ctx, q, args...)
 	if err != nil {
@@ -767,7 +774,7 @@ func (s *Store) lexicalJoined(ctx context.Context, p store.LexicalParams, rare [
 	if err := rows.Err(); err != nil {
 		return nil, false, fmt.Errorf("lexical search: %w", err)
 	}
-	return hits, p.Limit > 0 && len(hits) == p.Limit, nil
+	return hits, limit > 0 && len(hits) == limit, nil
 }
 
 // lexicalText scores the memories of p.Only by their text
@@ -781,38 +788,14 @@ func (s *Store) lexicalText(ctx context.Context, p store.LexicalParams, rank ran
 	for i, t := range p.Match.Terms {
 		terms[i] = strings.ReplaceAll(t, "\x00", " ") // as MatchExpr: a NUL would split the term
 	}
-	counts := make([]byte, 8*len(rank.counts))
-	for i, n := range rank.counts {
-		binary.LittleEndian.PutUint64(counts[8*i:], uint64(n))
-	}
 	cond, scopeArgs := scopeSQL("m", p.Scope)
 	q := `SELECT id, score FROM (SELECT m.id AS id, ` + sqlitedb.TextRankFunction + `(m.content, ?, ?,
 			(SELECT block FROM memories_fts_data WHERE id = 1), ?) AS score
 		FROM memories m WHERE m.id IN (` + placeholders(len(p.Only)) + `) AND ` + cond + `)
 		WHERE score IS NOT NULL ORDER BY score, id`
-	args := append([]any{[]byte(strings.Join(terms, "\x00")), counts, p.Match.All}, anySlice(p.Only)...)
+	args := append([]any{[]byte(strings.Join(terms, "\x00")), countsBlob(rank.counts), p.Match.All}, anySlice(p.Only)...)
 	args = append(args, scopeArgs...)
-	if p.Limit > 0 {
-		q += ` LIMIT ?`
-		args = append(args, p.Limit)
-	}
-	rows, err := s.r.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, false, fmt.Errorf("lexical search: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var h mnemotype.Hit
-		if err := rows.Scan(&h.ID, &h.Score); err != nil {
-			return nil, false, fmt.Errorf("lexical search: %w", err)
-		}
-		h.Score = -h.Score
-		hits = append(hits, h)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, false, fmt.Errorf("lexical search: %w", err)
-	}
-	return hits, p.Limit > 0 && len(hits) == p.Limit, nil
+	return s.queryHits(ctx, q, args, p.Limit)
 }
 
 // topFirstShare is the share of all memories a scope must hold for

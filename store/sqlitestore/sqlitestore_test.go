@@ -1055,18 +1055,7 @@ func TestStore_RankWithLengths(t *testing.T) {
 		seq := seqOf(t, s)
 		for _, terms := range [][]string{{"amber"}, {"cedar", "dune"}, {"ember", "fjord", "heath", "amber"}} {
 			p := store.LexicalParams{Scope: mnemotype.Scope{Profile: "p"}, Match: store.MatchQuery{Terms: terms}, Limit: 20}
-			want, _, err := s.lexicalJoined(ctx, p, nil, rankExpr{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			rank, err := s.rank(ctx, terms, seq)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, _, err := s.lexicalJoined(ctx, p, nil, rank)
-			if err != nil {
-				t.Fatal(err)
-			}
+			got, want, rank := rankedBoth(t, s, p, seq)
 			if !slices.Equal(got, want) {
 				t.Fatalf("%s, %q (lengths given: %v): %v, bm25() %v", step, terms, rank.lens != nil, got, want)
 			}
@@ -1156,20 +1145,9 @@ func TestStore_OnlyByTextMatchesFTS(t *testing.T) {
 	} {
 		for _, sc := range []mnemotype.Scope{{Profile: "big"}, {Profile: "big", Sessions: []string{"s1"}}, {Profile: "small", Exclude: only[:2]}} {
 			p := store.LexicalParams{Scope: sc, Match: store.MatchQuery{Terms: terms, All: qi%2 == 1}, Only: only}
-			want, _, err := s.lexicalJoined(ctx, p, nil, rankExpr{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			rank, err := s.rank(ctx, terms, seq)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, _, err := s.lexicalJoined(ctx, p, nil, rank)
-			if err != nil {
-				t.Fatal(err)
-			}
+			got, want, rank := rankedBoth(t, s, p, seq)
 			if !slices.Equal(got, want) {
-				t.Fatalf("%q all=%v scope %+v: by text %v, FTS5 %v", terms, p.Match.All, sc, got, want)
+				t.Fatalf("%q all=%v scope %+v: by text (%v) %v, FTS5 %v", terms, p.Match.All, sc, rank.fn, got, want)
 			}
 			matched += len(want)
 		}
@@ -1177,4 +1155,21 @@ func TestStore_OnlyByTextMatchesFTS(t *testing.T) {
 	if matched == 0 {
 		t.Fatal("no listed memory matched any query: the comparison proves nothing")
 	}
+}
+
+// rankedBoth runs p through the joined query twice: ranked as the store
+// ranks as of seq (got), and by FTS5's own bm25() (want).
+func rankedBoth(t *testing.T, s *Store, p store.LexicalParams, seq int64) (got, want []mnemotype.Hit, rank rankExpr) {
+	t.Helper()
+	want, _, err := s.lexicalJoined(t.Context(), p, nil, rankExpr{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rank, err = s.rank(t.Context(), p.Match.Terms, seq); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, err = s.lexicalJoined(t.Context(), p, nil, rank); err != nil {
+		t.Fatal(err)
+	}
+	return got, want, rank
 }

@@ -260,15 +260,22 @@ func (r rankExpr) match(q store.MatchQuery, rare []string) ftsMatch {
 		m.whereArgs[0] = "(" + MatchExpr(store.MatchQuery{Terms: rare}) + ") AND (" + MatchExpr(q) + ")"
 		counts = append(slices.Repeat([]int64{-1}, len(rare)), counts...)
 	}
-	blob := make([]byte, 8*len(counts))
-	for i, n := range counts {
-		binary.LittleEndian.PutUint64(blob[8*i:], uint64(n))
-	}
+	blob := countsBlob(counts)
 	m.rank, m.rankArgs = r.fn+"(memories_fts, ?)", []any{blob}
 	if r.lens != nil {
 		m.rank, m.rankArgs = r.fn+"(memories_fts, ?, ?)", []any{blob, r.lens}
 	}
 	return m
+}
+
+// countsBlob encodes counts for the ranking functions: one little-endian
+// int64 each.
+func countsBlob(counts []int64) []byte {
+	blob := make([]byte, 8*len(counts))
+	for i, n := range counts {
+		binary.LittleEndian.PutUint64(blob[8*i:], uint64(n))
+	}
+	return blob
 }
 
 // rank returns the ranking for a query of terms: with a ranking function
