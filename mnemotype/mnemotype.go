@@ -27,6 +27,10 @@ var (
 	// ErrInvalid wraps every validation failure; the wrapping message names the
 	// field and its allowed range.
 	ErrInvalid = errors.New("invalid input")
+	// ErrStorageFull is returned when the disk or the database is full: the
+	// write was not made (nothing of it is stored), and nothing stored before
+	// is lost.
+	ErrStorageFull = errors.New("storage full")
 )
 
 // Invalidf returns an error wrapping ErrInvalid with a message naming what was wrong.
@@ -126,6 +130,22 @@ func (m *Memory) Validate() error {
 		if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
 			return Invalidf("embedding contains a non-finite value")
 		}
+	}
+	return nil
+}
+
+// MinYear and MaxYear bound the years of the timestamps mnemo stores: every
+// RFC 3339 time in years 0001–9999 round-trips exactly, to the nanosecond.
+const (
+	MinYear = 1
+	MaxYear = 9999
+)
+
+// CheckTime reports an ErrInvalid error naming field unless t's year, in
+// UTC, is in [MinYear, MaxYear].
+func CheckTime(field string, t time.Time) error {
+	if y := t.UTC().Year(); y < MinYear || y > MaxYear {
+		return Invalidf("%s = %s: must be a time in years %04d-%04d", field, t.UTC().Format(time.RFC3339Nano), MinYear, MaxYear)
 	}
 	return nil
 }
