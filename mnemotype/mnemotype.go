@@ -27,6 +27,10 @@ var (
 	// ErrInvalid wraps every validation failure; the wrapping message names the
 	// field and its allowed range.
 	ErrInvalid = errors.New("invalid input")
+	// ErrExists is returned, wrapped together with ErrInvalid, when an id
+	// that must be new is already taken (a memory's id in its profile, an
+	// API key's id or hash).
+	ErrExists = errors.New("already exists")
 	// ErrStorageFull is returned when the disk or the database is full: the
 	// write was not made (nothing of it is stored), and nothing stored before
 	// is lost.

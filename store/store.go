@@ -20,7 +20,9 @@ import (
 type Store interface {
 	// Insert stores memories atomically: all of them or none. Memories must
 	// be valid and carry ids and timestamps; ids are unique per profile, and
-	// an id the profile already holds is an ErrInvalid error naming it.
+	// an id the profile already holds (or that repeats in mems) is an error
+	// wrapping ErrInvalid and ErrExists, naming it. A full disk or database
+	// is an ErrStorageFull error; nothing of mems is stored then.
 	Insert(ctx context.Context, mems []mnemotype.Memory) error
 	// Get returns the memories with the given ids in p.Profile, in the order
 	// asked, skipping ids that do not exist. Embeddings are included only if
@@ -171,12 +173,23 @@ type Access struct {
 	Count   int64
 }
 
-// APIKey is a stored API key: a bearer token bound to one profile. The
-// token itself is never stored, only its hash.
+// Key roles. A profile key acts on its one profile; an admin key reads
+// the server's operational endpoints (metrics) and acts on no profile's
+// memories.
+const (
+	RoleProfile = ""
+	RoleAdmin   = "admin"
+)
+
+// APIKey is a stored API key: a bearer token bound to one profile (or, for
+// an admin key, to none). The token itself is never stored, only its hash.
 type APIKey struct {
 	// ID names the key publicly (for listing and revoking).
-	ID      string
+	ID string
+	// Profile is the profile a profile key acts on; "" for an admin key.
 	Profile string
+	// Role is RoleProfile or RoleAdmin.
+	Role string
 	// Name is a free-form label.
 	Name string
 	// Hash is the hex SHA-256 of the token.

@@ -14,6 +14,7 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -60,3 +61,17 @@ type connector struct {
 
 func (c connector) Connect(context.Context) (driver.Conn, error) { return c.drv.Open(c.dsn) }
 func (c connector) Driver() driver.Driver                        { return c.drv }
+
+// Code returns the extended SQLite result code carried by err, if err (or
+// an error it wraps) comes from the driver.
+func Code(err error) (int, bool) {
+	var se sqlite3.Error
+	if errors.As(err, &se) {
+		return int(se.ExtendedCode), true
+	}
+	var sp *sqlite3.Error
+	if errors.As(err, &sp) && sp != nil {
+		return int(sp.ExtendedCode), true
+	}
+	return 0, false
+}

@@ -4,10 +4,11 @@ package sqlitedb
 
 import (
 	"database/sql"
+	"errors"
 	"net/url"
 	"strings"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" driver
+	"modernc.org/sqlite" // registers the "sqlite" driver
 )
 
 // Driver names the SQLite driver of this build.
@@ -30,4 +31,14 @@ func open(uri string, o Options) (*sql.DB, error) {
 		q.Set("_txlock", "immediate")
 	}
 	return sql.Open("sqlite", uri+"?"+q.Encode())
+}
+
+// Code returns the extended SQLite result code carried by err, if err (or
+// an error it wraps) comes from the driver.
+func Code(err error) (int, bool) {
+	var se *sqlite.Error
+	if errors.As(err, &se) && se != nil {
+		return se.Code(), true
+	}
+	return 0, false
 }

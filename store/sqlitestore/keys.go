@@ -12,13 +12,13 @@ import (
 	"github.com/mnemo-dev/mnemo/store"
 )
 
-const keyCols = `id, profile, name, hash, prefix, created_at, revoked_at`
+const keyCols = `id, profile, name, hash, prefix, created_at, revoked_at, role`
 
 func scanKey(sc scanner) (store.APIKey, error) {
 	var k store.APIKey
 	var created int64
 	var revoked sql.NullInt64
-	if err := sc.Scan(&k.ID, &k.Profile, &k.Name, &k.Hash, &k.Prefix, &created, &revoked); err != nil {
+	if err := sc.Scan(&k.ID, &k.Profile, &k.Name, &k.Hash, &k.Prefix, &created, &revoked, &k.Role); err != nil {
 		return k, err
 	}
 	k.CreatedAt = time.Unix(0, created).UTC()
@@ -36,8 +36,12 @@ func (s *Store) CreateKey(ctx context.Context, k store.APIKey) error {
 	switch {
 	case strings.TrimSpace(k.ID) == "":
 		return mnemotype.Invalidf("key id is empty")
-	case strings.TrimSpace(k.Profile) == "":
+	case k.Role != store.RoleProfile && k.Role != store.RoleAdmin:
+		return mnemotype.Invalidf("key role %q: must be %q (a profile key) or %q", k.Role, store.RoleProfile, store.RoleAdmin)
+	case k.Role == store.RoleProfile && strings.TrimSpace(k.Profile) == "":
 		return mnemotype.Invalidf("profile is required")
+	case k.Role == store.RoleAdmin && k.Profile != "":
+		return mnemotype.Invalidf("an admin key acts on no profile: profile must be empty")
 	case strings.TrimSpace(k.Hash) == "":
 		return mnemotype.Invalidf("key hash is empty")
 	}
@@ -45,13 +49,13 @@ func (s *Store) CreateKey(ctx context.Context, k store.APIKey) error {
 	if !k.RevokedAt.IsZero() {
 		revoked = k.RevokedAt.UnixNano()
 	}
-	_, err := s.w.ExecContext(ctx, `INSERT INTO api_keys(`+keyCols+`) VALUES (?,?,?,?,?,?,?)`,
-		k.ID, k.Profile, k.Name, k.Hash, k.Prefix, k.CreatedAt.UnixNano(), revoked)
+	_, err := s.w.ExecContext(ctx, `INSERT INTO api_keys(`+keyCols+`) VALUES (?,?,?,?,?,?,?,?)`,
+		k.ID, k.Profile, k.Name, k.Hash, k.Prefix, k.CreatedAt.UnixNano(), revoked, k.Role)
 	if err != nil {
-		if strings.Contains(err.Error(), "UNIQUE constraint failed") {
-			return mnemotype.Invalidf("key %s: id or hash already exists", k.ID)
+		if isUnique(err) {
+			return fmt.Errorf("%w: key %s: id or hash %w", mnemotype.ErrInvalid, k.ID, mnemotype.ErrExists)
 		}
-		return fmt.Errorf("create key %s: %w", k.ID, err)
+		return fmt.Errorf("create key %s: %w", k.ID, mapErr(err))
 	}
 	return nil
 }

@@ -71,4 +71,6 @@ var migrations = []string{
 		revoked_at INTEGER
 	);
 	CREATE INDEX api_keys_profile ON api_keys(profile, created_at, id);`,
+	// 5: key roles: '' a profile key, 'admin' an operator's key.
+	`ALTER TABLE api_keys ADD COLUMN role TEXT NOT NULL DEFAULT '';`,
 }

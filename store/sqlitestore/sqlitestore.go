@@ -253,6 +253,28 @@ func (s *Store) check() error {
 	return nil
 }
 
+// mapErr maps a driver error to mnemo's sentinels by SQLite's result code
+// (never by message text): a full disk or database is ErrStorageFull.
+// Other errors are returned as they are.
+func mapErr(err error) error {
+	code, ok := sqlitedb.Code(err)
+	if !ok {
+		return err
+	}
+	switch sqlitedb.Primary(code) {
+	case sqlitedb.CodeFull:
+		return fmt.Errorf("%w: %w", mnemotype.ErrStorageFull, err)
+	}
+	return err
+}
+
+// isUnique reports whether err is a UNIQUE or PRIMARY KEY constraint
+// violation.
+func isUnique(err error) bool {
+	code, ok := sqlitedb.Code(err)
+	return ok && (code == sqlitedb.CodeConstraintUnique || code == sqlitedb.CodeConstraintPK)
+}
+
 // nextSeq advances the change counter by n inside tx and returns the first
 // new value.
 func nextSeq(ctx context.Context, tx *sql.Tx, n int) (int64, error) {
@@ -310,14 +332,14 @@ func (s *Store) Insert(ctx context.Context, mems []mnemotype.Memory) error {
 			m.Importance, m.CreatedAt.UnixNano(), accessed.UnixNano(), m.AccessCount,
 			nullJSON(m.Metadata), blob, model, dim, seq+int64(i))
 		if err != nil {
-			if strings.Contains(err.Error(), "UNIQUE constraint failed: memories.profile, memories.id") {
-				return mnemotype.Invalidf("id %q already exists", m.ID)
+			if isUnique(err) {
+				return fmt.Errorf("%w: id %q %w", mnemotype.ErrInvalid, m.ID, mnemotype.ErrExists)
 			}
-			return fmt.Errorf("insert memory %s: %w", m.ID, err)
+			return fmt.Errorf("insert memory %s: %w", m.ID, mapErr(err))
 		}
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("insert memories: commit: %w", err)
+		return fmt.Errorf("insert memories: commit: %w", mapErr(err))
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -1172,4 +1173,50 @@ func rankedBoth(t *testing.T, s *Store, p store.LexicalParams, seq int64) (got, 
 		t.Fatal(err)
 	}
 	return got, want, rank
+}
+
+// TestStore_FullIsStorageFull fills the database to a page limit: the
+// insert that does not fit fails with ErrStorageFull (mapped from SQLite's
+// result code, not its message), stores nothing of its batch, and every
+// memory stored before stays readable and searchable.
+func TestStore_FullIsStorageFull(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := openTest(t)
+	if err := s.Insert(ctx, []mnemotype.Memory{testMemory("alice", "kept", "the walrus stays")}); err != nil {
+		t.Fatal(err)
+	}
+	var pages int64
+	if err := s.w.QueryRowContext(ctx, `PRAGMA page_count`).Scan(&pages); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.w.ExecContext(ctx, fmt.Sprintf(`PRAGMA max_page_count = %d`, pages+2)); err != nil {
+		t.Fatal(err)
+	}
+	big := strings.Repeat("filler text that takes pages ", 2000)
+	var err error
+	for i := 0; i < 20 && err == nil; i++ {
+		err = s.Insert(ctx, []mnemotype.Memory{testMemory("alice", fmt.Sprintf("big-%d", i), big)})
+	}
+	if !errors.Is(err, mnemotype.ErrStorageFull) {
+		t.Fatalf("insert into a full database: err = %v, want ErrStorageFull", err)
+	}
+	if _, err := s.w.ExecContext(ctx, `PRAGMA max_page_count = 1073741823`); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Get(ctx, store.GetParams{Profile: "alice", IDs: []string{"kept"}})
+	if err != nil || len(got) != 1 || got[0].Content != "the walrus stays" {
+		t.Fatalf("Get(kept) after the full insert = %v, %v", got, err)
+	}
+	hits, err := s.Lexical(ctx, store.LexicalParams{Scope: mnemotype.Scope{Profile: "alice"}, Match: store.MatchQuery{Terms: []string{"walrus"}}, Limit: 5})
+	if err != nil || len(hits) != 1 {
+		t.Fatalf("Lexical(walrus) after the full insert = %v, %v", hits, err)
+	}
+}
+
+// testMemory is a valid memory of profile with an id and content.
+func testMemory(profile, id, content string) mnemotype.Memory {
+	at := time.Date(2024, 5, 8, 13, 56, 0, 0, time.UTC)
+	return mnemotype.Memory{ID: id, Profile: profile, Content: content, Kind: mnemotype.KindEpisodic,
+		Importance: mnemotype.DefaultImportance, CreatedAt: at, AccessedAt: at}
 }

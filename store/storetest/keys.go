@@ -58,6 +58,33 @@ func ExerciseKeys(t *testing.T, open OpenFunc) {
 		}
 	})
 
+	t.Run("AdminRoundTrip", func(t *testing.T) {
+		b := setup(t, open)
+		want := key("adm", "", 0)
+		want.Role = store.RoleAdmin
+		create(b, want)
+		got, err := b.s.KeyByHash(b.ctx, want.Hash)
+		if err != nil {
+			t.Fatalf("KeyByHash: %v", err)
+		}
+		if got.Role != store.RoleAdmin || got.Profile != "" {
+			t.Errorf("KeyByHash = %+v, want an admin key without a profile", got)
+		}
+		profileKey := key("k1", "alice", time.Second)
+		create(b, profileKey)
+		if got, _ := b.s.KeyByHash(b.ctx, profileKey.Hash); got.Role != store.RoleProfile {
+			t.Errorf("a profile key reads back with role %q, want %q", got.Role, store.RoleProfile)
+		}
+		for name, k := range map[string]store.APIKey{
+			"AdminWithProfile": {ID: "a2", Profile: "alice", Role: store.RoleAdmin, Hash: "h-a2", CreatedAt: t0},
+			"UnknownRole":      {ID: "a3", Profile: "alice", Role: "root", Hash: "h-a3", CreatedAt: t0},
+		} {
+			if err := b.s.CreateKey(b.ctx, k); !errors.Is(err, mnemotype.ErrInvalid) {
+				t.Errorf("%s: CreateKey error = %v, want ErrInvalid", name, err)
+			}
+		}
+	})
+
 	t.Run("UnknownHashNotFound", func(t *testing.T) {
 		b := setup(t, open)
 		create(b, key("k1", "alice", 0))
@@ -76,8 +103,8 @@ func ExerciseKeys(t *testing.T, open OpenFunc) {
 		dupHash := key("k2", "bob", time.Second)
 		dupHash.Hash = "hash-k1"
 		for name, k := range map[string]store.APIKey{"id": dupID, "hash": dupHash} {
-			if err := b.s.CreateKey(b.ctx, k); !errors.Is(err, mnemotype.ErrInvalid) {
-				t.Errorf("CreateKey with a repeated %s: error = %v, want ErrInvalid", name, err)
+			if err := b.s.CreateKey(b.ctx, k); !errors.Is(err, mnemotype.ErrInvalid) || !errors.Is(err, mnemotype.ErrExists) {
+				t.Errorf("CreateKey with a repeated %s: error = %v, want ErrInvalid and ErrExists", name, err)
 			}
 		}
 		if got := keyIDs(list(b, store.ListKeysParams{IncludeRevoked: true})); !slices.Equal(got, []string{"k1"}) {

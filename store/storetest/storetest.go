@@ -485,8 +485,8 @@ func exerciseInsert(t *testing.T, open OpenFunc) {
 			mem("alice", "dup-a7f3", "walrus third copy", embedded(3)),
 		}
 		err := b.s.Insert(b.ctx, batch)
-		if !errors.Is(err, mnemotype.ErrInvalid) {
-			t.Fatalf("Insert with a duplicate id: err = %v, want ErrInvalid", err)
+		if !errors.Is(err, mnemotype.ErrInvalid) || !errors.Is(err, mnemotype.ErrExists) {
+			t.Fatalf("Insert with a duplicate id: err = %v, want ErrInvalid and ErrExists", err)
 		}
 		if !strings.Contains(err.Error(), "dup-a7f3") {
 			t.Errorf("error %q does not name the duplicate id", err)
@@ -516,8 +516,8 @@ func exerciseInsert(t *testing.T, open OpenFunc) {
 			mem("alice", "new-1", "brand new"),
 			mem("alice", "old-9c2e", "replacement content"),
 		})
-		if !errors.Is(err, mnemotype.ErrInvalid) {
-			t.Fatalf("Insert of a stored id: err = %v, want ErrInvalid", err)
+		if !errors.Is(err, mnemotype.ErrInvalid) || !errors.Is(err, mnemotype.ErrExists) {
+			t.Fatalf("Insert of a stored id: err = %v, want ErrInvalid and ErrExists", err)
 		}
 		if !strings.Contains(err.Error(), "old-9c2e") {
 			t.Errorf("error %q does not name the duplicate id", err)
