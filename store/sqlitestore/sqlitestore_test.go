@@ -159,47 +159,53 @@ func TestOpen_Reopen(t *testing.T) {
 	}
 }
 
-// TestOpen_AppliesOnlyMissingMigrations rewinds a store to an older schema
-// version: reopening must run the missing migration and none of the applied
-// ones (which would fail on existing tables).
+// TestOpen_AppliesOnlyMissingMigrations builds a database at every older
+// schema version from the migrations themselves, with a memory and a key
+// in it: opening it must run the missing migrations and none of the
+// applied ones (which would fail on existing tables), end with the schema
+// of a new database, and keep the rows.
 func TestOpen_AppliesOnlyMissingMigrations(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	path := filepath.Join(t.TempDir(), "mnemo.db")
-	s := openPath(t, path)
-	ms := storetest.GenerateMemories(1, "alice", 5, 4)
-	if err := s.Insert(ctx, ms); err != nil {
-		t.Fatal(err)
-	}
-	want := schemaSnapshot(t, s.r)
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
+	fresh := openPath(t, filepath.Join(t.TempDir(), "fresh.db"))
+	want := schemaSnapshot(t, fresh.r)
+	for from := 4; from < len(migrations); from++ {
+		t.Run(fmt.Sprintf("from=%d", from), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "mnemo.db")
+			db := rawDB(t, path)
+			stmts := append([]string{`CREATE TABLE schema_version (version INTEGER NOT NULL)`,
+				fmt.Sprintf(`INSERT INTO schema_version(version) VALUES (%d)`, from)}, migrations[:from]...)
+			stmts = append(stmts,
+				`INSERT INTO memories(id, profile, kind, content, importance, created_at, accessed_at, seq)
+					VALUES ('m1', 'alice', 'episodic', 'the walrus migrates', 0.5, 1715176560000000000, 1715176560000000000, 1)`,
+				`UPDATE counters SET value = 1 WHERE name = 'seq'`,
+				`INSERT INTO api_keys(id, profile, hash, created_at) VALUES ('k1', 'alice', 'hash-k1', 1715176560000000000)`)
+			for _, q := range stmts {
+				if _, err := db.ExecContext(ctx, q); err != nil {
+					t.Fatalf("%s: %v", q, err)
+				}
+			}
+			db.Close()
 
-	db := rawDB(t, path)
-	last := migrations[len(migrations)-1]
-	if !strings.Contains(last, "CREATE TABLE api_keys") {
-		t.Fatalf("this test undoes the last migration by dropping the api_keys table; the last migration is now:\n%s", last)
-	}
-	for _, q := range []string{`DROP TABLE api_keys`, fmt.Sprintf(`UPDATE schema_version SET version = %d`, len(migrations)-1)} {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	db.Close()
-
-	s = openPath(t, path)
-	if v, err := s.SchemaVersion(ctx); err != nil || v != len(migrations) {
-		t.Errorf("SchemaVersion = %d, %v; want %d", v, err, len(migrations))
-	}
-	if got := schemaSnapshot(t, s.r); !slices.Equal(got, want) {
-		t.Errorf("schema after migrating:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
-	if n, err := s.Count(ctx, "alice"); err != nil || n != len(ms) {
-		t.Errorf("Count = %d, %v; want %d", n, err, len(ms))
-	}
-	if _, err := s.ListKeys(ctx, store.ListKeysParams{}); err != nil {
-		t.Errorf("ListKeys after migrating: %v", err)
+			s := openPath(t, path)
+			if v, err := s.SchemaVersion(ctx); err != nil || v != len(migrations) {
+				t.Errorf("SchemaVersion = %d, %v; want %d", v, err, len(migrations))
+			}
+			if got := schemaSnapshot(t, s.r); !slices.Equal(got, want) {
+				t.Errorf("schema after migrating:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+			ms, err := s.Get(ctx, store.GetParams{Profile: "alice", IDs: []string{"m1"}})
+			if err != nil || len(ms) != 1 || ms[0].Content != "the walrus migrates" {
+				t.Errorf("Get(m1) after migrating = %+v, %v", ms, err)
+			}
+			hits, err := s.Lexical(ctx, store.LexicalParams{Scope: mnemotype.Scope{Profile: "alice"}, Match: store.MatchQuery{Terms: []string{"walrus"}}, Limit: 3})
+			if err != nil || len(hits) != 1 || hits[0].ID != "m1" {
+				t.Errorf("Lexical(walrus) after migrating = %v, %v", hits, err)
+			}
+			if k, err := s.KeyByHash(ctx, "hash-k1"); err != nil || k.Profile != "alice" || k.Role != store.RoleProfile {
+				t.Errorf("KeyByHash after migrating = %+v, %v", k, err)
+			}
+		})
 	}
 }
 
