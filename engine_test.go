@@ -460,3 +460,87 @@ func TestEngine_TraceLevels(t *testing.T) {
 		})
 	}
 }
+
+// TestEngine_TenantScoresArePrivate: whatever other profiles store,
+// update or delete — the same words, many times over — every recall of
+// alice (all legs, traced) returns the same memories in the same order
+// with bit-identical fused scores and per-leg raw scores: one tenant
+// cannot probe another's vocabulary through its own scores.
+func TestEngine_TenantScoresArePrivate(t *testing.T) {
+	t.Parallel()
+	e, _ := setup(t)
+	ctx := t.Context()
+	words := strings.Fields("zebra migration river stone walrus quartz cedar ember fjord jwt login database staging deploy")
+	sentence := func(i, n int) string {
+		var w []string
+		for j := range n {
+			w = append(w, words[(i*7+j*j+j)%len(words)])
+		}
+		return strings.Join(w, " ")
+	}
+	var ins []mnemo.Input
+	for i := range 120 {
+		ins = append(ins, mnemo.Input{Profile: "alice", Session: fmt.Sprintf("s%d", i%3), Content: sentence(i, 3+i%6)})
+	}
+	if _, err := e.RememberBatch(ctx, ins); err != nil {
+		t.Fatal(err)
+	}
+	queries := []string{"zebra migration", "river stone walrus", "jwt login", "how did the staging deploy go", "quartz"}
+	type snapshot struct {
+		ids    []string
+		scores []float64
+		legs   []map[string]mnemo.LegDetail
+	}
+	recallAll := func() []snapshot {
+		t.Helper()
+		var out []snapshot
+		for _, q := range queries {
+			for _, sessions := range [][]string{nil, {"s1"}} {
+				res, err := e.Recall(ctx, mnemo.Query{Profile: "alice", Text: q, Sessions: sessions, Limit: 8, NoTouch: true,
+					Overrides: map[string]string{"recencyWeight": "0.3", "accessWeight": "0.2"}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var s snapshot
+				for _, r := range res.Results {
+					s.ids, s.scores, s.legs = append(s.ids, r.ID), append(s.scores, r.Score), append(s.legs, r.Legs)
+				}
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	base := recallAll()
+	for round := range 5 {
+		var others []mnemo.Input
+		for i := range 150 {
+			others = append(others, mnemo.Input{Profile: []string{"bob", "carol"}[i%2], Session: "s1",
+				Content: strings.Repeat("zebra migration ", 1+i%4) + sentence(i+round, 2)})
+		}
+		ms, err := e.RememberBatch(ctx, others)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Forget(ctx, ms[0].Profile, ms[0].ID); err != nil {
+			t.Fatal(err)
+		}
+		got := recallAll()
+		for i := range base {
+			if !slices.Equal(got[i].ids, base[i].ids) || !slices.Equal(got[i].scores, base[i].scores) {
+				t.Fatalf("round %d, query %d: alice's results moved after other profiles wrote:\n was %v %v\n now %v %v",
+					round, i, base[i].ids, base[i].scores, got[i].ids, got[i].scores)
+			}
+			for j := range base[i].legs {
+				for leg, d := range base[i].legs[j] {
+					if got[i].legs[j][leg].Score != d.Score || got[i].legs[j][leg].Rank != d.Rank {
+						t.Fatalf("round %d, query %d, result %d: leg %s moved: %+v -> %+v", round, i, j, leg, d, got[i].legs[j][leg])
+					}
+				}
+			}
+		}
+	}
+	remember(t, e, mnemo.Input{Profile: "alice", Content: "zebra zebra migration migration"})
+	if got := recallAll(); slices.Equal(got[0].scores, base[0].scores) {
+		t.Fatal("a memory of alice's own left her scores unchanged: the comparison is blind")
+	}
+}

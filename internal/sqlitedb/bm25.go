@@ -24,14 +24,31 @@ package sqlitedb
 // (what xColumnSize(-1) reads from the %_docsize table, one B-tree lookup
 // per row, which was half of the cost of ranking): a BLOB of one
 // little-endian uint16 per rowid, 0xFFFF for a length not given; rows past
-// its end or not given are looked up as bm25() does.
+// its end or not given are looked up as bm25() does. NULL stands for no
+// lengths.
+//
+// mnemo_bm25(fts, counts, lengths, stats) scores the first column alone
+// against statistics the caller keeps (one tenant's, say, in a table that
+// holds several): stats is a BLOB of two little-endian int64, the number
+// of rows and their total length in tokens of the first column; counts
+// must then be taken over the same rows, and lengths, if given, are the
+// first column's. The row's length D is its first column's, and only the
+// phrases' hits in that column count: the other columns filter rows.
 
 typedef struct {
 	int nPhrase;
+	int firstColumn; // stats given: score column 0 alone
 	double avgdl;
 	double *aIDF;
 	double *aFreq;
 } mnemoBm25Data;
+
+// mnemoInt64 reads the i-th little-endian int64 of a BLOB.
+static sqlite3_int64 mnemoInt64(const unsigned char *b, int i) {
+	sqlite3_uint64 v = 0;
+	for (int j = 7; j >= 0; j--) v = (v << 8) | b[i * 8 + j];
+	return (sqlite3_int64)v;
+}
 
 static int mnemoCountCb(const Fts5ExtensionApi *api, Fts5Context *fts, void *user) {
 	(*(sqlite3_int64 *)user)++;
@@ -53,19 +70,30 @@ static int mnemoBm25GetData(const Fts5ExtensionApi *api, Fts5Context *fts, int n
 	p->aIDF = (double *)&p[1];
 	p->aFreq = &p->aIDF[nPhrase];
 	sqlite3_int64 nRow = 0, nToken = 0;
-	rc = api->xRowCount(fts, &nRow);
-	if (rc == SQLITE_OK) rc = api->xColumnTotalSize(fts, -1, &nToken);
+	if (nVal >= 3 && sqlite3_value_type(apVal[2]) == SQLITE_BLOB && sqlite3_value_bytes(apVal[2]) == 16) {
+		const unsigned char *st = (const unsigned char *)sqlite3_value_blob(apVal[2]);
+		nRow = mnemoInt64(st, 0);
+		nToken = mnemoInt64(st, 1);
+		p->firstColumn = 1;
+	} else {
+		rc = api->xRowCount(fts, &nRow);
+		if (rc == SQLITE_OK) rc = api->xColumnTotalSize(fts, -1, &nToken);
+	}
 	if (rc == SQLITE_OK) p->avgdl = (double)nToken / (double)nRow;
 	const unsigned char *counts = 0;
 	if (nVal >= 1 && sqlite3_value_type(apVal[0]) == SQLITE_BLOB && sqlite3_value_bytes(apVal[0]) == nPhrase * 8) {
 		counts = (const unsigned char *)sqlite3_value_blob(apVal[0]);
 	}
+	if (p->firstColumn && !counts) {
+		// Counting here would count over the whole table, not over the
+		// rows the stats describe.
+		sqlite3_free(p);
+		return SQLITE_MISMATCH;
+	}
 	for (int i = 0; rc == SQLITE_OK && i < nPhrase; i++) {
 		sqlite3_int64 nHit = 0;
 		if (counts) {
-			sqlite3_uint64 v = 0;
-			for (int j = 7; j >= 0; j--) v = (v << 8) | counts[i * 8 + j];
-			nHit = (sqlite3_int64)v;
+			nHit = mnemoInt64(counts, i);
 			if (nHit < 0) {
 				p->aIDF[i] = 0.0; // not scored: adds exactly +0.0 to every row
 				continue;
@@ -107,7 +135,7 @@ static void mnemoBm25(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_con
 		int iCol = 0, iOff = 0;
 		rc = api->xPhraseFirst(fts, i, &it, &iCol, &iOff);
 		for (; rc == SQLITE_OK && iCol >= 0; api->xPhraseNext(fts, &it, &iCol, &iOff)) {
-			p->aFreq[i] += 1.0;
+			if (!p->firstColumn || iCol == 0) p->aFreq[i] += 1.0;
 		}
 	}
 	if (rc == SQLITE_OK) {
@@ -120,8 +148,12 @@ static void mnemoBm25(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_con
 				if (v != 0xFFFF) nTok = v;
 			}
 		}
-		if (nTok < 0) rc = api->xColumnSize(fts, -1, &nTok);
+		if (nTok < 0) rc = api->xColumnSize(fts, p->firstColumn ? 0 : -1, &nTok);
 		D = (double)nTok;
+	}
+	if (rc == SQLITE_MISMATCH) {
+		sqlite3_result_error(ctx, "mnemo_bm25: with stats, counts must hold one int64 per phrase of the query", -1);
+		return;
 	}
 	if (rc != SQLITE_OK) {
 		sqlite3_result_error_code(ctx, rc);
@@ -133,17 +165,17 @@ static void mnemoBm25(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_con
 	sqlite3_result_double(ctx, -1.0 * score);
 }
 
-// mnemo_bm25_text(content, terms, counts, averages, all) scores one row's
-// text as mnemo_bm25 scores it inside an FTS5 query of terms, without the
-// query: the text is tokenized with the table's tokenizer ('porter
-// unicode61'), each term (terms: a BLOB of NUL-separated strings, each a
-// phrase) counted at consecutive positions, the length taken as FTS5
-// takes it, the averages from the table's averages record (averages: the
-// BLOB of id 1 in its %_data table). It returns NULL when the text does not
-// match: a phrase without a token is left out of the query, as FTS5
-// leaves it out; all=1 wants every other phrase, else one. Scoring a few
-// rows this way reads their text instead of every term's whole list of
-// matches.
+// mnemo_bm25_text(content, terms, counts, stats, all) scores one row's
+// text as mnemo_bm25(fts, counts, lengths, stats) scores it inside an FTS5
+// query of terms, without the query: the text is tokenized with the
+// table's tokenizer ('porter unicode61'), each term (terms: a BLOB of
+// NUL-separated strings, each a phrase) counted at consecutive positions,
+// the length taken as FTS5 takes it, the number of rows and their total
+// length from stats (two little-endian int64). It returns NULL when the
+// text does not match: a phrase without a token is left out of the query,
+// as FTS5 leaves it out; all=1 wants every other phrase, else one. Scoring
+// a few rows this way reads their text instead of every term's whole list
+// of matches.
 
 #define MNEMO_MAX_TOKEN 32768 // FTS5_MAX_TOKEN_SIZE
 
@@ -194,23 +226,6 @@ static int mnemoTokenEq(const mnemoTokens *a, int i, const mnemoTokens *b, int j
 	return a->len[i] == b->len[j] && memcmp(a->buf + a->off[i], b->buf + b->off[j], a->len[i]) == 0;
 }
 
-// mnemoVarint reads SQLite's varint at p (n bytes left); 0 when cut short.
-static int mnemoVarint(const unsigned char *p, int n, sqlite3_uint64 *v) {
-	sqlite3_uint64 x = 0;
-	for (int i = 0; i < n && i < 9; i++) {
-		if (i == 8) {
-			*v = (x << 8) | p[i];
-			return 9;
-		}
-		x = (x << 7) | (p[i] & 0x7F);
-		if (!(p[i] & 0x80)) {
-			*v = x;
-			return i + 1;
-		}
-	}
-	return 0;
-}
-
 typedef struct {
 	fts5_tokenizer tk;
 	Fts5Tokenizer *tok;
@@ -237,20 +252,19 @@ static mnemoTextQuery *mnemoTextQueryNew(sqlite3_context *ctx, fts5_api *api, sq
 	int nTerms = sqlite3_value_bytes(argv[1]);
 	const unsigned char *counts = (const unsigned char *)sqlite3_value_blob(argv[2]);
 	int nCounts = sqlite3_value_bytes(argv[2]);
-	const unsigned char *avg = (const unsigned char *)sqlite3_value_blob(argv[3]);
-	int nAvg = sqlite3_value_bytes(argv[3]);
+	const unsigned char *st = (const unsigned char *)sqlite3_value_blob(argv[3]);
+	int nSt = sqlite3_value_bytes(argv[3]);
 	int nPhrase = 1;
 	for (int i = 0; i < nTerms; i++) if (terms[i] == 0) nPhrase++;
 	if (!terms || nTerms == 0 || nCounts != 8 * nPhrase) {
 		sqlite3_result_error(ctx, "mnemo_bm25_text: want NUL-separated terms and one 8-byte count per term", -1);
 		return 0;
 	}
-	sqlite3_uint64 nRow = 0, nToken = 0;
-	int k = avg ? mnemoVarint(avg, nAvg, &nRow) : 0;
-	if (k == 0 || mnemoVarint(avg + k, nAvg - k, &nToken) == 0 || nRow == 0) {
-		sqlite3_result_error(ctx, "mnemo_bm25_text: want the FTS5 table's averages record", -1);
+	if (!st || nSt != 16 || mnemoInt64(st, 0) <= 0) {
+		sqlite3_result_error(ctx, "mnemo_bm25_text: want the rows' count and total length (two int64, count > 0)", -1);
 		return 0;
 	}
+	sqlite3_int64 nRow = mnemoInt64(st, 0), nToken = mnemoInt64(st, 1);
 	mnemoTextQuery *q = sqlite3_malloc(sizeof(*q));
 	if (!q) {
 		sqlite3_result_error_nomem(ctx);
@@ -276,16 +290,14 @@ static mnemoTextQuery *mnemoTextQueryNew(sqlite3_context *ctx, fts5_api *api, sq
 		return 0;
 	}
 	memset(q->phrase, 0, nPhrase * sizeof(mnemoTokens));
-	q->avgdl = (double)(sqlite3_int64)nToken / (double)(sqlite3_int64)nRow;
+	q->avgdl = (double)nToken / (double)nRow;
 	const char *start = terms;
 	for (int i = 0; i < nPhrase && rc == SQLITE_OK; i++) {
 		const char *end = memchr(start, 0, terms + nTerms - start);
 		if (!end) end = terms + nTerms;
 		rc = q->tk.xTokenize(q->tok, &q->phrase[i], FTS5_TOKENIZE_QUERY, start, (int)(end - start), mnemoTokenCb);
-		sqlite3_uint64 v = 0;
-		for (int j = 7; j >= 0; j--) v = (v << 8) | counts[i * 8 + j];
-		sqlite3_int64 nHit = (sqlite3_int64)v;
-		double idf = log(((sqlite3_int64)nRow - nHit + 0.5) / (nHit + 0.5));
+		sqlite3_int64 nHit = mnemoInt64(counts, i);
+		double idf = log((nRow - nHit + 0.5) / (nHit + 0.5));
 		if (idf <= 0.0) idf = 1e-6;
 		q->aIDF[i] = idf;
 		start = end + 1;
@@ -394,18 +406,21 @@ import (
 )
 
 // RankFunction names the FTS5 ranking function that takes the query's
-// document frequencies: mnemo_bm25(table, counts[, lengths]), with counts a
-// BLOB of one little-endian int64 per phrase, negative for a phrase that
-// only filters, and lengths the rows' token counts, one little-endian
-// uint16 per rowid, 0xFFFF where unknown. Empty when the build has none
-// (then use bm25()).
+// document frequencies: mnemo_bm25(table, counts[, lengths[, stats]]),
+// with counts a BLOB of one little-endian int64 per phrase, negative for a
+// phrase that only filters, lengths the rows' token counts, one
+// little-endian uint16 per rowid, 0xFFFF where unknown (or NULL), and
+// stats the number of rows and their total length in tokens (two
+// little-endian int64), which makes it score the table's first column
+// alone against those statistics. Empty when the build has none (then use
+// bm25()).
 const RankFunction = "mnemo_bm25"
 
 // TextRankFunction names the scalar function that scores a row's text as
-// RankFunction scores it in an FTS5 query: mnemo_bm25_text(content, terms,
-// counts, averages, all), terms a BLOB of NUL-separated phrases, counts as
-// for RankFunction, averages the table's averages record (the block of id 1
-// in its %_data table), all 1 for AND; NULL for a text that does not match.
+// RankFunction scores it in an FTS5 query with stats: mnemo_bm25_text(
+// content, terms, counts, stats, all), terms a BLOB of NUL-separated
+// phrases, counts and stats as for RankFunction, all 1 for AND; NULL for a
+// text that does not match.
 const TextRankFunction = "mnemo_bm25_text"
 
 // registerRank makes every connection opened from now on have

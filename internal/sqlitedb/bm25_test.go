@@ -103,7 +103,7 @@ func TestRankFunction(t *testing.T) {
 	if _, err := db.Exec(`DELETE FROM t WHERE rowid % 7 = 0`); err != nil {
 		t.Fatal(err)
 	}
-	lens, err := DocLengths(t.Context(), db, "t")
+	lens, err := DocLengths(t.Context(), db, "t", -1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,8 +284,8 @@ func TestTextRankFunction(t *testing.T) {
 		if (len(want) == 0) != (tc.terms[0] == "*" && !tc.all) {
 			t.Fatalf("%s matches %d rows", q, len(want))
 		}
-		rows, err := db.Query(`SELECT rowid, mnemo_bm25_text(body, ?, ?, (SELECT block FROM t_data WHERE id = 1), ?) FROM t`,
-			[]byte(strings.Join(tc.terms, "\x00")), counts, tc.all)
+		rows, err := db.Query(`SELECT rowid, mnemo_bm25_text(body, ?, ?, ?, ?) FROM t`,
+			[]byte(strings.Join(tc.terms, "\x00")), counts, tableStats(t, db, "t"), tc.all)
 		if err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
@@ -320,13 +320,119 @@ func TestTextRankFunction(t *testing.T) {
 		{[]byte("quartz\x00basalt"), make([]byte, 8), 0}, // one count for two terms
 	} {
 		var s sql.NullFloat64
-		err := db.QueryRow(`SELECT mnemo_bm25_text('quartz', ?, ?, (SELECT block FROM t_data WHERE id = 1), ?)`, args...).Scan(&s)
+		err := db.QueryRow(`SELECT mnemo_bm25_text('quartz', ?, ?, ?, ?)`, append(args[:2:2], tableStats(t, db, "t"), args[2])...).Scan(&s)
 		if err == nil || !strings.Contains(err.Error(), "mnemo_bm25_text") {
 			t.Errorf("args %v: %v, %v; want an error naming mnemo_bm25_text", args, s, err)
 		}
 	}
 	var s sql.NullFloat64
-	if err := db.QueryRow(`SELECT mnemo_bm25_text('quartz', 'quartz', ?, x'00', 0)`, make([]byte, 8)).Scan(&s); err == nil || !strings.Contains(err.Error(), "averages") {
-		t.Errorf("a bad averages record: %v, %v; want an error", s, err)
+	for _, st := range [][]byte{{0}, make([]byte, 16)} {
+		if err := db.QueryRow(`SELECT mnemo_bm25_text('quartz', 'quartz', ?, ?, 0)`, make([]byte, 8), st).Scan(&s); err == nil || !strings.Contains(err.Error(), "count and total length") {
+			t.Errorf("stats %x: %v, %v; want an error", st, s, err)
+		}
+	}
+}
+
+// tableStats is the stats BLOB of the ranking functions for FTS5 table
+// name as a whole: its row count and total length, read from its averages
+// record (what bm25() itself uses).
+func tableStats(tb testing.TB, db *sql.DB, name string) []byte {
+	tb.Helper()
+	var rec []byte
+	if err := db.QueryRow(`SELECT block FROM ` + name + `_data WHERE id = 1`).Scan(&rec); err != nil {
+		tb.Fatal(err)
+	}
+	rows, k := varint(rec)
+	tokens, k2 := varint(rec[k:])
+	if k == 0 || k2 == 0 {
+		tb.Fatalf("malformed averages record %x", rec)
+	}
+	return statsBlob(int64(rows), int64(tokens))
+}
+
+func statsBlob(rows, tokens int64) []byte {
+	b := make([]byte, 16)
+	binary.LittleEndian.PutUint64(b, uint64(rows))
+	binary.LittleEndian.PutUint64(b[8:], uint64(tokens))
+	return b
+}
+
+// TestRankFunction_Stats: given a subset's statistics, mnemo_bm25 scores
+// the rows of that subset of a two-column table (the second column only
+// selecting the subset) exactly as bm25() scores them in a table holding
+// that subset alone — the scores of one tenant's rows do not depend on the
+// other rows of the table. The lengths BLOB, when given, agrees.
+func TestRankFunction_Stats(t *testing.T) {
+	t.Parallel()
+	db, err := Open(filepath.Join(t.TempDir(), "x.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, q := range []string{
+		`CREATE VIRTUAL TABLE mixed USING fts5(body, tag, content='', contentless_delete=1, tokenize='porter unicode61')`,
+		`CREATE VIRTUAL TABLE alone USING fts5(body, tokenize='porter unicode61')`,
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	words := strings.Fields("the a river stone rivers dune quartz basalt flowing cedar ember garnet heath fjord")
+	pick := skewed(words, 4)
+	rng := rand.New(rand.NewPCG(9, 10))
+	tx, err := db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id := int64(1); id <= 3000; id++ {
+		var text []string
+		for range 1 + rng.IntN(9) {
+			text = append(text, pick(rng))
+		}
+		body := strings.Join(text, " ")
+		tag := "t1 k3"
+		if rng.IntN(3) > 0 { // most rows belong to the other tenant, with other word frequencies
+			tag, body = "t2 k3", body+" quartz quartz cedar"
+		}
+		if _, err := tx.Exec(`INSERT INTO mixed(rowid, body, tag) VALUES (?, ?, ?)`, id, body, tag); err != nil {
+			t.Fatal(err)
+		}
+		if tag == "t1 k3" {
+			if _, err := tx.Exec(`INSERT INTO alone(rowid, body) VALUES (?, ?)`, id, body); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	stats := tableStats(t, db, "alone")
+	lens, err := DocLengths(t.Context(), db, "alone", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{`"quartz"`, `"river" OR "cedar" OR "fjord"`, `"stone" "dune"`, `"the" OR "basalt"`} {
+		var counts []byte
+		for _, ph := range strings.Fields(strings.ReplaceAll(q, " OR ", " ")) {
+			var n int64
+			if err := db.QueryRow(`SELECT count(*) FROM alone WHERE alone MATCH ?`, ph).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			counts = binary.LittleEndian.AppendUint64(counts, uint64(n))
+		}
+		filtered := append(binary.LittleEndian.AppendUint64(nil, 1<<64-1), counts...) // the tag phrase filters
+		want := rowScores(t, db, `SELECT rowid, bm25(alone) FROM alone WHERE alone MATCH ?`, q)
+		for _, lengths := range [][]byte{nil, lens} {
+			got := rowScores(t, db, `SELECT rowid, mnemo_bm25(mixed, ?, ?, ?) FROM mixed WHERE mixed MATCH ?`,
+				filtered, lengths, stats, `tag:"t1" AND {body}:(`+q+`)`)
+			if len(want) == 0 || len(got) != len(want) {
+				t.Fatalf("%s: %d rows in the subset, %d alone", q, len(got), len(want))
+			}
+			for id, w := range want {
+				if got[id] != w {
+					t.Fatalf("%s (lengths %v): row %d: bm25 alone %v, mnemo_bm25 with the subset's stats %v", q, lengths != nil, id, w, got[id])
+				}
+			}
+		}
 	}
 }

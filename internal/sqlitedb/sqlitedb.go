@@ -88,9 +88,10 @@ const MaxDocLengthRowid = 4 << 20
 // (from its %_docsize table, so the table must keep column sizes, FTS5's
 // default) into the lengths BLOB of RankFunction: one little-endian uint16
 // per rowid up to the largest, 0xFFFF for rowids without a row and for
-// lengths past 65,534. It returns nil when the largest rowid passes
+// lengths past 65,534. The length is column's (0-based), or the whole
+// row's when column < 0. It returns nil when the largest rowid passes
 // MaxDocLengthRowid.
-func DocLengths(ctx context.Context, q Querier, table string) ([]byte, error) {
+func DocLengths(ctx context.Context, q Querier, table string, column int) ([]byte, error) {
 	name := `"` + strings.ReplaceAll(table+"_docsize", `"`, `""`) + `"`
 	var maxID sql.NullInt64
 	if err := q.QueryRowContext(ctx, `SELECT max(id) FROM `+name).Scan(&maxID); err != nil {
@@ -119,12 +120,15 @@ func DocLengths(ctx context.Context, q Querier, table string) ([]byte, error) {
 		}
 		// sz holds one varint per column; the row's length is their sum.
 		var n uint64
-		for len(sz) > 0 {
+		for c := 0; len(sz) > 0; c++ {
 			v, k := varint(sz)
 			if k == 0 {
 				return nil, fmt.Errorf("read %s row lengths: row %d: malformed size record", table, id)
 			}
-			n, sz = n+v, sz[k:]
+			if column < 0 || c == column {
+				n += v
+			}
+			sz = sz[k:]
 		}
 		if n < 0xFFFF {
 			binary.LittleEndian.PutUint16(out[2*id:], uint16(n))
@@ -134,6 +138,23 @@ func DocLengths(ctx context.Context, q Querier, table string) ([]byte, error) {
 		return nil, fmt.Errorf("read %s row lengths: %w", table, err)
 	}
 	return out, nil
+}
+
+// ColumnSize returns the length in tokens of column (0-based) from an
+// FTS5 %_docsize record (one varint per column); ok is false when the
+// record is malformed or has no such column.
+func ColumnSize(sz []byte, column int) (n uint64, ok bool) {
+	for c := 0; len(sz) > 0; c++ {
+		v, k := varint(sz)
+		if k == 0 {
+			return 0, false
+		}
+		if c == column {
+			return v, true
+		}
+		sz = sz[k:]
+	}
+	return 0, false
 }
 
 // varint decodes SQLite's variable-length integer (big-endian groups of

@@ -162,31 +162,39 @@ func TestDocLengths(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if got, err := DocLengths(t.Context(), db, "nope"); err == nil {
+	if got, err := DocLengths(t.Context(), db, "nope", -1); err == nil {
 		t.Errorf("DocLengths of a missing table = %v, want an error", got)
 	}
-	if _, err := db.Exec(`CREATE VIRTUAL TABLE t USING fts5(body, tokenize='porter unicode61')`); err != nil {
+	if _, err := db.Exec(`CREATE VIRTUAL TABLE t USING fts5(body, tag, tokenize='porter unicode61')`); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := DocLengths(t.Context(), db, "t"); err != nil || got != nil {
+	if got, err := DocLengths(t.Context(), db, "t", -1); err != nil || got != nil {
 		t.Errorf("DocLengths of an empty table = %v, %v; want nil", got, err)
 	}
 	for id, body := range map[int]string{1: "rivers flow, and flow!", 2: "x", 4: strings.Repeat("word ", 300)} {
-		if _, err := db.Exec(`INSERT INTO t(rowid, body) VALUES (?, ?)`, id, body); err != nil {
+		if _, err := db.Exec(`INSERT INTO t(rowid, body, tag) VALUES (?, ?, 'p1 s2')`, id, body); err != nil {
 			t.Fatal(err)
 		}
 	}
-	got, err := DocLengths(t.Context(), db, "t")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []uint16{0xFFFF, 4, 1, 0xFFFF, 300}
-	if len(got) != 2*len(want) {
-		t.Fatalf("DocLengths = % x, want %d rowids", got, len(want))
-	}
-	for id, w := range want {
-		if g := uint16(got[2*id]) | uint16(got[2*id+1])<<8; g != w {
-			t.Errorf("rowid %d: length %d, want %d", id, g, w)
+	for _, tc := range []struct {
+		column int
+		want   []uint16
+	}{
+		{-1, []uint16{0xFFFF, 6, 3, 0xFFFF, 302}},
+		{0, []uint16{0xFFFF, 4, 1, 0xFFFF, 300}},
+		{1, []uint16{0xFFFF, 2, 2, 0xFFFF, 2}},
+	} {
+		got, err := DocLengths(t.Context(), db, "t", tc.column)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 2*len(tc.want) {
+			t.Fatalf("column %d: DocLengths = % x, want %d rowids", tc.column, got, len(tc.want))
+		}
+		for id, w := range tc.want {
+			if g := uint16(got[2*id]) | uint16(got[2*id+1])<<8; g != w {
+				t.Errorf("column %d: rowid %d: length %d, want %d", tc.column, id, g, w)
+			}
 		}
 	}
 }

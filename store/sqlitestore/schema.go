@@ -1,7 +1,15 @@
 package sqlitestore
 
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
 // migrations are applied in order; schema_version records how many ran.
-// Never edit a released migration: append a new one.
+// Never edit a released migration: append a new one. A migration that
+// needs Go as well as SQL has its step in migrationSteps, run right after
+// its SQL in the same transaction.
 var migrations = []string{
 	// 1: memories, full-text index kept in sync by triggers, change log.
 	`CREATE TABLE memories (
@@ -73,4 +81,89 @@ var migrations = []string{
 	CREATE INDEX api_keys_profile ON api_keys(profile, created_at, id);`,
 	// 5: key roles: '' a profile key, 'admin' an operator's key.
 	`ALTER TABLE api_keys ADD COLUMN role TEXT NOT NULL DEFAULT '';`,
+	// 6: timestamps as fixed-width RFC 3339 text with nanoseconds (every
+	// time in years 0001-9999 exactly; nanoseconds since 1970 in an int64
+	// covered 1678-2262 only), and the full-text index rebuilt to keep
+	// BM25 statistics per profile: a contentless FTS5 table whose second
+	// column holds the row's scope as tokens (profile, kind, project,
+	// session, numbered in profiles and scope_names), so that a query
+	// selects one profile's rows inside FTS5 and is ranked against that
+	// profile's own document count, average length and document
+	// frequencies (profiles.docs, profiles.tokens). The store writes the
+	// index itself; migrationSteps[6] fills it.
+	`CREATE TABLE memories_v6 (
+		rid             INTEGER PRIMARY KEY,
+		id              TEXT    NOT NULL,
+		profile         TEXT    NOT NULL,
+		project         TEXT    NOT NULL DEFAULT '',
+		session         TEXT    NOT NULL DEFAULT '',
+		kind            TEXT    NOT NULL,
+		content         TEXT    NOT NULL,
+		importance      REAL    NOT NULL,
+		created_at      TEXT    NOT NULL,
+		accessed_at     TEXT    NOT NULL,
+		access_count    INTEGER NOT NULL DEFAULT 0,
+		metadata        TEXT,
+		embedding       BLOB,
+		embedding_model TEXT,
+		embedding_dim   INTEGER,
+		seq             INTEGER NOT NULL,
+		UNIQUE (profile, id)
+	);
+	INSERT INTO memories_v6 SELECT rid, id, profile, project, session, kind, content, importance,
+		` + nanosToText("created_at") + `, ` + nanosToText("accessed_at") + `,
+		access_count, metadata, embedding, embedding_model, embedding_dim, seq FROM memories;
+	DROP TABLE memories_fts;
+	DROP TABLE memories;
+	ALTER TABLE memories_v6 RENAME TO memories;
+	CREATE INDEX memories_scope   ON memories(profile, project, session);
+	CREATE INDEX memories_created ON memories(profile, created_at, id);
+	CREATE INDEX memories_seq     ON memories(profile, seq);
+	CREATE INDEX memories_recent_embedded ON memories(profile, accessed_at DESC, id) WHERE embedding IS NOT NULL;
+	CREATE TABLE profiles (
+		id     INTEGER PRIMARY KEY,
+		name   TEXT    NOT NULL UNIQUE,
+		seq    INTEGER NOT NULL DEFAULT 0,
+		docs   INTEGER NOT NULL DEFAULT 0,
+		tokens INTEGER NOT NULL DEFAULT 0
+	);
+	CREATE TABLE scope_names (
+		id         INTEGER PRIMARY KEY,
+		profile_id INTEGER NOT NULL,
+		field      TEXT    NOT NULL,
+		name       TEXT    NOT NULL,
+		UNIQUE (profile_id, field, name)
+	);
+	CREATE VIRTUAL TABLE memories_fts USING fts5(
+		content, scope, content='', contentless_delete=1, tokenize='porter unicode61'
+	);`,
+}
+
+// migrationSteps holds the Go part of migrations, by the version they
+// bring the schema to.
+var migrationSteps = map[int]func(ctx context.Context, tx *sql.Tx) error{
+	6: reindexAll,
+}
+
+// applyMigrations brings the schema inside tx from version from to to.
+func applyMigrations(ctx context.Context, tx *sql.Tx, from, to int) error {
+	for i := from; i < to; i++ {
+		if _, err := tx.ExecContext(ctx, migrations[i]); err != nil {
+			return fmt.Errorf("migrate to version %d: %w", i+1, err)
+		}
+		if step := migrationSteps[i+1]; step != nil {
+			if err := step(ctx, tx); err != nil {
+				return fmt.Errorf("migrate to version %d: %w", i+1, err)
+			}
+		}
+	}
+	return nil
+}
+
+// nanosToText is the SQL rendering of an integer column of Unix
+// nanoseconds as the text timeLayout gives (floor division, so times before
+// 1970 keep their nanoseconds).
+func nanosToText(col string) string {
+	frac := `((` + col + ` % 1000000000) + 1000000000) % 1000000000`
+	return `strftime('%Y-%m-%dT%H:%M:%S', (` + col + ` - ` + frac + `) / 1000000000, 'unixepoch') || '.' || printf('%09d', ` + frac + `) || 'Z'`
 }

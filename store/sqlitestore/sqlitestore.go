@@ -6,7 +6,6 @@
 package sqlitestore
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"encoding/base64"
@@ -18,8 +17,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -106,11 +103,11 @@ type Store struct {
 	commonRatio float64
 	commonMin   int
 	rareBudget  int // ≤ 0: no bound
-	df          dfCache
-	// rankFn is sqlitedb.RankFunction: bm25() fed the cached document
-	// frequencies. Empty: FTS5's bm25() ranks, and term counts stop at the
-	// common-term threshold.
-	rankFn string
+	terms       termCache
+	// rankFn and textRankFn are sqlitedb.RankFunction and
+	// TextRankFunction: BM25 in C from the profile's statistics. Empty
+	// (the pure-Go build): the store scores rows in Go from their text.
+	rankFn, textRankFn string
 	lensMu sync.Mutex
 	lens   docLengths
 	// bgCtx ends at Close, which waits for bg: background loads.
@@ -165,7 +162,7 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	s := &Store{w: w, path: path, commonRatio: opt.CommonTermRatio, commonMin: opt.CommonTermMinDocs, rareBudget: opt.RareTermBudget,
-		rankFn: sqlitedb.RankFunction}
+		rankFn: sqlitedb.RankFunction, textRankFn: sqlitedb.TextRankFunction}
 	if err := s.migrate(ctx); err != nil {
 		w.Close()
 		return nil, err
@@ -212,10 +209,8 @@ func (s *Store) migrate(ctx context.Context) error {
 	if v > len(migrations) {
 		return fmt.Errorf("open %s: schema version %d is newer than this mnemo (%d): upgrade mnemo", s.path, v, len(migrations))
 	}
-	for i := v; i < len(migrations); i++ {
-		if _, err := tx.ExecContext(ctx, migrations[i]); err != nil {
-			return fmt.Errorf("migrate to version %d: %w", i+1, err)
-		}
+	if err := applyMigrations(ctx, tx, v, len(migrations)); err != nil {
+		return err
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE schema_version SET version = ?`, len(migrations)); err != nil {
 		return fmt.Errorf("migrate: %w", err)
@@ -288,7 +283,7 @@ func nextSeq(ctx context.Context, tx *sql.Tx, n int) (int64, error) {
 const insertSQL = `INSERT INTO memories
 	(id, profile, project, session, kind, content, importance, created_at, accessed_at, access_count,
 	 metadata, embedding, embedding_model, embedding_dim, seq)
-	VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
+	VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING rid`
 
 // Insert implements store.Store.
 func (s *Store) Insert(ctx context.Context, mems []mnemotype.Memory) error {
@@ -312,6 +307,7 @@ func (s *Store) Insert(ctx context.Context, mems []mnemotype.Memory) error {
 		return fmt.Errorf("insert memories: %w", err)
 	}
 	defer stmt.Close()
+	ix := newIndexer(tx)
 	for i := range mems {
 		m := &mems[i]
 		if m.ID == "" {
@@ -328,15 +324,28 @@ func (s *Store) Insert(ctx context.Context, mems []mnemotype.Memory) error {
 		if accessed.IsZero() {
 			accessed = m.CreatedAt
 		}
-		_, err := stmt.ExecContext(ctx, m.ID, m.Profile, m.Project, m.Session, string(m.Kind), m.Content,
-			m.Importance, m.CreatedAt.UnixNano(), accessed.UnixNano(), m.AccessCount,
-			nullJSON(m.Metadata), blob, model, dim, seq+int64(i))
+		if err := mnemotype.CheckTime("created_at", m.CreatedAt); err != nil {
+			return batchErr(len(mems), i, err)
+		}
+		if err := mnemotype.CheckTime("accessed_at", accessed); err != nil {
+			return batchErr(len(mems), i, err)
+		}
+		var rid int64
+		err := stmt.QueryRowContext(ctx, m.ID, m.Profile, m.Project, m.Session, string(m.Kind), m.Content,
+			m.Importance, formatTime(m.CreatedAt), formatTime(accessed), m.AccessCount,
+			nullJSON(m.Metadata), blob, model, dim, seq+int64(i)).Scan(&rid)
 		if err != nil {
 			if isUnique(err) {
 				return fmt.Errorf("%w: id %q %w", mnemotype.ErrInvalid, m.ID, mnemotype.ErrExists)
 			}
 			return fmt.Errorf("insert memory %s: %w", m.ID, mapErr(err))
 		}
+		if err := ix.add(ctx, rid, m); err != nil {
+			return err
+		}
+	}
+	if err := ix.flush(ctx); err != nil {
+		return err
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("insert memories: commit: %w", mapErr(err))
@@ -380,7 +389,7 @@ type scanner interface{ Scan(...any) error }
 func scanMemory(sc scanner, extra ...any) (mnemotype.Memory, error) {
 	var m mnemotype.Memory
 	var kind string
-	var created, accessed int64
+	var created, accessed string
 	var meta, model sql.NullString
 	dest := append([]any{&m.ID, &m.Profile, &m.Project, &m.Session, &kind, &m.Content, &m.Importance,
 		&created, &accessed, &m.AccessCount, &meta, &model}, extra...)
@@ -388,8 +397,13 @@ func scanMemory(sc scanner, extra ...any) (mnemotype.Memory, error) {
 		return m, err
 	}
 	m.Kind = mnemotype.Kind(kind)
-	m.CreatedAt = time.Unix(0, created).UTC()
-	m.AccessedAt = time.Unix(0, accessed).UTC()
+	var err error
+	if m.CreatedAt, err = parseTime(created); err != nil {
+		return m, fmt.Errorf("memory %s: created_at: %w", m.ID, err)
+	}
+	if m.AccessedAt, err = parseTime(accessed); err != nil {
+		return m, fmt.Errorf("memory %s: accessed_at: %w", m.ID, err)
+	}
 	if meta.Valid {
 		m.Metadata = json.RawMessage(meta.String)
 	}
@@ -472,8 +486,9 @@ func (s *Store) Update(ctx context.Context, p store.UpdateParams) (mnemotype.Mem
 	}
 	defer tx.Rollback()
 	var blob []byte
-	m, err := scanMemory(tx.QueryRowContext(ctx, `SELECT `+memoryCols+`, embedding FROM memories WHERE profile = ? AND id = ?`,
-		p.Profile, p.ID), &blob)
+	var rid int64
+	m, err := scanMemory(tx.QueryRowContext(ctx, `SELECT `+memoryCols+`, embedding, rid FROM memories WHERE profile = ? AND id = ?`,
+		p.Profile, p.ID), &blob, &rid)
 	if errors.Is(err, sql.ErrNoRows) {
 		return mnemotype.Memory{}, fmt.Errorf("update memory %s: %w", p.ID, mnemotype.ErrNotFound)
 	}
@@ -485,6 +500,7 @@ func (s *Store) Update(ctx context.Context, p store.UpdateParams) (mnemotype.Mem
 			return mnemotype.Memory{}, fmt.Errorf("update memory %s: %w", p.ID, err)
 		}
 	}
+	old := m
 	if p.Content != nil {
 		m.Content = *p.Content
 	}
@@ -513,6 +529,18 @@ func (s *Store) Update(ctx context.Context, p store.UpdateParams) (mnemotype.Mem
 	if err != nil {
 		return mnemotype.Memory{}, err
 	}
+	if m.Content != old.Content || m.Kind != old.Kind || m.Project != old.Project || m.Session != old.Session {
+		ix := newIndexer(tx)
+		if err := ix.remove(ctx, rid, m.Profile); err != nil {
+			return mnemotype.Memory{}, fmt.Errorf("update memory %s: %w", p.ID, err)
+		}
+		if err := ix.add(ctx, rid, &m); err != nil {
+			return mnemotype.Memory{}, fmt.Errorf("update memory %s: %w", p.ID, err)
+		}
+		if err := ix.flush(ctx); err != nil {
+			return mnemotype.Memory{}, fmt.Errorf("update memory %s: %w", p.ID, err)
+		}
+	}
 	var newBlob []byte
 	var model, dim any
 	if len(m.Embedding) > 0 {
@@ -523,10 +551,10 @@ func (s *Store) Update(ctx context.Context, p store.UpdateParams) (mnemotype.Mem
 		m.Content, string(m.Kind), m.Project, m.Session, m.Importance, nullJSON(m.Metadata), newBlob, model, dim, seq,
 		p.Profile, p.ID)
 	if err != nil {
-		return mnemotype.Memory{}, fmt.Errorf("update memory %s: %w", p.ID, err)
+		return mnemotype.Memory{}, fmt.Errorf("update memory %s: %w", p.ID, mapErr(err))
 	}
 	if err := tx.Commit(); err != nil {
-		return mnemotype.Memory{}, fmt.Errorf("update memory %s: commit: %w", p.ID, err)
+		return mnemotype.Memory{}, fmt.Errorf("update memory %s: commit: %w", p.ID, mapErr(err))
 	}
 	return m, nil
 }
@@ -541,12 +569,20 @@ func (s *Store) Delete(ctx context.Context, profile, id string) error {
 		return fmt.Errorf("delete memory %s: %w", id, err)
 	}
 	defer tx.Rollback()
-	res, err := tx.ExecContext(ctx, `DELETE FROM memories WHERE profile = ? AND id = ?`, profile, id)
+	var rid int64
+	err = tx.QueryRowContext(ctx, `DELETE FROM memories WHERE profile = ? AND id = ? RETURNING rid`, profile, id).Scan(&rid)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("delete memory %s: %w", id, mnemotype.ErrNotFound)
+	}
 	if err != nil {
+		return fmt.Errorf("delete memory %s: %w", id, mapErr(err))
+	}
+	ix := newIndexer(tx)
+	if err := ix.remove(ctx, rid, profile); err != nil {
 		return fmt.Errorf("delete memory %s: %w", id, err)
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("delete memory %s: %w", id, mnemotype.ErrNotFound)
+	if err := ix.flush(ctx); err != nil {
+		return fmt.Errorf("delete memory %s: %w", id, err)
 	}
 	seq, err := nextSeq(ctx, tx, 1)
 	if err != nil {
@@ -556,7 +592,7 @@ func (s *Store) Delete(ctx context.Context, profile, id string) error {
 		return fmt.Errorf("delete memory %s: %w", id, err)
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("delete memory %s: commit: %w", id, err)
+		return fmt.Errorf("delete memory %s: commit: %w", id, mapErr(err))
 	}
 	return nil
 }
@@ -605,25 +641,27 @@ func (s *Store) List(ctx context.Context, p store.ListParams) (store.ListPage, e
 	if len(page.Memories) > p.Limit {
 		page.Memories = page.Memories[:p.Limit]
 		last := page.Memories[p.Limit-1]
-		page.NextCursor = encodeCursor(last.CreatedAt.UnixNano(), last.ID)
+		page.NextCursor = encodeCursor(formatTime(last.CreatedAt), last.ID)
 	}
 	return page, nil
 }
 
-func encodeCursor(at int64, id string) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(at, 10) + ":" + id))
+// A cursor is the last row's creation time (timeLayout) and id, base64url
+// encoded.
+func encodeCursor(at, id string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(at + "|" + id))
 }
 
-func decodeCursor(c string) (int64, string, error) {
+func decodeCursor(c string) (string, string, error) {
 	b, err := base64.RawURLEncoding.DecodeString(c)
 	if err == nil {
-		if at, id, ok := strings.Cut(string(b), ":"); ok {
-			if n, err := strconv.ParseInt(at, 10, 64); err == nil {
-				return n, id, nil
+		if at, id, ok := strings.Cut(string(b), "|"); ok {
+			if _, err := parseTime(at); err == nil {
+				return at, id, nil
 			}
 		}
 	}
-	return 0, "", mnemotype.Invalidf("cursor %q: not a cursor returned by a previous page", c)
+	return "", "", mnemotype.Invalidf("cursor %q: not a cursor returned by a previous page", c)
 }
 
 // scopeSQL returns the WHERE conditions enforcing scope on table alias a.
@@ -662,284 +700,6 @@ func MatchExpr(q store.MatchQuery) string {
 		return strings.Join(parts, " ")
 	}
 	return strings.Join(parts, " OR ")
-}
-
-// Lexical implements store.Store with FTS5's bm25(), negated so that higher
-// is better. In the cgo build the scores come from mnemo_bm25 (package
-// sqlitedb), the same figures computed from cached document frequencies.
-//
-// An OR query with a limit whose terms are partly common (in more than
-// CommonTermRatio of all memories) and partly rare scores only the rows
-// that match a rare term, as Lucene's CommonTermsQuery does: bm25() and
-// the join per matched row were most of the OR query's cost (the MATCH
-// alone took 1.5 of 9 ms at 10k memories), and common terms match
-// thousands of rows that can hardly outrank a rare-term match. The scores
-// are still those of the full OR query; when fewer than Limit rows match a
-// rare term, the full query runs, so a row matching only common terms can
-// still be returned.
-func (s *Store) Lexical(ctx context.Context, p store.LexicalParams) ([]mnemotype.Hit, error) {
-	if err := s.check(); err != nil {
-		return nil, err
-	}
-	if len(p.Match.Terms) == 0 || (p.Only != nil && len(p.Only) == 0) {
-		return nil, nil
-	}
-	seq, err := s.Sequence(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if p.MinHits > 0 {
-		// A term known to match fewer than MinHits memories settles it
-		// without a query. Otherwise counting, which stops at MinHits and
-		// skips bm25() (a count of every term's documents and a lookup per
-		// row), is cheaper than scoring (LoCoMo questions as AND queries at
-		// 10k memories: 0.23-0.26 ms scored, 0.16 ms counted to 10).
-		if p.Match.All && s.df.fewerThan(p.Match.Terms, p.MinHits, seq) {
-			return nil, nil
-		}
-		n, err := s.countMatches(ctx, p, p.MinHits)
-		if err != nil || n < p.MinHits {
-			return nil, err
-		}
-	}
-	if !p.Match.All && p.Limit > 0 && p.Only == nil && len(p.Match.Terms) > 1 && s.commonRatio > 0 {
-		rare, err := s.rareTerms(ctx, p.Match.Terms, seq)
-		if err != nil {
-			return nil, fmt.Errorf("lexical search: %w", err)
-		}
-		if len(rare) > 0 && len(rare) < len(p.Match.Terms) {
-			hits, filled, err := s.lexical(ctx, p, rare, seq)
-			if err != nil || filled {
-				return hits, err
-			}
-		}
-	}
-	hits, _, err := s.lexical(ctx, p, nil, seq)
-	return hits, err
-}
-
-// lexical runs one FTS5 query: ranked before the scope is read when the
-// scope holds most memories (lexicalTopFirst), else joined to the
-// memories. With rare, only rows matching one of those terms are scored;
-// filled reports whether Limit rows were found.
-func (s *Store) lexical(ctx context.Context, p store.LexicalParams, rare []string, seq int64) (hits []mnemotype.Hit, filled bool, err error) {
-	rank, err := s.rank(ctx, p.Match.Terms, seq)
-	if err != nil {
-		return nil, false, fmt.Errorf("lexical search: %w", err)
-	}
-	if p.Only == nil && p.Limit > 0 {
-		share, err := s.scopeShare(ctx, p.Scope, seq)
-		if err != nil {
-			return nil, false, fmt.Errorf("lexical search: %w", err)
-		}
-		if share >= topFirstShare {
-			hits, ok, err := s.lexicalTopFirst(ctx, p, rare, rank, share)
-			if err != nil || ok {
-				return hits, len(hits) == p.Limit, err
-			}
-		}
-	}
-	return s.lexicalJoined(ctx, p, rare, rank)
-}
-
-// lexicalJoined is lexical as one query joining every matching row to its
-// memory.
-func (s *Store) lexicalJoined(ctx context.Context, p store.LexicalParams, rare []string, rank rankExpr) (hits []mnemotype.Hit, filled bool, err error) {
-	if p.Only != nil && rank.fn != "" && sqlitedb.TextRankFunction != "" {
-		return s.lexicalText(ctx, p, rank)
-	}
-	cond, scopeArgs := scopeSQL("m", p.Scope)
-	fm := rank.match(p.Match, rare)
-	q := `SELECT m.id, ` + fm.rank + ` AS score FROM memories_fts JOIN memories m ON m.rid = memories_fts.rowid
-		WHERE ` + fm.where + ` AND ` + cond
-	args := append(append(slices.Clone(fm.rankArgs), fm.whereArgs...), scopeArgs...)
-	if p.Only != nil {
-		// As a rowid filter ahead of the join, inlined: by m.id, every
-		// matching row was joined first, and a subquery in place of the list
-		// was slower (OR queries at 10k memories testing 30 ids: 2.15 ms by
-		// id, 2.35 ms through a subquery, 1.73 ms on inlined rowids).
-		onlyRids, err := s.rowids(ctx, p.Scope.Profile, p.Only)
-		if err != nil {
-			return nil, false, fmt.Errorf("lexical search: %w", err)
-		}
-		if len(onlyRids) == 0 {
-			return nil, false, nil
-		}
-		q += ` AND +memories_fts.rowid IN (` + placeholders(len(onlyRids)) + `)`
-		args = append(args, onlyRids...)
-	}
-	q += ` ORDER BY score, m.id`
-	return s.queryHits(ctx, q, args, p.Limit)
-}
-
-// queryHits runs q, which selects (id, bm25-style score: lower is better)
-// in order, up to limit rows when limit > 0, and returns them as hits
-// (score negated); filled reports whether limit rows came back.
-func (s *Store) queryHits(ctx context.Context, q string, args []any, limit int) (hits []mnemotype.Hit, filled bool, err error) {
-	if limit > 0 {
-		q += ` LIMIT ?`
-		args = append(args, limit)
-	}
-	rows, err := s.r.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, false, fmt.Errorf("lexical search: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var h mnemotype.Hit
-		if err := rows.Scan(&h.ID, &h.Score); err != nil {
-			return nil, false, fmt.Errorf("lexical search: %w", err)
-		}
-		h.Score = -h.Score
-		hits = append(hits, h)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, false, fmt.Errorf("lexical search: %w", err)
-	}
-	return hits, limit > 0 && len(hits) == limit, nil
-}
-
-// lexicalText scores the memories of p.Only by their text
-// (sqlitedb.TextRankFunction): the same scores as the FTS5 query, from the
-// few rows asked about instead of every query term's whole list of
-// matches, which FTS5 reads to find them (30 memories against LoCoMo
-// questions, min of 3: 0.15 ms by text against 0.73 ms through FTS5 at
-// 10k memories, 0.17 against 2.87 ms at 100k).
-func (s *Store) lexicalText(ctx context.Context, p store.LexicalParams, rank rankExpr) (hits []mnemotype.Hit, filled bool, err error) {
-	terms := make([]string, len(p.Match.Terms))
-	for i, t := range p.Match.Terms {
-		terms[i] = strings.ReplaceAll(t, "\x00", " ") // as MatchExpr: a NUL would split the term
-	}
-	cond, scopeArgs := scopeSQL("m", p.Scope)
-	q := `SELECT id, score FROM (SELECT m.id AS id, ` + sqlitedb.TextRankFunction + `(m.content, ?, ?,
-			(SELECT block FROM memories_fts_data WHERE id = 1), ?) AS score
-		FROM memories m WHERE m.id IN (` + placeholders(len(p.Only)) + `) AND ` + cond + `)
-		WHERE score IS NOT NULL ORDER BY score, id`
-	args := append([]any{[]byte(strings.Join(terms, "\x00")), countsBlob(rank.counts), p.Match.All}, anySlice(p.Only)...)
-	args = append(args, scopeArgs...)
-	return s.queryHits(ctx, q, args, p.Limit)
-}
-
-// topFirstShare is the share of all memories a scope must hold for
-// lexicalTopFirst: below it, ranking other scopes' rows costs more than
-// the join it saves.
-const topFirstShare = 0.5
-
-// lexicalTopFirst ranks the matching rows without looking at their
-// memories, then reads the scope of the best few only. The join per
-// matching row cost more than bm25() once the memories outgrew the cache
-// (OR queries of 300 LoCoMo questions ranked by bm25(), min of 3, 100k
-// memories in one profile: 12.2 ms joined, 8.3 ms ranked first when a
-// rare-term filter applies, 8.3 against 3.8 ms when it does not; 10k: 1.36
-// against 1.18, 0.79 against 0.62). The result is the joined query's
-// whenever ok: the rows read are enough to fill Limit from the scope with
-// every row left out ranked strictly below the last one kept. Otherwise
-// (few of the best rows in scope, or a tie at the cut) the caller runs the
-// joined query.
-func (s *Store) lexicalTopFirst(ctx context.Context, p store.LexicalParams, rare []string, rank rankExpr, share float64) (hits []mnemotype.Hit, ok bool, err error) {
-	k := int(math.Ceil(float64(p.Limit)*1.25/share)) + 10
-	fm := rank.match(p.Match, rare)
-	q := `SELECT memories_fts.rowid, ` + fm.rank + ` AS score FROM memories_fts WHERE ` + fm.where + ` ORDER BY score LIMIT ?`
-	args := append(slices.Clone(fm.rankArgs), fm.whereArgs...)
-	args = append(args, k)
-	type ranked struct {
-		rid   int64
-		score float64
-	}
-	var top []ranked
-	rows, err := s.r.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, false, fmt.Errorf("lexical search: %w", err)
-	}
-	for rows.Next() {
-		var r ranked
-		if err := rows.Scan(&r.rid, &r.score); err != nil {
-			rows.Close()
-			return nil, false, fmt.Errorf("lexical search: %w", err)
-		}
-		top = append(top, r)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, false, fmt.Errorf("lexical search: %w", err)
-	}
-	if len(top) == 0 {
-		return nil, true, nil
-	}
-	// "+m" keeps the scope's columns away from the indexes: by the profile
-	// index, SQLite would walk every memory of the profile to find these.
-	cond, scopeArgs := scopeSQL("+m", p.Scope)
-	rids := make([]any, len(top))
-	score := make(map[int64]float64, len(top))
-	for i, r := range top {
-		rids[i], score[r.rid] = r.rid, r.score
-	}
-	rows, err = s.r.QueryContext(ctx, `SELECT m.rid, m.id FROM memories m WHERE m.rid IN (`+placeholders(len(rids))+`) AND `+cond,
-		append(rids, scopeArgs...)...)
-	if err != nil {
-		return nil, false, fmt.Errorf("lexical search: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var rid int64
-		var h mnemotype.Hit
-		if err := rows.Scan(&rid, &h.ID); err != nil {
-			return nil, false, fmt.Errorf("lexical search: %w", err)
-		}
-		h.Score = -score[rid]
-		hits = append(hits, h)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, false, fmt.Errorf("lexical search: %w", err)
-	}
-	slices.SortFunc(hits, func(a, b mnemotype.Hit) int {
-		if c := cmp.Compare(b.Score, a.Score); c != 0 {
-			return c
-		}
-		return strings.Compare(a.ID, b.ID)
-	})
-	if len(top) < k {
-		return hits[:min(len(hits), p.Limit)], true, nil // every match was ranked
-	}
-	// Rows not read rank at or below the last row read; ties there could
-	// belong in the result.
-	if len(hits) < p.Limit || -hits[p.Limit-1].Score >= top[len(top)-1].score {
-		return nil, false, nil
-	}
-	return hits[:p.Limit], true, nil
-}
-
-// countMatches counts the memories of p's scope that match p.Match (Only
-// is ignored), up to limit.
-func (s *Store) countMatches(ctx context.Context, p store.LexicalParams, limit int) (int, error) {
-	cond, scopeArgs := scopeSQL("m", p.Scope)
-	var n int
-	err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM memories_fts JOIN memories m ON m.rid = memories_fts.rowid
-		WHERE memories_fts MATCH ? AND `+cond+` LIMIT ?)`, append(append([]any{MatchExpr(p.Match)}, scopeArgs...), limit)...).Scan(&n)
-	if err != nil {
-		return 0, fmt.Errorf("lexical search: count matches: %w", err)
-	}
-	return n, nil
-}
-
-// rowids returns the rowids of the memories of profile with these ids
-// (unknown ids are left out).
-func (s *Store) rowids(ctx context.Context, profile string, ids []string) ([]any, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT rid FROM memories WHERE profile = ? AND id IN (`+placeholders(len(ids))+`)`,
-		append([]any{profile}, anySlice(ids)...)...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []any
-	for rows.Next() {
-		var rid int64
-		if err := rows.Scan(&rid); err != nil {
-			return nil, err
-		}
-		out = append(out, rid)
-	}
-	return out, rows.Err()
 }
 
 // RecentlyAccessed implements store.Store using the partial index
@@ -1057,8 +817,11 @@ func (s *Store) RecordAccess(ctx context.Context, acc []store.Access) error {
 	}
 	defer stmt.Close()
 	for _, a := range acc {
-		if _, err := stmt.ExecContext(ctx, a.Count, a.At.UnixNano(), a.Profile, a.ID); err != nil {
-			return fmt.Errorf("record access %s: %w", a.ID, err)
+		if err := mnemotype.CheckTime("accessed_at", a.At); err != nil {
+			return err
+		}
+		if _, err := stmt.ExecContext(ctx, a.Count, formatTime(a.At), a.Profile, a.ID); err != nil {
+			return fmt.Errorf("record access %s: %w", a.ID, mapErr(err))
 		}
 	}
 	if err := tx.Commit(); err != nil {
@@ -1120,4 +883,27 @@ func (s *Store) Count(ctx context.Context, profile string) (int, error) {
 		return 0, fmt.Errorf("count memories: %w", err)
 	}
 	return n, nil
+}
+
+// timeLayout is how timestamps are stored: RFC 3339 in UTC with nine
+// fractional digits and a four-digit year, so that every time in years
+// 0001-9999 round-trips to the nanosecond and text order is time order.
+const timeLayout = "2006-01-02T15:04:05.000000000Z"
+
+func formatTime(t time.Time) string { return t.UTC().Format(timeLayout) }
+
+func parseTime(s string) (time.Time, error) {
+	t, err := time.Parse(timeLayout, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("stored time %q is malformed", s)
+	}
+	return t, nil
+}
+
+// batchErr names memory i of a batch of n in err.
+func batchErr(n, i int, err error) error {
+	if n == 1 {
+		return err
+	}
+	return fmt.Errorf("memory %d: %w", i, err)
 }

@@ -1,0 +1,520 @@
+package sqlitestore
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/mnemo-dev/mnemo/internal/ftstoken"
+	"github.com/mnemo-dev/mnemo/mnemotype"
+	"github.com/mnemo-dev/mnemo/store"
+)
+
+// Lexical implements store.Store: BM25 over the profile's memories, with
+// the profile's own statistics (see lexindex.go), negated so that higher
+// is better. Ties are broken by insertion order.
+//
+// An OR query with a limit whose terms are partly common (in more than
+// CommonTermRatio of the profile's memories) and partly rare scores only
+// the rows that match a rare term, as Lucene's CommonTermsQuery does: the
+// rows matching only common terms can hardly outrank a rare-term match,
+// and scoring them was most of an OR query's cost. The scores are still
+// those of the full OR query; when fewer than Limit rows match a rare
+// term, the full query runs, so a row matching only common terms can
+// still be returned.
+//
+// The whole call reads one snapshot of the database (a read transaction),
+// so the statistics and document frequencies it ranks with are exact for
+// the rows it ranks.
+func (s *Store) Lexical(ctx context.Context, p store.LexicalParams) ([]mnemotype.Hit, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	terms := searchable(p.Match.Terms)
+	if len(terms) == 0 || (p.Only != nil && len(p.Only) == 0) {
+		return nil, nil
+	}
+	p.Match.Terms = terms
+	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, fmt.Errorf("lexical search: %w", err)
+	}
+	defer tx.Rollback()
+	q, ok, err := s.newLexQuery(ctx, tx, p.Scope)
+	if err != nil || !ok {
+		return nil, err
+	}
+	hits, err := q.run(ctx, p)
+	if err != nil {
+		return nil, fmt.Errorf("lexical search: %w", err)
+	}
+	return hits, nil
+}
+
+// hasToken reports whether the tokenizer finds a token in t.
+func hasToken(t string) bool {
+	return len(ftstoken.Tokens(t)) > 0
+}
+
+// searchable drops the terms in which the tokenizer finds no token (FTS5
+// would ignore them in an AND query and keep them as phrases that match
+// nothing in an OR query) and the repeats.
+func searchable(terms []string) []string {
+	out := make([]string, 0, len(terms))
+	for _, t := range terms {
+		if hasToken(t) && !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// lexQuery is one Lexical call: its snapshot, the profile's statistics
+// and the scope as FTS5 filter phrases.
+type lexQuery struct {
+	s    *Store
+	tx   *sql.Tx
+	prof profileStats
+	// seq is the store's change sequence (the lengths BLOB's key).
+	seq int64
+	// scope is the FTS5 expression selecting the scope's rows ("" for the
+	// whole table), made of nScope filter phrases.
+	scope  string
+	nScope int
+	// profilePhrase is whether the profile's rows must be told from other
+	// profiles' (it does not hold every indexed memory).
+	profilePhrase bool
+	// exclude lists the rowids of Scope.Exclude (a JSON array), "" for none.
+	exclude string
+	sc      mnemotype.Scope
+}
+
+// newLexQuery reads the profile's statistics and resolves the scope; ok is
+// false when nothing can be in scope (an unknown profile, project or
+// sessions).
+func (s *Store) newLexQuery(ctx context.Context, tx *sql.Tx, sc mnemotype.Scope) (*lexQuery, bool, error) {
+	q := &lexQuery{s: s, tx: tx, sc: sc}
+	var total int64
+	err := tx.QueryRowContext(ctx, `SELECT p.id, p.seq, p.docs, p.tokens,
+			(SELECT value FROM counters WHERE name = 'seq'), (SELECT coalesce(sum(docs), 0) FROM profiles)
+		FROM profiles p WHERE p.name = ?`, sc.Profile).Scan(&q.prof.id, &q.prof.seq, &q.prof.docs, &q.prof.tokens, &q.seq, &total)
+	if err == sql.ErrNoRows {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("lexical search: read profile: %w", err)
+	}
+	if q.prof.docs == 0 {
+		return nil, false, nil
+	}
+	var parts []string
+	if q.profilePhrase = q.prof.docs < total; q.profilePhrase {
+		parts = append(parts, scopePhrases("p", []int64{q.prof.id}))
+	}
+	if sc.Project != "" {
+		ids, err := s.nameIDs(ctx, tx, q.prof.id, fieldProject, []string{sc.Project})
+		if err != nil || len(ids) == 0 {
+			return nil, false, err
+		}
+		parts = append(parts, scopePhrases("j", ids))
+	}
+	if len(sc.Sessions) > 0 {
+		ids, err := s.nameIDs(ctx, tx, q.prof.id, fieldSession, sc.Sessions)
+		if err != nil || len(ids) == 0 {
+			return nil, false, err
+		}
+		parts = append(parts, scopePhrases("s", ids))
+	}
+	if len(sc.Kinds) > 0 {
+		var ks []int64
+		for _, k := range sc.Kinds {
+			if n, ok := kindNumbers[k]; ok && !slices.Contains(ks, int64(n)) {
+				ks = append(ks, int64(n))
+			}
+		}
+		if len(ks) == 0 {
+			return nil, false, nil
+		}
+		parts = append(parts, scopePhrases("k", ks))
+	}
+	for _, part := range parts {
+		q.nScope += strings.Count(part, `"`) / 2
+	}
+	q.scope = strings.Join(parts, " AND ")
+	if len(sc.Exclude) > 0 {
+		rids, err := rowidsOf(ctx, tx, sc.Profile, sc.Exclude)
+		if err != nil {
+			return nil, false, fmt.Errorf("lexical search: %w", err)
+		}
+		if len(rids) > 0 {
+			js, _ := json.Marshal(rids)
+			q.exclude = string(js)
+		}
+	}
+	return q, true, nil
+}
+
+// scopePhrases is the FTS5 filter on the scope column for any of ids
+// under prefix.
+func scopePhrases(prefix string, ids []int64) string {
+	ph := make([]string, len(ids))
+	for i, id := range ids {
+		ph[i] = `"` + prefix + strconv.FormatInt(id, 10) + `"`
+	}
+	if len(ph) == 1 {
+		return "scope:" + ph[0]
+	}
+	return "scope:(" + strings.Join(ph, " OR ") + ")"
+}
+
+// nameIDs returns the numbers of the given project or session names of a
+// profile that exist; the session "" (memories without one) is 0.
+func (s *Store) nameIDs(ctx context.Context, q queryer, profile int64, field string, names []string) ([]int64, error) {
+	var ids []int64
+	var look []string
+	for _, n := range names {
+		if field == fieldSession && n == "" {
+			ids = append(ids, 0)
+		} else if n != "" {
+			look = append(look, n)
+		}
+	}
+	if len(look) == 0 {
+		return ids, nil
+	}
+	js, _ := json.Marshal(look)
+	rows, err := q.QueryContext(ctx, `SELECT id FROM scope_names WHERE profile_id = ? AND field = ? AND name IN (SELECT value FROM json_each(?))`,
+		profile, field, string(js))
+	if err != nil {
+		return nil, fmt.Errorf("lexical search: resolve %ss: %w", field, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("lexical search: resolve %ss: %w", field, err)
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}
+
+// rowidsOf returns the rowids of the memories of profile with these ids
+// (unknown ids are left out).
+func rowidsOf(ctx context.Context, q queryer, profile string, ids []string) ([]int64, error) {
+	js, _ := json.Marshal(ids)
+	rows, err := q.QueryContext(ctx, `SELECT rid FROM memories WHERE profile = ? AND id IN (SELECT value FROM json_each(?))`, profile, string(js))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var rid int64
+		if err := rows.Scan(&rid); err != nil {
+			return nil, err
+		}
+		out = append(out, rid)
+	}
+	return out, rows.Err()
+}
+
+// match renders the FTS5 query of terms (all: AND, else OR) inside the
+// scope, restricted to the rows matching one of rare unless rare is nil,
+// with the phrase counts of the ranking function: -1 (not scored) for the
+// scope's and rare's filter phrases, each term's document frequency in the
+// profile (df, in terms' order) for the others.
+func (q *lexQuery) match(terms []string, all bool, rare []string, df map[string]int64) (string, []int64) {
+	var parts []string
+	counts := make([]int64, 0, q.nScope+len(rare)+len(terms))
+	if q.scope != "" {
+		parts = append(parts, q.scope)
+		counts = append(counts, slices.Repeat([]int64{-1}, q.nScope)...)
+	}
+	if rare != nil {
+		parts = append(parts, "{content}:("+MatchExpr(store.MatchQuery{Terms: rare})+")")
+		counts = append(counts, slices.Repeat([]int64{-1}, len(rare))...)
+	}
+	parts = append(parts, "{content}:("+MatchExpr(store.MatchQuery{Terms: terms, All: all})+")")
+	for _, t := range terms {
+		counts = append(counts, df[t])
+	}
+	return strings.Join(parts, " AND "), counts
+}
+
+// excludeSQL is the condition leaving out the excluded rows of an FTS5
+// query, with its argument. The unary + keeps the rowid test out of FTS5's
+// index: offered to FTS5, "rowid IN" runs the MATCH once per id.
+func (q *lexQuery) excludeSQL() (string, []any) {
+	if q.exclude == "" {
+		return "", nil
+	}
+	return ` AND +memories_fts.rowid NOT IN (SELECT value FROM json_each(?))`, []any{q.exclude}
+}
+
+// stats is the ranking functions' stats BLOB: the profile's memories and
+// their total length.
+func (q *lexQuery) stats() []byte {
+	b := make([]byte, 16)
+	binary.LittleEndian.PutUint64(b, uint64(q.prof.docs))
+	binary.LittleEndian.PutUint64(b[8:], uint64(q.prof.tokens))
+	return b
+}
+
+func (q *lexQuery) run(ctx context.Context, p store.LexicalParams) ([]mnemotype.Hit, error) {
+	terms := p.Match.Terms
+	if p.Only != nil {
+		df, err := q.docFreqs(ctx, terms)
+		if err != nil {
+			return nil, err
+		}
+		return q.scoreOnly(ctx, p, df)
+	}
+	if p.MinHits > 0 {
+		// A term matching fewer than MinHits memories settles an AND query
+		// without counting its matches.
+		if p.Match.All && q.s.terms.fewerThan(q.prof, terms, int64(p.MinHits)) {
+			return nil, nil
+		}
+		n, err := q.countMatches(ctx, p.Match, p.MinHits)
+		if err != nil || n < p.MinHits {
+			return nil, err
+		}
+	}
+	df, err := q.docFreqs(ctx, terms)
+	if err != nil {
+		return nil, err
+	}
+	if !p.Match.All && p.Limit > 0 && len(terms) > 1 && q.s.commonRatio > 0 {
+		if rare := q.rareTerms(terms, df); len(rare) > 0 && len(rare) < len(terms) {
+			hits, err := q.ranked(ctx, p, rare, df)
+			if err != nil || len(hits) == p.Limit {
+				return hits, err
+			}
+		}
+	}
+	return q.ranked(ctx, p, nil, df)
+}
+
+// countMatches counts the rows in scope that match m, up to limit.
+func (q *lexQuery) countMatches(ctx context.Context, m store.MatchQuery, limit int) (int, error) {
+	expr, _ := q.match(m.Terms, m.All, nil, nil)
+	excl, args := q.excludeSQL()
+	var n int
+	err := q.tx.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts MATCH ?`+excl+` LIMIT ?)`,
+		append(append([]any{expr}, args...), limit)...).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("count matches: %w", err)
+	}
+	return n, nil
+}
+
+// rareTerms returns the terms of an OR query that occur in at most
+// max(commonMin, commonRatio × the profile's memories) of them, rarest
+// first while their matches add up to the rare-term budget (see
+// DefaultRareTermBudget), in the query's order; the rarest always stays.
+func (q *lexQuery) rareTerms(terms []string, df map[string]int64) []string {
+	s := q.s
+	th := max(int64(s.commonMin), int64(float64(q.prof.docs)*s.commonRatio))
+	var out []string
+	for _, t := range terms {
+		if df[t] <= th {
+			out = append(out, t)
+		}
+	}
+	if s.rareBudget > 0 && len(out) > 1 {
+		budget := max(int64(s.rareBudget), int64(float64(q.prof.docs)*RareTermBudgetRatio))
+		byCount := slices.Clone(out)
+		slices.SortStableFunc(byCount, func(a, b string) int { return cmp.Compare(df[a], df[b]) })
+		sum := df[byCount[0]]
+		for i := 1; i < len(byCount); i++ {
+			if sum += df[byCount[i]]; sum > budget {
+				dropped := byCount[i:]
+				out = slices.DeleteFunc(out, func(t string) bool { return slices.Contains(dropped, t) })
+				break
+			}
+		}
+	}
+	return out
+}
+
+// ranked runs the ranked query (restricted to rows matching one of rare,
+// unless nil) and returns its best p.Limit rows (every row when 0).
+func (q *lexQuery) ranked(ctx context.Context, p store.LexicalParams, rare []string, df map[string]int64) ([]mnemotype.Hit, error) {
+	expr, counts := q.match(p.Match.Terms, p.Match.All, rare, df)
+	if q.s.rankFn == "" {
+		return q.rankedInGo(ctx, p, expr, df)
+	}
+	excl, exclArgs := q.excludeSQL()
+	var lens any
+	if l := q.s.lengths(q.seq); l != nil {
+		lens = l
+	}
+	inner := `SELECT rowid AS rid, ` + q.s.rankFn + `(memories_fts, ?, ?, ?) AS score FROM memories_fts
+		WHERE memories_fts MATCH ?` + excl + ` ORDER BY score, rowid`
+	args := []any{countsBlob(counts), lens, q.stats(), expr}
+	args = append(args, exclArgs...)
+	if p.Limit > 0 {
+		inner += ` LIMIT ?`
+		args = append(args, p.Limit)
+	}
+	return q.hits(ctx, `SELECT m.id, r.score FROM (`+inner+`) r JOIN memories m ON m.rid = r.rid ORDER BY r.score, r.rid`, args)
+}
+
+// hits runs sqlQ, which selects (id, score: lower is better) in order, and
+// returns the rows as hits (score negated).
+func (q *lexQuery) hits(ctx context.Context, sqlQ string, args []any) ([]mnemotype.Hit, error) {
+	rows, err := q.tx.QueryContext(ctx, sqlQ, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var hits []mnemotype.Hit
+	for rows.Next() {
+		var h mnemotype.Hit
+		if err := rows.Scan(&h.ID, &h.Score); err != nil {
+			return nil, err
+		}
+		h.Score = -h.Score
+		hits = append(hits, h)
+	}
+	return hits, rows.Err()
+}
+
+// scoreOnly scores the memories of p.Only that are in scope and match,
+// from their text (the query's terms' whole lists of matches, which FTS5
+// would read to find them, are not read).
+func (q *lexQuery) scoreOnly(ctx context.Context, p store.LexicalParams, df map[string]int64) ([]mnemotype.Hit, error) {
+	counts := make([]int64, len(p.Match.Terms))
+	for i, t := range p.Match.Terms {
+		counts[i] = df[t]
+	}
+	cond, scopeArgs := scopeSQL("m", q.sc)
+	only, _ := json.Marshal(p.Only)
+	if q.s.textRankFn == "" {
+		return q.scoreOnlyInGo(ctx, p, counts, cond, scopeArgs, string(only))
+	}
+	terms := make([]string, len(p.Match.Terms))
+	for i, t := range p.Match.Terms {
+		terms[i] = strings.ReplaceAll(t, "\x00", " ") // as MatchExpr: a NUL would split the term
+	}
+	sqlQ := `SELECT id, score FROM (SELECT m.id AS id, m.rid AS rid, ` + q.s.textRankFn + `(m.content, ?, ?, ?, ?) AS score
+		FROM memories m WHERE m.id IN (SELECT value FROM json_each(?)) AND ` + cond + `)
+		WHERE score IS NOT NULL ORDER BY score, rid`
+	args := append([]any{[]byte(strings.Join(terms, "\x00")), countsBlob(counts), q.stats(), p.Match.All, string(only)}, scopeArgs...)
+	if p.Limit > 0 {
+		sqlQ += ` LIMIT ?`
+		args = append(args, p.Limit)
+	}
+	return q.hits(ctx, sqlQ, args)
+}
+
+// docFreqs returns how many of the profile's memories match each term,
+// exact as of the profile's seq: from the cache, else counted (and
+// cached).
+func (q *lexQuery) docFreqs(ctx context.Context, terms []string) (map[string]int64, error) {
+	df, missing := q.s.terms.get(q.prof, terms)
+	if len(missing) == 0 {
+		return df, nil
+	}
+	cols := make([]string, len(missing))
+	args := make([]any, len(missing))
+	for i, t := range missing {
+		cols[i] = `(SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?)`
+		expr := `{content}:` + MatchExpr(store.MatchQuery{Terms: []string{t}})
+		if q.profilePhrase {
+			expr = scopePhrases("p", []int64{q.prof.id}) + " AND " + expr
+		}
+		args[i] = expr
+	}
+	got := make([]int64, len(missing))
+	dst := make([]any, len(missing))
+	for i := range got {
+		dst[i] = &got[i]
+	}
+	if err := q.tx.QueryRowContext(ctx, `SELECT `+strings.Join(cols, ", "), args...).Scan(dst...); err != nil {
+		return nil, fmt.Errorf("count term frequencies: %w", err)
+	}
+	for i, t := range missing {
+		df[t] = got[i]
+	}
+	q.s.terms.put(q.prof, missing, got)
+	return df, nil
+}
+
+// countsBlob encodes counts for the ranking functions: one little-endian
+// int64 each.
+func countsBlob(counts []int64) []byte {
+	blob := make([]byte, 8*len(counts))
+	for i, n := range counts {
+		binary.LittleEndian.PutUint64(blob[8*i:], uint64(n))
+	}
+	return blob
+}
+
+// termCache remembers how many memories of a profile match each term, and
+// the profile's seq they are exact for: a write to the profile advances
+// its seq, and the next query counts again; writes to other profiles
+// leave the counts alone.
+type termCache struct {
+	mu sync.Mutex
+	m  map[termKey]termCount
+}
+
+type termKey struct {
+	profile int64
+	term    string
+}
+
+type termCount struct{ n, seq int64 }
+
+// maxCachedTerms bounds the cache; past it, the cache starts afresh.
+const maxCachedTerms = 100_000
+
+// get returns the cached counts exact for p, and the terms without one.
+func (c *termCache) get(p profileStats, terms []string) (map[string]int64, []string) {
+	df := make(map[string]int64, len(terms))
+	var missing []string
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, t := range terms {
+		if e, ok := c.m[termKey{p.id, t}]; ok && e.seq == p.seq {
+			df[t] = e.n
+		} else {
+			missing = append(missing, t)
+		}
+	}
+	return df, missing
+}
+
+func (c *termCache) put(p profileStats, terms []string, counts []int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m)+len(terms) > maxCachedTerms {
+		c.m = make(map[termKey]termCount)
+	}
+	for i, t := range terms {
+		c.m[termKey{p.id, t}] = termCount{counts[i], p.seq}
+	}
+}
+
+// fewerThan reports whether a cached count exact for p proves that fewer
+// than n memories match one of terms, and so all of them.
+func (c *termCache) fewerThan(p profileStats, terms []string, n int64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, t := range terms {
+		if e, ok := c.m[termKey{p.id, t}]; ok && e.seq == p.seq && e.n < n {
+			return true
+		}
+	}
+	return false
+}
+
