@@ -517,4 +517,3 @@ func (c *termCache) fewerThan(p profileStats, terms []string, n int64) bool {
 	}
 	return false
 }
-

@@ -462,9 +462,9 @@ func TestLexQuery_RareTerms(t *testing.T) {
 		want   []string
 	}{
 		{60, 0.1, -1, []string{"river", "stone", "zircon", "absent"}, []string{"stone", "zircon", "absent"}},
-		{600, 0.1, -1, []string{"river", "stone"}, []string{"river", "stone"}}, // a larger profile: river is rare
+		{600, 0.1, -1, []string{"river", "stone"}, []string{"river", "stone"}},      // a larger profile: river is rare
 		{60, 0.1, 5, []string{"gamma", "alpha", "beta"}, []string{"alpha", "beta"}}, // budget 6: alpha 2 + beta 3 fit, + gamma 4 does not
-		{60, 0.1, 1, []string{"zircon", "river"}, []string{"zircon"}},                // river is common
+		{60, 0.1, 1, []string{"zircon", "river"}, []string{"zircon"}},               // river is common
 		{60, 0.1, 9, []string{"gamma", "alpha", "beta"}, []string{"gamma", "alpha", "beta"}},
 		{60, 0.1, 1, []string{"gamma", "beta"}, []string{"beta"}}, // budget max(1, 6): beta 3 + gamma 4 > 6
 	} {

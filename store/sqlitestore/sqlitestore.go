@@ -108,8 +108,8 @@ type Store struct {
 	// TextRankFunction: BM25 in C from the profile's statistics. Empty
 	// (the pure-Go build): the store scores rows in Go from their text.
 	rankFn, textRankFn string
-	lensMu sync.Mutex
-	lens   docLengths
+	lensMu             sync.Mutex
+	lens               docLengths
 	// bgCtx ends at Close, which waits for bg: background loads.
 	bgCtx  context.Context
 	stopBG context.CancelFunc
