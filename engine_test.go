@@ -544,3 +544,29 @@ func TestEngine_TenantScoresArePrivate(t *testing.T) {
 		t.Fatal("a memory of alice's own left her scores unchanged: the comparison is blind")
 	}
 }
+
+// TestEngine_LongExcludeList: a recall may leave out up to MaxListItems
+// ids (the ids already in an agent's prompt); one more is refused with an
+// error naming the field.
+func TestEngine_LongExcludeList(t *testing.T) {
+	t.Parallel()
+	e, _ := setup(t)
+	ctx := t.Context()
+	a := remember(t, e, mnemo.Input{Profile: "me", Content: "the walrus migrates north"})
+	b := remember(t, e, mnemo.Input{Profile: "me", Content: "a walrus on the ice"})
+	exclude := []string{a.ID}
+	for i := len(exclude); i < mnemo.MaxListItems; i++ {
+		exclude = append(exclude, fmt.Sprintf("%036d", i))
+	}
+	res, err := e.Recall(ctx, mnemo.Query{Profile: "me", Text: "walrus", Exclude: exclude})
+	if err != nil {
+		t.Fatalf("recall excluding %d ids: %v", len(exclude), err)
+	}
+	if got := ids(res); !slices.Equal(got, []string{b.ID}) {
+		t.Errorf("recall excluding %s: %v, want [%s]", a.ID, got, b.ID)
+	}
+	_, err = e.Recall(ctx, mnemo.Query{Profile: "me", Text: "walrus", Exclude: append(exclude, "one-more")})
+	if !errors.Is(err, mnemo.ErrInvalid) || !strings.Contains(err.Error(), "exclude") {
+		t.Errorf("recall excluding %d ids: %v, want ErrInvalid naming exclude", len(exclude)+1, err)
+	}
+}

@@ -63,6 +63,9 @@ const (
 	DefaultAccessFlushInterval = time.Second
 	// MaxContentBytes is the largest memory content accepted.
 	MaxContentBytes = mnemotype.MaxContentBytes
+	// MaxListItems bounds each list of a Query's scope (Exclude,
+	// Sessions, Kinds): longer lists are refused.
+	MaxListItems = 100_000
 )
 
 // Config configures an Engine. The zero value (or nil) is ready to use.

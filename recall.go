@@ -85,6 +85,11 @@ func (e *Engine) Recall(ctx context.Context, q Query) (*RecallResult, error) {
 	if q.Limit < 1 || q.Limit > MaxLimit {
 		return nil, mnemotype.Invalidf("limit = %d: must be an integer in [1, %d]", q.Limit, MaxLimit)
 	}
+	for name, n := range map[string]int{"exclude": len(q.Exclude), "sessions": len(q.Sessions), "kinds": len(q.Kinds)} {
+		if n > MaxListItems {
+			return nil, mnemotype.Invalidf("%s has %d items: at most %d allowed", name, n, MaxListItems)
+		}
+	}
 	for i, k := range q.Kinds {
 		if _, err := mnemotype.ParseKind(string(k)); err != nil || k == "" {
 			return nil, mnemotype.Invalidf("kinds[%d] = %q: must be one of episodic, semantic, identity", i, k)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -154,8 +153,7 @@ func (s *Store) newLexQuery(ctx context.Context, tx *sql.Tx, sc mnemotype.Scope)
 			return nil, false, fmt.Errorf("lexical search: %w", err)
 		}
 		if len(rids) > 0 {
-			js, _ := json.Marshal(rids)
-			q.exclude = string(js)
+			q.exclude = jsonList(rids)
 		}
 	}
 	return q, true, nil
@@ -189,9 +187,8 @@ func (s *Store) nameIDs(ctx context.Context, q queryer, profile int64, field str
 	if len(look) == 0 {
 		return ids, nil
 	}
-	js, _ := json.Marshal(look)
 	rows, err := q.QueryContext(ctx, `SELECT id FROM scope_names WHERE profile_id = ? AND field = ? AND name IN (SELECT value FROM json_each(?))`,
-		profile, field, string(js))
+		profile, field, jsonList(look))
 	if err != nil {
 		return nil, fmt.Errorf("lexical search: resolve %ss: %w", field, err)
 	}
@@ -209,8 +206,7 @@ func (s *Store) nameIDs(ctx context.Context, q queryer, profile int64, field str
 // rowidsOf returns the rowids of the memories of profile with these ids
 // (unknown ids are left out).
 func rowidsOf(ctx context.Context, q queryer, profile string, ids []string) ([]int64, error) {
-	js, _ := json.Marshal(ids)
-	rows, err := q.QueryContext(ctx, `SELECT rid FROM memories WHERE profile = ? AND id IN (SELECT value FROM json_each(?))`, profile, string(js))
+	rows, err := q.QueryContext(ctx, `SELECT rid FROM memories WHERE profile = ? AND id IN (SELECT value FROM json_each(?))`, profile, jsonList(ids))
 	if err != nil {
 		return nil, err
 	}
@@ -397,9 +393,9 @@ func (q *lexQuery) scoreOnly(ctx context.Context, p store.LexicalParams, df map[
 		counts[i] = df[t]
 	}
 	cond, scopeArgs := scopeSQL("m", q.sc)
-	only, _ := json.Marshal(p.Only)
+	only := jsonList(p.Only)
 	if q.s.textRankFn == "" {
-		return q.scoreOnlyInGo(ctx, p, counts, cond, scopeArgs, string(only))
+		return q.scoreOnlyInGo(ctx, p, counts, cond, scopeArgs, only)
 	}
 	terms := make([]string, len(p.Match.Terms))
 	for i, t := range p.Match.Terms {
@@ -408,7 +404,7 @@ func (q *lexQuery) scoreOnly(ctx context.Context, p store.LexicalParams, df map[
 	sqlQ := `SELECT id, score FROM (SELECT m.id AS id, m.rid AS rid, ` + q.s.textRankFn + `(m.content, ?, ?, ?, ?) AS score
 		FROM memories m WHERE m.id IN (SELECT value FROM json_each(?)) AND ` + cond + `)
 		WHERE score IS NOT NULL ORDER BY score, rid`
-	args := append([]any{[]byte(strings.Join(terms, "\x00")), countsBlob(counts), q.stats(), p.Match.All, string(only)}, scopeArgs...)
+	args := append([]any{[]byte(strings.Join(terms, "\x00")), countsBlob(counts), q.stats(), p.Match.All, only}, scopeArgs...)
 	if p.Limit > 0 {
 		sqlQ += ` LIMIT ?`
 		args = append(args, p.Limit)

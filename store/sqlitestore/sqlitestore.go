@@ -411,21 +411,6 @@ func scanMemory(sc scanner, extra ...any) (mnemotype.Memory, error) {
 	return m, nil
 }
 
-func placeholders(n int) string {
-	if n == 0 {
-		return ""
-	}
-	return strings.Repeat("?,", n-1) + "?"
-}
-
-func anySlice[T any](xs []T) []any {
-	out := make([]any, len(xs))
-	for i, x := range xs {
-		out[i] = x
-	}
-	return out
-}
-
 // Get implements store.Store.
 func (s *Store) Get(ctx context.Context, p store.GetParams) ([]mnemotype.Memory, error) {
 	if err := s.check(); err != nil {
@@ -438,8 +423,8 @@ func (s *Store) Get(ctx context.Context, p store.GetParams) ([]mnemotype.Memory,
 	if p.WithEmbedding {
 		cols += ", embedding"
 	}
-	q := `SELECT ` + cols + ` FROM memories WHERE profile = ? AND id IN (` + placeholders(len(p.IDs)) + `)`
-	rows, err := s.r.QueryContext(ctx, q, append([]any{p.Profile}, anySlice(p.IDs)...)...)
+	q := `SELECT ` + cols + ` FROM memories WHERE profile = ? AND id IN (SELECT value FROM json_each(?))`
+	rows, err := s.r.QueryContext(ctx, q, p.Profile, jsonList(p.IDs))
 	if err != nil {
 		return nil, fmt.Errorf("get memories: %w", err)
 	}
@@ -672,20 +657,28 @@ func scopeSQL(a string, sc mnemotype.Scope) (string, []any) {
 		conds, args = append(conds, a+".project = ?"), append(args, sc.Project)
 	}
 	if len(sc.Sessions) > 0 {
-		conds = append(conds, a+".session IN ("+placeholders(len(sc.Sessions))+")")
-		args = append(args, anySlice(sc.Sessions)...)
+		conds = append(conds, a+".session IN (SELECT value FROM json_each(?))")
+		args = append(args, jsonList(sc.Sessions))
 	}
 	if len(sc.Kinds) > 0 {
-		conds = append(conds, a+".kind IN ("+placeholders(len(sc.Kinds))+")")
-		for _, k := range sc.Kinds {
-			args = append(args, string(k))
-		}
+		conds = append(conds, a+".kind IN (SELECT value FROM json_each(?))")
+		args = append(args, jsonList(sc.Kinds))
 	}
 	if len(sc.Exclude) > 0 {
-		conds = append(conds, a+".id NOT IN ("+placeholders(len(sc.Exclude))+")")
-		args = append(args, anySlice(sc.Exclude)...)
+		conds = append(conds, a+".id NOT IN (SELECT value FROM json_each(?))")
+		args = append(args, jsonList(sc.Exclude))
 	}
 	return strings.Join(conds, " AND "), args
+}
+
+// jsonList renders a list for json_each: one statement argument however
+// long the list (SQLite bounds the number of arguments, not their size).
+func jsonList[T any](xs []T) string {
+	b, err := json.Marshal(xs)
+	if err != nil {
+		panic(err) // strings and integers always marshal
+	}
+	return string(b)
 }
 
 // MatchExpr renders q in FTS5 syntax: every term a quoted string (quotes

@@ -1101,6 +1101,34 @@ func ExerciseLexical(t *testing.T, open OpenFunc) {
 		})
 	}
 
+	t.Run("ScopeLongLists", func(t *testing.T) {
+		b := setup(t, open)
+		scopeFixture(b)
+		// Far more ids and sessions than a backend may bind as statement
+		// arguments one by one (SQLite: 32,766).
+		exclude := []string{"a1", "a4"}
+		sessions := []string{"s1", "s2"}
+		for i := range 120_000 {
+			exclude = append(exclude, fmt.Sprintf("absent-%06d", i))
+		}
+		for i := range 40_000 {
+			sessions = append(sessions, fmt.Sprintf("no-session-%05d", i))
+		}
+		sc := mnemotype.Scope{Profile: "alice", Sessions: sessions, Exclude: exclude}
+		for _, all := range []bool{false, true} {
+			if got := b.lexical(store.LexicalParams{Scope: sc, Match: store.MatchQuery{Terms: []string{"orange"}, All: all}}); !sameSet(got, []string{"a2", "a3"}) {
+				t.Errorf("all=%v: %v, want [a2 a3]", all, got)
+			}
+		}
+		got := b.lexical(store.LexicalParams{Scope: sc, Match: store.MatchQuery{Terms: []string{"orange"}}, Only: append(exclude[2:], "a1", "a2", "a3")})
+		if !sameSet(got, []string{"a2", "a3"}) {
+			t.Errorf("Only with a long list: %v, want [a2 a3]", got)
+		}
+		if got := b.get("alice", append(exclude[2:], "a2")...); len(got) != 1 || got[0].ID != "a2" {
+			t.Errorf("Get of 120,001 ids: %v, want [a2]", memIDs(got))
+		}
+	})
+
 	t.Run("AllVersusAny", func(t *testing.T) {
 		b := setup(t, open)
 		b.insert(fillers("alice", 6)...)
