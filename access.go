@@ -2,10 +2,12 @@ package mnemo
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
 
+	"github.com/mnemo-dev/mnemo/mnemotype"
 	"github.com/mnemo-dev/mnemo/store"
 )
 
@@ -86,6 +88,12 @@ func (t *tracker) flush(ctx context.Context) error {
 	t.pending = map[accessKey]*store.Access{}
 	t.mu.Unlock()
 	if err := t.st.RecordAccess(ctx, batch); err != nil {
+		if errors.Is(err, mnemotype.ErrReadOnly) {
+			// A store opened for reading keeps no statistics: drop them
+			// rather than hold them for a write that cannot come.
+			t.log.Debug("access statistics not recorded: the store is read-only", "count", len(batch))
+			return nil
+		}
 		t.mu.Lock()
 		for _, a := range batch {
 			k := accessKey{a.Profile, a.ID}

@@ -13,6 +13,7 @@ import (
 	"github.com/mnemo-dev/mnemo"
 	"github.com/mnemo-dev/mnemo/embed"
 	"github.com/mnemo-dev/mnemo/mnemotype"
+	"github.com/mnemo-dev/mnemo/store/sqlitestore"
 )
 
 type testBundle struct {
@@ -568,5 +569,36 @@ func TestEngine_LongExcludeList(t *testing.T) {
 	_, err = e.Recall(ctx, mnemo.Query{Profile: "me", Text: "walrus", Exclude: append(exclude, "one-more")})
 	if !errors.Is(err, mnemo.ErrInvalid) || !strings.Contains(err.Error(), "exclude") {
 		t.Errorf("recall excluding %d ids: %v, want ErrInvalid naming exclude", len(exclude)+1, err)
+	}
+}
+
+// TestEngine_ReadOnlyStore: on a store opened for reading, recall works
+// and Close succeeds (access statistics are dropped, not retried), and a
+// write fails with ErrReadOnly.
+func TestEngine_ReadOnlyStore(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	e, b := setup(t)
+	remember(t, e, mnemo.Input{Profile: "me", Content: "the walrus migrates north"})
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := sqlitestore.Open(ctx, b.path, sqlitestore.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ro, err := mnemo.Open("", &mnemo.Config{Store: st, AccessFlushInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := ro.Recall(ctx, mnemo.Query{Profile: "me", Text: "walrus"})
+	if err != nil || len(res.Results) != 1 {
+		t.Fatalf("recall on a read-only store: %v, %v", res, err)
+	}
+	if _, err := ro.Remember(ctx, mnemo.Input{Profile: "me", Content: "another"}); !errors.Is(err, mnemotype.ErrReadOnly) {
+		t.Errorf("remember on a read-only store: %v, want ErrReadOnly", err)
+	}
+	if err := ro.Close(); err != nil {
+		t.Errorf("Close after a recall on a read-only store: %v", err)
 	}
 }

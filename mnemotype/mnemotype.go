@@ -31,6 +31,9 @@ var (
 	// that must be new is already taken (a memory's id in its profile, an
 	// API key's id or hash).
 	ErrExists = errors.New("already exists")
+	// ErrReadOnly is returned by writes to a store opened for reading only
+	// (a database file the process may not write, say).
+	ErrReadOnly = errors.New("read-only")
 	// ErrStorageFull is returned when the disk or the database is full: the
 	// write was not made (nothing of it is stored), and nothing stored before
 	// is lost.

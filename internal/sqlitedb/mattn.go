@@ -16,6 +16,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"net/url"
 	"sync"
 
 	"github.com/mattn/go-sqlite3"
@@ -46,9 +47,16 @@ func open(uri string, o Options) (*sql.DB, error) {
 		}
 		return nil
 	}}
-	dsn := uri
+	q := url.Values{}
 	if o.Immediate {
-		dsn += "?_txlock=immediate"
+		q.Set("_txlock", "immediate")
+	}
+	if o.ReadOnly {
+		q.Set("mode", "ro")
+	}
+	dsn := uri
+	if len(q) > 0 {
+		dsn += "?" + q.Encode()
 	}
 	return sql.OpenDB(connector{dsn: dsn, drv: drv}), nil
 }

@@ -30,6 +30,9 @@ func open(uri string, o Options) (*sql.DB, error) {
 	if o.Immediate {
 		q.Set("_txlock", "immediate")
 	}
+	if o.ReadOnly {
+		q.Set("mode", "ro")
+	}
 	return sql.Open("sqlite", uri+"?"+q.Encode())
 }
 

@@ -28,6 +28,9 @@ type Options struct {
 	// Immediate makes BEGIN take the write lock at once (BEGIN IMMEDIATE),
 	// so a transaction never fails half-way on a lock upgrade.
 	Immediate bool
+	// ReadOnly opens the file for reading only (SQLite's mode=ro): it must
+	// exist, and no connection can write it.
+	ReadOnly bool
 }
 
 // Open opens the database file at path (created if missing).

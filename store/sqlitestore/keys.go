@@ -30,7 +30,8 @@ func scanKey(sc scanner) (store.APIKey, error) {
 
 // CreateKey implements store.Store.
 func (s *Store) CreateKey(ctx context.Context, k store.APIKey) error {
-	if err := s.check(); err != nil {
+	w, err := s.writer()
+	if err != nil {
 		return err
 	}
 	switch {
@@ -49,7 +50,7 @@ func (s *Store) CreateKey(ctx context.Context, k store.APIKey) error {
 	if !k.RevokedAt.IsZero() {
 		revoked = k.RevokedAt.UnixNano()
 	}
-	_, err := s.w.ExecContext(ctx, `INSERT INTO api_keys(`+keyCols+`) VALUES (?,?,?,?,?,?,?,?)`,
+	_, err = w.ExecContext(ctx, `INSERT INTO api_keys(`+keyCols+`) VALUES (?,?,?,?,?,?,?,?)`,
 		k.ID, k.Profile, k.Name, k.Hash, k.Prefix, k.CreatedAt.UnixNano(), revoked, k.Role)
 	if err != nil {
 		if isUnique(err) {
@@ -110,10 +111,11 @@ func (s *Store) ListKeys(ctx context.Context, p store.ListKeysParams) ([]store.A
 
 // RevokeKey implements store.Store.
 func (s *Store) RevokeKey(ctx context.Context, id string, at time.Time) error {
-	if err := s.check(); err != nil {
+	w, err := s.writer()
+	if err != nil {
 		return err
 	}
-	res, err := s.w.ExecContext(ctx, `UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`, at.UnixNano(), id)
+	res, err := w.ExecContext(ctx, `UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`, at.UnixNano(), id)
 	if err != nil {
 		return fmt.Errorf("revoke key %s: %w", id, err)
 	}

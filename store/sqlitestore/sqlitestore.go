@@ -14,12 +14,14 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/mnemo-dev/mnemo/internal/sqlitedb"
@@ -56,6 +58,15 @@ type Options struct {
 	// CommonTermMinDocs is the least number of memories a common term
 	// occurs in, whatever the ratio. Defaults to DefaultCommonTermMinDocs.
 	CommonTermMinDocs int
+	// MustExist makes Open fail, with an error wrapping ErrNotFound, when
+	// there is no database at the path, instead of creating one (and its
+	// directories).
+	MustExist bool
+	// ReadOnly opens the database for reading only: it must exist and be
+	// at the current schema version, and every write fails with ErrReadOnly.
+	// A database file the process may not write is opened so even without
+	// it.
+	ReadOnly bool
 	// RareTermBudget bounds the rows an OR query scores: its rare terms
 	// are taken rarest first while their matches add up to at most
 	// max(RareTermBudget, RareTermBudgetRatio × all memories), the rarest
@@ -136,10 +147,17 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 	if opt.RareTermBudget == 0 {
 		opt.RareTermBudget = DefaultRareTermBudget
 	}
-	if dir := filepath.Dir(path); dir != "" {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, fmt.Errorf("create database directory: %w", err)
+	switch _, err := os.Stat(path); {
+	case errors.Is(err, fs.ErrNotExist) && (opt.MustExist || opt.ReadOnly):
+		return nil, fmt.Errorf("open %s: no database at this path: %w", path, mnemotype.ErrNotFound)
+	case errors.Is(err, fs.ErrNotExist):
+		if err := createPrivate(path); err != nil {
+			return nil, fmt.Errorf("open %s: %w", path, err)
 		}
+	case err != nil:
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	case !opt.ReadOnly && !writable(path):
+		opt.ReadOnly = true
 	}
 	// A larger page cache keeps FTS5 doclists and row lookups off
 	// the read syscall path: with SQLite's 2 MiB default cache, recall at
@@ -147,6 +165,11 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 	pragmas := []string{
 		fmt.Sprintf("busy_timeout=%d", opt.BusyTimeout.Milliseconds()), "synchronous=NORMAL",
 		"foreign_keys=1", fmt.Sprintf("mmap_size=%d", DefaultMmapSize), fmt.Sprintf("cache_size=-%d", DefaultCacheKiB),
+	}
+	s := &Store{path: path, commonRatio: opt.CommonTermRatio, commonMin: opt.CommonTermMinDocs, rareBudget: opt.RareTermBudget,
+		rankFn: sqlitedb.RankFunction, textRankFn: sqlitedb.TextRankFunction}
+	if opt.ReadOnly {
+		return s, s.openReadOnly(ctx, pragmas, opt.Readers)
 	}
 	// Immediate: the writer takes the write lock at BEGIN, so a transaction
 	// never fails half-way on a lock upgrade (SQLITE_BUSY without waiting).
@@ -161,8 +184,7 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 		w.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	s := &Store{w: w, path: path, commonRatio: opt.CommonTermRatio, commonMin: opt.CommonTermMinDocs, rareBudget: opt.RareTermBudget,
-		rankFn: sqlitedb.RankFunction, textRankFn: sqlitedb.TextRankFunction}
+	s.w = w
 	if err := s.migrate(ctx); err != nil {
 		w.Close()
 		return nil, err
@@ -178,6 +200,69 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 	s.r = r
 	s.bgCtx, s.stopBG = context.WithCancel(context.Background())
 	return s, nil
+}
+
+// openReadOnly opens the reader pool alone, on a database that must be at
+// the current schema version.
+func (s *Store) openReadOnly(ctx context.Context, pragmas []string, readers int) error {
+	r, err := sqlitedb.Open(s.path, sqlitedb.Options{Pragmas: append(pragmas, "query_only=1"), ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	r.SetMaxOpenConns(readers)
+	r.SetMaxIdleConns(readers)
+	r.SetConnMaxLifetime(0)
+	var v int
+	if err := r.QueryRowContext(ctx, `SELECT version FROM schema_version`).Scan(&v); err != nil {
+		r.Close()
+		return fmt.Errorf("open %s read-only: read schema version: %w", s.path, err)
+	}
+	if v != len(migrations) {
+		r.Close()
+		return fmt.Errorf("open %s read-only: its schema is version %d, this mnemo needs %d: open it once with write access to migrate it",
+			s.path, v, len(migrations))
+	}
+	s.r = r
+	s.bgCtx, s.stopBG = context.WithCancel(context.Background())
+	return nil
+}
+
+// createPrivate creates an empty database file readable by its owner
+// alone (SQLite gives its -wal and -shm files the same mode), and its
+// missing directories likewise.
+func createPrivate(path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("create database directory: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return nil // another process created it meanwhile
+	}
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+// writable reports whether this process may write the file at path.
+func writable(path string) bool {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return !errors.Is(err, fs.ErrPermission) && !errors.Is(err, syscall.EROFS)
+	}
+	f.Close()
+	return true
+}
+
+// writer returns the writer pool, or an ErrReadOnly error.
+func (s *Store) writer() (*sql.DB, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	if s.w == nil {
+		return nil, fmt.Errorf("%s is open read-only: %w", s.path, mnemotype.ErrReadOnly)
+	}
+	return s.w, nil
 }
 
 func (s *Store) migrate(ctx context.Context) error {
@@ -232,6 +317,12 @@ func (s *Store) Close() error {
 	}
 	s.stopBG()
 	s.bg.Wait()
+	if s.w == nil {
+		if err := s.r.Close(); err != nil {
+			return fmt.Errorf("close %s: %w", s.path, err)
+		}
+		return nil
+	}
 	// Best effort: fold the WAL into the main file so a copied .db is whole.
 	_, _ = s.w.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`)
 	err := errors.Join(s.r.Close(), s.w.Close())
@@ -287,13 +378,14 @@ const insertSQL = `INSERT INTO memories
 
 // Insert implements store.Store.
 func (s *Store) Insert(ctx context.Context, mems []mnemotype.Memory) error {
-	if err := s.check(); err != nil {
+	w, err := s.writer()
+	if err != nil {
 		return err
 	}
 	if len(mems) == 0 {
 		return nil
 	}
-	tx, err := s.w.BeginTx(ctx, nil)
+	tx, err := w.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("insert memories: %w", err)
 	}
@@ -462,10 +554,11 @@ func (s *Store) Get(ctx context.Context, p store.GetParams) ([]mnemotype.Memory,
 
 // Update implements store.Store.
 func (s *Store) Update(ctx context.Context, p store.UpdateParams) (mnemotype.Memory, error) {
-	if err := s.check(); err != nil {
+	w, err := s.writer()
+	if err != nil {
 		return mnemotype.Memory{}, err
 	}
-	tx, err := s.w.BeginTx(ctx, nil)
+	tx, err := w.BeginTx(ctx, nil)
 	if err != nil {
 		return mnemotype.Memory{}, fmt.Errorf("update memory %s: %w", p.ID, err)
 	}
@@ -546,10 +639,11 @@ func (s *Store) Update(ctx context.Context, p store.UpdateParams) (mnemotype.Mem
 
 // Delete implements store.Store.
 func (s *Store) Delete(ctx context.Context, profile, id string) error {
-	if err := s.check(); err != nil {
+	w, err := s.writer()
+	if err != nil {
 		return err
 	}
-	tx, err := s.w.BeginTx(ctx, nil)
+	tx, err := w.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("delete memory %s: %w", id, err)
 	}
@@ -792,13 +886,14 @@ func (s *Store) Changes(ctx context.Context, profile string, since int64) (store
 // RecordAccess implements store.Store. Access statistics do not advance the
 // change sequence: they are signals, not content.
 func (s *Store) RecordAccess(ctx context.Context, acc []store.Access) error {
-	if err := s.check(); err != nil {
+	w, err := s.writer()
+	if err != nil {
 		return err
 	}
 	if len(acc) == 0 {
 		return nil
 	}
-	tx, err := s.w.BeginTx(ctx, nil)
+	tx, err := w.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("record access: %w", err)
 	}
@@ -846,10 +941,11 @@ func (s *Store) Settings(ctx context.Context, profile string) (map[string]string
 
 // SetSettings implements store.Store.
 func (s *Store) SetSettings(ctx context.Context, profile string, kv map[string]string) error {
-	if err := s.check(); err != nil {
+	w, err := s.writer()
+	if err != nil {
 		return err
 	}
-	tx, err := s.w.BeginTx(ctx, nil)
+	tx, err := w.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("write settings: %w", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -742,4 +743,102 @@ func testMemory(profile, id, content string) mnemotype.Memory {
 	at := time.Date(2024, 5, 8, 13, 56, 0, 0, time.UTC)
 	return mnemotype.Memory{ID: id, Profile: profile, Content: content, Kind: mnemotype.KindEpisodic,
 		Importance: mnemotype.DefaultImportance, CreatedAt: at, AccessedAt: at}
+}
+
+// TestOpen_PrivateFiles: a new database, its -wal and -shm files are
+// readable by their owner alone (0600), and the directories Open creates
+// are 0700; an existing directory keeps its mode.
+func TestOpen_PrivateFiles(t *testing.T) {
+	t.Parallel()
+	base := t.TempDir()
+	path := filepath.Join(base, "new", "dir", "mnemo.db")
+	s := openPath(t, path)
+	if err := s.Insert(t.Context(), []mnemotype.Memory{testMemory("alice", "m1", "a private memory")}); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{path, path + "-wal", path + "-shm"} {
+		st, err := os.Stat(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mode := st.Mode().Perm(); mode != 0o600 {
+			t.Errorf("%s: mode %o, want 600", filepath.Base(f), mode)
+		}
+	}
+	for _, d := range []string{filepath.Join(base, "new"), filepath.Join(base, "new", "dir")} {
+		st, err := os.Stat(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mode := st.Mode().Perm(); mode != 0o700 {
+			t.Errorf("%s: mode %o, want 700", d, mode)
+		}
+	}
+}
+
+// TestOpen_MustExist: with MustExist (and ReadOnly) a missing database is
+// an ErrNotFound error naming the path, and nothing is created.
+func TestOpen_MustExist(t *testing.T) {
+	t.Parallel()
+	for _, opt := range []Options{{MustExist: true}, {ReadOnly: true}} {
+		path := filepath.Join(t.TempDir(), "typo", "mnemo.db")
+		s, err := Open(t.Context(), path, opt)
+		if err == nil {
+			s.Close()
+		}
+		if !errors.Is(err, mnemotype.ErrNotFound) || !strings.Contains(err.Error(), path) {
+			t.Errorf("%+v: Open of a missing file: %v, want ErrNotFound naming the path", opt, err)
+		}
+		if _, err := os.Stat(filepath.Dir(path)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%+v: Open created %s", opt, filepath.Dir(path))
+		}
+	}
+}
+
+// TestOpen_ReadOnlyFile: a database file this process may not write is
+// opened for reading: everything reads as before, and a write fails with
+// ErrReadOnly naming the file instead of a driver's message.
+func TestOpen_ReadOnlyFile(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "mnemo.db")
+	s := openPath(t, path)
+	if err := s.Insert(ctx, []mnemotype.Memory{testMemory("alice", "m1", "the walrus reads")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, 0o400); err != nil {
+		t.Fatal(err)
+	}
+	if os.Geteuid() == 0 {
+		// root writes files whatever their mode; an immutable file it may not.
+		if out, err := exec.Command("chattr", "+i", path).CombinedOutput(); err != nil {
+			t.Skipf("running as root and chattr +i failed (%v: %s): no way to make the file read-only", err, out)
+		}
+		t.Cleanup(func() { _ = exec.Command("chattr", "-i", path).Run() })
+	}
+	if writable(path) {
+		t.Fatal("the file is still writable")
+	}
+	ro, err := Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatalf("Open of a read-only file: %v", err)
+	}
+	defer ro.Close()
+	if got, err := ro.Get(ctx, store.GetParams{Profile: "alice", IDs: []string{"m1"}}); err != nil || len(got) != 1 {
+		t.Errorf("Get = %v, %v", got, err)
+	}
+	hits, err := ro.Lexical(ctx, store.LexicalParams{Scope: mnemotype.Scope{Profile: "alice"}, Match: store.MatchQuery{Terms: []string{"walrus"}}, Limit: 3})
+	if err != nil || len(hits) != 1 {
+		t.Errorf("Lexical = %v, %v", hits, err)
+	}
+	err = ro.Insert(ctx, []mnemotype.Memory{testMemory("alice", "m2", "no room")})
+	if !errors.Is(err, mnemotype.ErrReadOnly) || !strings.Contains(err.Error(), path) {
+		t.Errorf("Insert into a read-only store: %v, want ErrReadOnly naming the file", err)
+	}
+	if err := ro.RecordAccess(ctx, []store.Access{{Profile: "alice", ID: "m1", At: time.Now(), Count: 1}}); !errors.Is(err, mnemotype.ErrReadOnly) {
+		t.Errorf("RecordAccess on a read-only store: %v, want ErrReadOnly", err)
+	}
 }
