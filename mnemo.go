@@ -303,39 +303,15 @@ func (e *Engine) RememberBatch(ctx context.Context, ins []Input) ([]Memory, erro
 			}
 		}
 	}
-	if err := e.checkProfileDims(ctx, mems); err != nil {
-		return nil, err
-	}
 	if err := e.st.Insert(ctx, mems); err != nil {
+		if errors.Is(err, ErrDimensionMismatch) {
+			// The store checks inside its transaction, so a concurrent
+			// migration or writer cannot slip another dimension in.
+			return nil, fmt.Errorf("%w; switch the embedder back, or migrate the profile with `mnemo reembed --all` (Engine.Reembed with All)", err)
+		}
 		return nil, err
 	}
 	return mems, nil
-}
-
-// checkProfileDims refuses embeddings whose dimension differs from the
-// vectors their profile already holds: a scope never mixes dimensions (the
-// dense leg could not compare them). The fix is a migration, not a write.
-func (e *Engine) checkProfileDims(ctx context.Context, mems []mnemotype.Memory) error {
-	checked := map[string]int{}
-	for i, m := range mems {
-		if len(m.Embedding) == 0 {
-			continue
-		}
-		dim, ok := checked[m.Profile]
-		if !ok {
-			d, err := e.st.EmbeddingDim(ctx, m.Profile)
-			if err != nil {
-				return err
-			}
-			dim, checked[m.Profile] = d, d
-		}
-		if dim != 0 && dim != len(m.Embedding) {
-			return batchErr(len(mems), i, fmt.Errorf("%w: profile %q holds %d-d embeddings, this one (%s) has %d; "+
-				"switch the embedder back, or migrate the profile with `mnemo reembed --all --profile %s` (Engine.Reembed with All)",
-				ErrDimensionMismatch, m.Profile, dim, m.EmbeddingModel, len(m.Embedding), m.Profile))
-		}
-	}
-	return nil
 }
 
 func batchErr(n, i int, err error) error {
@@ -448,7 +424,10 @@ func (e *Engine) index(ctx context.Context, profile string) (*vector.Index, erro
 	e.mu.Lock()
 	pi := e.indexes[profile]
 	if pi == nil {
-		pi = &profileIndex{x: vector.New()}
+		// The index keeps the embedder's dimension whatever it meets first,
+		// so it follows a profile migrated to it (Reembed with All, here
+		// or by another process) instead of dropping the new vectors.
+		pi = &profileIndex{x: vector.NewDim(e.emb.Dim())}
 		e.indexes[profile] = pi
 	}
 	e.mu.Unlock()
@@ -466,7 +445,7 @@ func (e *Engine) index(ctx context.Context, profile string) (*vector.Index, erro
 		return nil, err
 	}
 	pi.x.Delete(cs.Deleted...)
-	if err := pi.x.Upsert(cs.Upserts); err != nil {
+	if err := pi.x.Upsert(cs.Upserts); err != nil && !errors.Is(err, ErrDimensionMismatch) {
 		e.log.Warn("index profile", "profile", profile, "err", err)
 	}
 	pi.x.Seq = cs.Seq

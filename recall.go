@@ -144,8 +144,8 @@ func (e *Engine) Recall(ctx context.Context, q Query) (*RecallResult, error) {
 	if opts.Fusion.Weight(mnemotype.LegDense) > 0 {
 		t0 = time.Now()
 		req.Vector, req.VectorErr = e.embedQuery(ctx, q.Text)
-		if d := idx.Dim(); req.VectorErr == nil && d != 0 && d != len(req.Vector) {
-			req.Vector, req.VectorErr = nil, fmt.Errorf("%w: memories hold %d-d embeddings, embedder %s gives %d-d (re-embed or switch the embedder back)",
+		if n, d := idx.Foreign(); req.VectorErr == nil && n > 0 && idx.Embedded() == 0 {
+			req.Vector, req.VectorErr = nil, fmt.Errorf("%w: memories hold %d-d embeddings, embedder %s gives %d-d (re-embed with `mnemo reembed --all` or switch the embedder back)",
 				ErrDimensionMismatch, d, e.emb.Model(), e.emb.Dim())
 		}
 		timings["embed"] = msSince(t0)

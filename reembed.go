@@ -128,7 +128,6 @@ func (e *Engine) Reembed(ctx context.Context, p ReembedParams) (ReembedStats, er
 	if err := r.loadDims(ctx); err != nil {
 		return st, err
 	}
-	defer r.resetIndex()
 	var pending []Memory
 	cursor := ""
 	for {
@@ -279,26 +278,13 @@ func (r *reembedder) batch(ctx context.Context, mems []Memory) error {
 		return err
 	}
 	defer done()
-	ids := make([]string, len(mems))
 	for i, m := range mems {
-		ids[i] = m.ID
-	}
-	cur, err := e.st.Get(ctx, store.GetParams{Profile: r.p.Profile, IDs: ids})
-	if err != nil {
-		return err
-	}
-	now := make(map[string]Memory, len(cur))
-	for _, m := range cur {
-		now[m.ID] = m
-	}
-	for i, m := range mems {
-		// Another writer got there first: its version stands.
-		if c, ok := now[m.ID]; !ok || c.Content != m.Content || c.EmbeddingModel != m.EmbeddingModel {
-			r.st.Changed++
-			continue
-		}
-		_, err := e.st.Update(ctx, store.UpdateParams{Profile: r.p.Profile, ID: m.ID, Embedding: vecs[i], EmbeddingModel: r.st.Model})
-		if errors.Is(err, ErrNotFound) {
+		// Written only if the memory is still what was embedded, checked
+		// in the store's transaction: if another writer got there first
+		// (deleted, edited or embedded it), its version stands.
+		_, err := e.st.Update(ctx, store.UpdateParams{Profile: r.p.Profile, ID: m.ID, Embedding: vecs[i], EmbeddingModel: r.st.Model,
+			IfContent: &m.Content, IfEmbeddingModel: &m.EmbeddingModel})
+		if errors.Is(err, ErrNotFound) || errors.Is(err, mnemotype.ErrConflict) {
 			r.st.Changed++
 			continue
 		}
@@ -316,23 +302,6 @@ func (r *reembedder) progress() {
 		st := *r.st
 		st.Other = maps.Clone(st.Other)
 		r.p.Progress(st)
-	}
-}
-
-// resetIndex drops the profile's in-memory index when it holds embeddings
-// of another dimension than the embedder's, so the next recall rebuilds it
-// from the store with the new vectors.
-func (r *reembedder) resetIndex() {
-	if r.st.Embedded == 0 {
-		return
-	}
-	e := r.e
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if pi := e.indexes[r.p.Profile]; pi != nil {
-		if d := pi.x.Dim(); d != 0 && d != e.emb.Dim() {
-			delete(e.indexes, r.p.Profile)
-		}
 	}
 }
 

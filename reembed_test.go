@@ -3,6 +3,7 @@ package mnemo_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -10,10 +11,13 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/mnemo-dev/mnemo"
 	"github.com/mnemo-dev/mnemo/embed"
 	"github.com/mnemo-dev/mnemo/mnemotype"
+	"github.com/mnemo-dev/mnemo/store"
+	"github.com/mnemo-dev/mnemo/store/sqlitestore"
 )
 
 // stubEmbedder is a fake embed.Embedder: Embed calls EmbedFunc (settable at
@@ -471,4 +475,147 @@ func TestEngine_RememberNeverMixesDimensions(t *testing.T) {
 		t.Fatal(err)
 	}
 	remember(t, e, mnemo.Input{Profile: "me", Content: "after the migration"})
+}
+
+// slowUpdates is a store whose updates wait a little before they run,
+// widening the window between a writer's reading of a memory and its write.
+type slowUpdates struct {
+	store.Store
+}
+
+func (s slowUpdates) Update(ctx context.Context, p store.UpdateParams) (mnemo.Memory, error) {
+	time.Sleep(200 * time.Microsecond)
+	return s.Store.Update(ctx, p)
+}
+
+// TestEngine_Reembed_ConcurrentUpdatesLeaveNoStaleVector runs Reembed
+// while other calls rewrite the memories' content: every memory that ends
+// with an embedding has the embedding of its current content. (Reembed's
+// write is conditional on the content it embedded, inside the store's
+// transaction; a check before the write left stale vectors.)
+func TestEngine_Reembed_ConcurrentUpdatesLeaveNoStaleVector(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "mnemo.db")
+	stub := newStub("stub", 32)
+	stub.down()
+	st, err := sqlitestore.Open(ctx, path, sqlitestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := mnemo.Open("", &mnemo.Config{Store: slowUpdates{st}, Embedder: stub, AccessFlushInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	var ins []mnemo.Input
+	for i := range 400 {
+		ins = append(ins, mnemo.Input{ID: fmt.Sprintf("m%03d", i), Profile: "me", Content: fmt.Sprintf("memory number %d", i)})
+	}
+	if _, err := e.RememberBatch(ctx, ins); err != nil {
+		t.Fatal(err)
+	}
+	stub.up()
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			c := fmt.Sprintf("rewritten %d", i)
+			if _, err := e.Update(ctx, "me", fmt.Sprintf("m%03d", (i*37)%400), mnemo.Patch{Content: &c}); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	stats, err := e.Reembed(ctx, mnemo.ReembedParams{Profile: "me", BatchSize: 16})
+	close(stop)
+	wg.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hash := embed.NewHash(32)
+	stale := 0
+	for i := range 400 {
+		ms, err := st.Get(ctx, store.GetParams{Profile: "me", IDs: []string{fmt.Sprintf("m%03d", i)}, WithEmbedding: true})
+		if err != nil || len(ms) != 1 {
+			t.Fatal(ms, err)
+		}
+		if ms[0].Embedding == nil {
+			continue
+		}
+		want, _ := hash.Embed(ctx, []string{ms[0].Content})
+		if !slices.Equal(ms[0].Embedding, want[0]) {
+			stale++
+		}
+	}
+	if stale > 0 {
+		t.Errorf("%d memories hold the embedding of a content they no longer have (reembed stats %+v)", stale, stats)
+	}
+	if stats.Changed == 0 {
+		t.Logf("no update raced with the reembed this time (stats %+v)", stats)
+	}
+}
+
+// TestEngine_RunningEngineFollowsAMigration: an engine running with a new
+// embedder skips the dense leg (saying why) while the profile holds only
+// vectors of the old dimension, and uses it again — without a restart —
+// once another process has re-embedded the profile with All.
+func TestEngine_RunningEngineFollowsAMigration(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "mnemo.db")
+	old, err := mnemo.Open(path, &mnemo.Config{Embedder: newStub("old", 16), AccessFlushInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ins []mnemo.Input
+	for i := range 30 {
+		ins = append(ins, mnemo.Input{Profile: "me", Content: fmt.Sprintf("note %d about the walrus migration", i)})
+	}
+	if _, err := old.RememberBatch(ctx, ins); err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Close(); err != nil {
+		t.Fatal(err)
+	}
+	server, err := mnemo.Open(path, &mnemo.Config{Embedder: newStub("new", 32), AccessFlushInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { server.Close() })
+	recall := func() *mnemo.RecallResult {
+		t.Helper()
+		res, err := server.Recall(ctx, mnemo.Query{Profile: "me", Text: "walrus", Timings: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	if res := recall(); !strings.Contains(res.Trace.Skipped[mnemotype.LegDense], "16-d") {
+		t.Fatalf("before the migration: skipped = %v, want the dense leg skipped naming the old 16-d vectors", res.Trace.Skipped)
+	}
+	cli, err := mnemo.Open(path, &mnemo.Config{Embedder: newStub("new", 32), AccessFlushInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Reembed(ctx, mnemo.ReembedParams{Profile: "me", All: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cli.Close(); err != nil {
+		t.Fatal(err)
+	}
+	res := recall()
+	if reason, skipped := res.Trace.Skipped[mnemotype.LegDense]; skipped {
+		t.Fatalf("after the migration by another process: dense leg skipped (%s)", reason)
+	}
+	if len(res.Trace.Legs[mnemotype.LegDense]) == 0 {
+		t.Fatal("after the migration: the dense leg found nothing")
+	}
 }

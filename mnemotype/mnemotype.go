@@ -31,6 +31,10 @@ var (
 	// that must be new is already taken (a memory's id in its profile, an
 	// API key's id or hash).
 	ErrExists = errors.New("already exists")
+	// ErrConflict is returned by a conditional write whose condition no
+	// longer holds (another writer changed the memory first); nothing was
+	// written.
+	ErrConflict = errors.New("conflict")
 	// ErrReadOnly is returned by writes to a store opened for reading only
 	// (a database file the process may not write, say).
 	ErrReadOnly = errors.New("read-only")

@@ -494,7 +494,7 @@ func TestRun_SignalLegs(t *testing.T) {
 	req := request("alpha beta", 3)
 	req.Options.FetchMultiplier = 1 // the dense leg fetches a, b, c
 	resp := run(t, src, newVectors(t, x), req)
-	ns := func(d time.Duration) float64 { return float64(t0.Add(d).UnixNano()) }
+	ns := func(d time.Duration) float64 { return vector.UnixSeconds(t0.Add(d)) }
 	for _, tc := range []struct {
 		leg  string
 		want []mnemotype.Hit

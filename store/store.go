@@ -19,7 +19,11 @@ import (
 // (ErrNotFound instead).
 type Store interface {
 	// Insert stores memories atomically: all of them or none. Memories must
-	// be valid and carry ids and timestamps; ids are unique per profile, and
+	// be valid and carry ids and timestamps. A profile never mixes
+	// embedding dimensions: an embedding whose dimension differs from the
+	// profile's (that of its most recently accessed embedded memory, as
+	// EmbeddingDim reads it, checked in the same transaction) is an
+	// ErrDimensionMismatch error naming both. Ids are unique per profile, and
 	// an id the profile already holds (or that repeats in mems) is an error
 	// wrapping ErrInvalid and ErrExists, naming it. A full disk or database
 	// is an ErrStorageFull error; nothing of mems is stored then.
@@ -29,7 +33,7 @@ type Store interface {
 	// p.WithEmbedding.
 	Get(ctx context.Context, p GetParams) ([]mnemotype.Memory, error)
 	// Update changes the fields set in p of one memory. Returns ErrNotFound
-	// if the id is not in the profile.
+	// if the id is not in the profile, ErrConflict if p's condition fails.
 	Update(ctx context.Context, p UpdateParams) (mnemotype.Memory, error)
 	// Delete removes one memory. Returns ErrNotFound if the id is not in the
 	// profile.
@@ -109,6 +113,12 @@ type UpdateParams struct {
 	// Embedding replaces the embedding when EmbeddingModel is not empty.
 	Embedding      []float32
 	EmbeddingModel string
+	// IfContent and IfEmbeddingModel, when set, make the update
+	// conditional, atomically: it is made only if the memory's content
+	// (embedding model, "" for none) is still this; otherwise Update
+	// returns an ErrConflict error and changes nothing.
+	IfContent        *string
+	IfEmbeddingModel *string
 }
 
 // ListParams pages through memories.

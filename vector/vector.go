@@ -21,10 +21,15 @@ import (
 
 // Signals are the per-memory values the non-text legs rank by.
 type Signals struct {
-	CreatedAt   int64 // unix nanoseconds
-	AccessedAt  int64 // unix nanoseconds
+	CreatedAt   float64 // Unix seconds (fractional: any year 0001-9999)
+	AccessedAt  float64 // Unix seconds
 	AccessCount int64
 	Importance  float64
+}
+
+// UnixSeconds is t as the Signals hold it.
+func UnixSeconds(t time.Time) float64 {
+	return float64(t.Unix()) + float64(t.Nanosecond())/1e9
 }
 
 // row is one memory's scope and signals; its vector lives in Index.vecs at
@@ -36,27 +41,71 @@ type row struct {
 	kind    mnemotype.Kind
 	model   int32 // interned embedding model; -1 without embedding
 	invNorm float32
+	// foreign marks a memory whose embedding has another dimension than
+	// the index's: kept without it.
+	foreign bool
 	sig     Signals
 }
 
 // Index is one profile's in-memory catalog. It is safe for concurrent use:
 // searches share a read lock, writes take the write lock.
 type Index struct {
-	mu      sync.RWMutex
-	dim     int // 0 until the first embedding arrives
-	rows    []row
-	vecs    []float32 // len(rows)*dim; zero rows for memories without embedding
-	slot    map[string]int
-	strs    map[string]int32
-	strList []string
+	mu sync.RWMutex
+	// dim is the embeddings' dimension: fixed by NewDim, else by the first
+	// embedding (0 until then).
+	dim int
+	// embedded counts the rows with an embedding; foreign those whose
+	// embedding had another dimension, the last of which is foreignDim.
+	embedded, foreign, foreignDim int
+	rows                          []row
+	vecs                          []float32 // len(rows)*dim; zero rows for memories without embedding
+	slot                          map[string]int
+	strs                          map[string]int32
+	strList                       []string
 	// Seq is the store change sequence the index reflects; maintained by
 	// the caller under its own synchronisation.
 	Seq int64
 }
 
-// New returns an empty index.
+// New returns an empty index whose first embedding fixes its dimension.
 func New() *Index {
 	return &Index{slot: map[string]int{}, strs: map[string]int32{}}
+}
+
+// NewDim returns an empty index of dim-dimensional embeddings: a memory
+// embedded with another dimension is kept without its embedding (and
+// counted by Foreign), so the index follows a profile that is migrated to
+// the embedder's dimension instead of keeping the first one it met.
+func NewDim(dim int) *Index {
+	x := New()
+	x.dim = dim
+	return x
+}
+
+// Embedded returns the number of memories held with an embedding.
+func (x *Index) Embedded() int {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return x.embedded
+}
+
+// Foreign returns the number of memories whose embedding has another
+// dimension than the index's (kept without it), and that dimension (of
+// the last one seen).
+func (x *Index) Foreign() (n, dim int) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return x.foreign, x.foreignDim
+}
+
+// count adds (sign 1) or removes (-1) r from the counters.
+func (x *Index) count(r *row, sign int) {
+	if r.model >= 0 {
+		x.embedded += sign
+	}
+	if r.foreign {
+		x.foreign += sign
+	}
 }
 
 func (x *Index) intern(s string) int32 {
@@ -110,8 +159,8 @@ func (x *Index) Upsert(mems []mnemotype.Memory) error {
 			kind:    m.Kind,
 			model:   -1,
 			sig: Signals{
-				CreatedAt:   m.CreatedAt.UnixNano(),
-				AccessedAt:  m.AccessedAt.UnixNano(),
+				CreatedAt:   UnixSeconds(m.CreatedAt),
+				AccessedAt:  UnixSeconds(m.AccessedAt),
 				AccessCount: m.AccessCount,
 				Importance:  m.Importance,
 			},
@@ -119,6 +168,7 @@ func (x *Index) Upsert(mems []mnemotype.Memory) error {
 		emb := m.Embedding
 		if len(emb) > 0 && len(emb) != dim {
 			mismatched = append(mismatched, m.ID)
+			r.foreign, x.foreignDim = true, len(emb)
 			emb = nil
 		}
 		if inv := invNorm(emb); inv > 0 { // a zero (or unusable) vector is no embedding
@@ -134,8 +184,10 @@ func (x *Index) Upsert(mems []mnemotype.Memory) error {
 				x.vecs = append(x.vecs, make([]float32, x.dim)...)
 			}
 		} else {
+			x.count(&x.rows[s], -1)
 			x.rows[s] = r
 		}
+		x.count(&r, 1)
 		if x.dim > 0 {
 			v := x.vecs[s*x.dim : (s+1)*x.dim]
 			if r.model >= 0 {
@@ -162,6 +214,7 @@ func (x *Index) Delete(ids ...string) {
 		if !ok {
 			continue
 		}
+		x.count(&x.rows[s], -1)
 		last := len(x.rows) - 1
 		if s != last {
 			x.rows[s] = x.rows[last]
@@ -183,7 +236,7 @@ func (x *Index) Delete(ids ...string) {
 func (x *Index) Touch(at time.Time, ids ...string) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	ns := at.UnixNano()
+	ns := UnixSeconds(at)
 	for _, id := range ids {
 		if s, ok := x.slot[id]; ok {
 			x.rows[s].sig.AccessCount++

@@ -374,7 +374,7 @@ func TestIndex_UpsertDeleteSearch_MatchesReference(t *testing.T) {
 					if ok != got {
 						t.Fatalf("round %d: Signals has %s = %v, want %v", round, id, got, ok)
 					}
-					want := vector.Signals{CreatedAt: m.CreatedAt.UnixNano(), AccessedAt: m.AccessedAt.UnixNano(), AccessCount: m.AccessCount, Importance: m.Importance}
+					want := vector.Signals{CreatedAt: vector.UnixSeconds(m.CreatedAt), AccessedAt: vector.UnixSeconds(m.AccessedAt), AccessCount: m.AccessCount, Importance: m.Importance}
 					if ok && s != want {
 						t.Fatalf("round %d: Signals[%s] = %+v, want %+v", round, id, s, want)
 					}
@@ -758,8 +758,8 @@ func TestIndex_Touch(t *testing.T) {
 	x.Touch(t0.Add(-time.Hour), "a", "b") // an older access never moves AccessedAt back
 	sig := x.Signals([]string{"a", "b", "unknown"})
 	want := map[string]vector.Signals{
-		"a": {CreatedAt: t0.UnixNano(), AccessedAt: later.UnixNano(), AccessCount: 3, Importance: mnemotype.DefaultImportance},
-		"b": {CreatedAt: t0.UnixNano(), AccessedAt: t0.UnixNano(), AccessCount: 1, Importance: mnemotype.DefaultImportance},
+		"a": {CreatedAt: vector.UnixSeconds(t0), AccessedAt: vector.UnixSeconds(later), AccessCount: 3, Importance: mnemotype.DefaultImportance},
+		"b": {CreatedAt: vector.UnixSeconds(t0), AccessedAt: vector.UnixSeconds(t0), AccessCount: 1, Importance: mnemotype.DefaultImportance},
 	}
 	if len(sig) != len(want) {
 		t.Fatalf("Signals = %v, want %v", sig, want)

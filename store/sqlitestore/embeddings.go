@@ -46,8 +46,13 @@ func (s *Store) EmbeddingDim(ctx context.Context, profile string) (int, error) {
 	if err := s.check(); err != nil {
 		return 0, err
 	}
+	return embeddingDim(ctx, s.r, profile)
+}
+
+// embeddingDim is EmbeddingDim through q (a transaction of Insert's, say).
+func embeddingDim(ctx context.Context, q queryer, profile string) (int, error) {
 	var dim int
-	err := s.r.QueryRowContext(ctx, `SELECT coalesce(embedding_dim, 0) FROM memories
+	err := q.QueryRowContext(ctx, `SELECT coalesce(embedding_dim, 0) FROM memories
 		WHERE profile = ? AND embedding IS NOT NULL ORDER BY accessed_at DESC, id LIMIT 1`, profile).Scan(&dim)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, nil

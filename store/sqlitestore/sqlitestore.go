@@ -400,10 +400,24 @@ func (s *Store) Insert(ctx context.Context, mems []mnemotype.Memory) error {
 	}
 	defer stmt.Close()
 	ix := newIndexer(tx)
+	dims := map[string]int{}
 	for i := range mems {
 		m := &mems[i]
 		if m.ID == "" {
 			return mnemotype.Invalidf("memory %d has no id", i)
+		}
+		if len(m.Embedding) > 0 {
+			dim, ok := dims[m.Profile]
+			if !ok {
+				if dim, err = embeddingDim(ctx, tx, m.Profile); err != nil {
+					return err
+				}
+			}
+			if dim != 0 && dim != len(m.Embedding) {
+				return batchErr(len(mems), i, fmt.Errorf("%w: profile %q holds %d-d embeddings, this one (%s) has %d",
+					mnemotype.ErrDimensionMismatch, m.Profile, dim, m.EmbeddingModel, len(m.Embedding)))
+			}
+			dims[m.Profile] = len(m.Embedding)
 		}
 		var blob []byte
 		var model any
@@ -577,6 +591,9 @@ func (s *Store) Update(ctx context.Context, p store.UpdateParams) (mnemotype.Mem
 		if m.Embedding, err = DecodeVector(blob); err != nil {
 			return mnemotype.Memory{}, fmt.Errorf("update memory %s: %w", p.ID, err)
 		}
+	}
+	if (p.IfContent != nil && m.Content != *p.IfContent) || (p.IfEmbeddingModel != nil && m.EmbeddingModel != *p.IfEmbeddingModel) {
+		return mnemotype.Memory{}, fmt.Errorf("update memory %s: it changed since it was read: %w", p.ID, mnemotype.ErrConflict)
 	}
 	old := m
 	if p.Content != nil {

@@ -672,7 +672,7 @@ func exerciseUpdate(t *testing.T, open OpenFunc) {
 		t.Run(tc.name, func(t *testing.T) {
 			b := setup(t, open)
 			m := base()
-			other := mem("alice", "u-2", "an untouched neighbour", embedded(5))
+			other := mem("alice", "u-2", "an untouched neighbour", embedding("test-model", vec(5, 16)))
 			b.insert(m, other)
 			want := base()
 			tc.apply(&want)
@@ -687,6 +687,31 @@ func exerciseUpdate(t *testing.T, open OpenFunc) {
 			checkMemory(t, b.getOne("alice", other.ID), other, embExact)
 		})
 	}
+
+	t.Run("Conditional", func(t *testing.T) {
+		b := setup(t, open)
+		m := base()
+		b.insert(m)
+		for name, p := range map[string]store.UpdateParams{
+			"ContentChanged": {IfContent: ptr("what it said before"), Embedding: vec(9, 16), EmbeddingModel: "model-b"},
+			"ModelChanged":   {IfEmbeddingModel: ptr(""), Embedding: vec(9, 16), EmbeddingModel: "model-b"},
+			"BothOneChanged": {IfContent: ptr(m.Content), IfEmbeddingModel: ptr("model-z"), Importance: ptr(0.9)},
+		} {
+			p.Profile, p.ID = "alice", m.ID
+			if _, err := b.s.Update(b.ctx, p); !errors.Is(err, mnemotype.ErrConflict) {
+				t.Errorf("%s: Update = %v, want ErrConflict", name, err)
+			}
+			checkMemory(t, b.getOne("alice", m.ID), m, embExact)
+		}
+		got, err := b.s.Update(b.ctx, store.UpdateParams{Profile: "alice", ID: m.ID, IfContent: ptr(m.Content), IfEmbeddingModel: ptr("model-a"),
+			Embedding: vec(9, 16), EmbeddingModel: "model-b"})
+		if err != nil {
+			t.Fatalf("Update whose condition holds: %v", err)
+		}
+		m.Embedding, m.EmbeddingModel = vec(9, 16), "model-b"
+		checkMemory(t, got, m, embIgnore)
+		checkMemory(t, b.getOne("alice", m.ID), m, embExact)
+	})
 
 	for _, tc := range []struct {
 		name, profile, id string
@@ -1584,7 +1609,7 @@ func exerciseChanges(t *testing.T, open OpenFunc) {
 	t.Run("FromZero", func(t *testing.T) {
 		b := setup(t, open)
 		c1 := mem("alice", "c1", "first", embedding("m", awkwardVector()), project("apollo"), session("s1"), metadata(`{"a":1}`))
-		c2 := mem("alice", "c2", "second", embedded(2), kind(mnemotype.KindSemantic), at(time.Second))
+		c2 := mem("alice", "c2", "second", embedding("test-model", vec(2, len(awkwardVector()))), kind(mnemotype.KindSemantic), at(time.Second))
 		c3 := mem("alice", "c3", "third, without embedding", at(2*time.Second))
 		c4 := mem("bob", "c4", "bob's", embedded(4))
 		b.insert(c1, c2, c3)
@@ -1691,7 +1716,7 @@ func exerciseChanges(t *testing.T, open OpenFunc) {
 			})
 		}
 		step("Delete", func() error { return b.s.Delete(b.ctx, "alice", "seq-0") })
-		step("Insert batch", func() error { return b.s.Insert(b.ctx, GenerateMemories(3, "alice", 10, 4)) })
+		step("Insert batch", func() error { return b.s.Insert(b.ctx, GenerateMemories(3, "alice", 10, 8)) })
 
 		// Reads leave it alone.
 		_ = b.get("alice", "seq-1")
