@@ -602,3 +602,38 @@ func TestEngine_ReadOnlyStore(t *testing.T) {
 		t.Errorf("Close after a recall on a read-only store: %v", err)
 	}
 }
+
+// TestEngine_TimesRoundTripExactly: any creation time in years 0001-9999
+// reads back to the nanosecond (nanoseconds since 1970 in an int64 covered
+// 1678-2262: year 3000 came back as 1830); other years are refused naming
+// the field, and nothing is written.
+func TestEngine_TimesRoundTripExactly(t *testing.T) {
+	t.Parallel()
+	e, _ := setup(t)
+	ctx := t.Context()
+	for i, at := range []time.Time{
+		time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(1, 1, 1, 0, 0, 0, 1, time.UTC),
+		time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC),
+		time.Date(1500, 6, 15, 12, 0, 0, 123456789, time.UTC),
+		time.Date(2023, 5, 8, 13, 56, 0, 0, time.FixedZone("CEST", 2*3600)),
+	} {
+		m := remember(t, e, mnemo.Input{Profile: "me", Content: fmt.Sprintf("memory %d", i), CreatedAt: at})
+		got, err := e.Get(ctx, "me", m.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !got.CreatedAt.Equal(at) || got.CreatedAt.Location() != time.UTC {
+			t.Errorf("created %s, read back %s", at.Format(time.RFC3339Nano), got.CreatedAt.Format(time.RFC3339Nano))
+		}
+	}
+	for _, at := range []time.Time{time.Date(0, 12, 31, 0, 0, 0, 0, time.UTC), time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)} {
+		_, err := e.Remember(ctx, mnemo.Input{Profile: "me", Content: "out of range", CreatedAt: at})
+		if !errors.Is(err, mnemo.ErrInvalid) || !strings.Contains(err.Error(), "created_at") {
+			t.Errorf("created %v: %v, want ErrInvalid naming created_at", at, err)
+		}
+	}
+	if n, err := e.Count(ctx, "me"); err != nil || n != 5 {
+		t.Errorf("Count = %d, %v; want 5", n, err)
+	}
+}

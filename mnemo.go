@@ -224,6 +224,9 @@ func (in *Input) memory(now time.Time) (mnemotype.Memory, error) {
 		m.CreatedAt = now
 	}
 	m.AccessedAt = m.CreatedAt
+	if err := mnemotype.CheckTime("created_at", m.CreatedAt); err != nil {
+		return m, err
+	}
 	if err := m.Validate(); err != nil {
 		return m, err
 	}

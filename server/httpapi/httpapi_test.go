@@ -1069,3 +1069,29 @@ func TestServe_MCPSingleUser(t *testing.T) {
 		t.Errorf("stored %+v, %v", m, err)
 	}
 }
+
+// TestServe_TimesRoundTrip: created_at in any year 0001-9999 reads back as
+// sent, to the nanosecond; a year outside is a 400 naming the field and
+// stores nothing.
+func TestServe_TimesRoundTrip(t *testing.T) {
+	b := setup(t, opts{})
+	for _, at := range []string{"3000-01-01T00:00:00Z", "0001-01-01T00:00:00.000000001Z", "9999-12-31T23:59:59.999999999Z", "1830-11-23T08:00:00.5Z"} {
+		id := b.create(b.alice, map[string]any{"content": "a memory from " + at, "created_at": at})
+		var got struct {
+			CreatedAt string `json:"created_at"`
+		}
+		b.must(200, "GET", "/v1/memories/"+id, b.alice, nil, &got)
+		if got.CreatedAt != at {
+			t.Errorf("created_at %s read back as %s", at, got.CreatedAt)
+		}
+	}
+	r := b.do("POST", "/v1/memories", b.alice, map[string]any{"content": "year zero", "created_at": "0000-06-01T00:00:00Z"})
+	if r.status != 400 || !strings.Contains(r.errMsg(t), "created_at") {
+		t.Errorf("year 0: status %d, %s; want 400 naming created_at", r.status, r.body)
+	}
+	var page struct{ Memories []struct{ ID string } }
+	b.must(200, "GET", "/v1/memories?limit=100", b.alice, nil, &page)
+	if len(page.Memories) != 4 {
+		t.Errorf("%d memories stored, want 4", len(page.Memories))
+	}
+}
