@@ -309,7 +309,8 @@ func TestServe_GracefulShutdownLosesNoAcknowledgedWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitErr := make(chan error, 1)
-	go func() { waitErr <- cmd.Wait() }()
+	// Wait closes the stderr pipe: only once every line is read.
+	go func() { <-logDone; waitErr <- cmd.Wait() }()
 	select {
 	case err := <-waitErr:
 		if err != nil {
