@@ -35,6 +35,10 @@ const (
 // DefaultKs are the recall cutoffs reported by default.
 var DefaultKs = []int{5, 10}
 
+// DefaultLimit is the recall limit of every query when Options.Limit is 0:
+// the engine's own default, what an agent asking for its top memories gets.
+const DefaultLimit = mnemo.DefaultLimit
+
 // Options configure Run. The zero value plus an Embedder is ready to use.
 type Options struct {
 	// Embedder embeds the corpus and the queries; required. Wrap a remote
@@ -48,8 +52,14 @@ type Options struct {
 	// it is a preset missing from Configs, it is evaluated too (listed
 	// first). Defaults to DefaultBaseline.
 	Baseline string
-	// Ks are the recall cutoffs. Defaults to DefaultKs. Every query asks for
-	// max(Ks, 10) memories.
+	// Limit is the number of memories every query asks for, the same for
+	// every configuration whatever cutoffs are reported: a recall's results
+	// depend on its limit (each leg fetches limit × fetchMultiplier, and the
+	// lexical leg broadens AND to OR when AND finds fewer than limit), so
+	// the figures at one cutoff must not move with the other cutoffs asked
+	// for. Defaults to DefaultLimit; at least MetricsK.
+	Limit int
+	// Ks are the recall cutoffs, each at most Limit. Defaults to DefaultKs.
 	Ks []int
 	// ExcludeCategories are left out of the "overall excluding" figures and
 	// comparisons (e.g. LoCoMo's adversarial questions, which ask about
@@ -110,9 +120,15 @@ func (o Options) withDefaults() (Options, error) {
 	if len(o.Ks) == 0 {
 		o.Ks = DefaultKs
 	}
+	if o.Limit == 0 {
+		o.Limit = DefaultLimit
+	}
+	if o.Limit < MetricsK || o.Limit > mnemo.MaxLimit {
+		return o, invalidf("limit = %d: must be in [%d, %d]", o.Limit, MetricsK, mnemo.MaxLimit)
+	}
 	for _, k := range o.Ks {
-		if k < 1 || k > mnemo.MaxLimit {
-			return o, invalidf("k = %d: must be in [1, %d]", k, mnemo.MaxLimit)
+		if k < 1 || k > o.Limit {
+			return o, invalidf("k = %d: must be in [1, %d], the recall limit (a cutoff beyond it needs a run with a larger limit, whose figures at every cutoff may differ)", k, o.Limit)
 		}
 	}
 	if o.Resamples == 0 {
@@ -173,7 +189,7 @@ func configNames(cs []Config) []string {
 }
 
 // limit is the number of memories each query asks for.
-func (o Options) limit() int { return max(slices.Max(o.Ks), MetricsK) }
+func (o Options) limit() int { return o.Limit }
 
 // run is one distinct set of effective settings and its per-query results.
 type run struct {

@@ -421,3 +421,41 @@ func TestReport_RunsRoundTrip(t *testing.T) {
 		t.Fatal("a short line was accepted")
 	}
 }
+
+// TestRun_CutoffsDoNotMoveFigures: every query recalls Options.Limit
+// memories whatever cutoffs are reported, so recall@10 is the same asked
+// alone or with other cutoffs; a cutoff beyond the limit is refused
+// (it needs a run with a larger limit, whose figures may all differ).
+func TestRun_CutoffsDoNotMoveFigures(t *testing.T) {
+	t.Parallel()
+	ds := loadTiny(t)
+	ctx := context.Background()
+	run := func(limit int, ks ...int) (*Report, error) {
+		o := tinyOptions(t)
+		o.Ks, o.Limit = ks, limit
+		return Run(ctx, ds, o)
+	}
+	alone, err := run(0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	with, err := run(0, 1, 5, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if alone.Info.Limit != DefaultLimit || with.Info.Limit != DefaultLimit {
+		t.Errorf("limits %d and %d, want %d for both", alone.Info.Limit, with.Info.Limit, DefaultLimit)
+	}
+	for _, c := range alone.Configs {
+		w := configByName(t, with, c.Name)
+		if got, want := w.Overall.Values["recall@10"], c.Overall.Values["recall@10"]; got != want {
+			t.Errorf("%s: recall@10 %v with cutoffs 1,5,10, %v alone", c.Name, got, want)
+		}
+	}
+	if _, err := run(0, 10, 50); err == nil || !errors.Is(err, mnemo.ErrInvalid) || !strings.Contains(err.Error(), "recall limit") {
+		t.Errorf("k = 50 at the default limit: %v, want ErrInvalid naming the recall limit", err)
+	}
+	if rep, err := run(50, 10, 50); err != nil || rep.Info.Limit != 50 {
+		t.Errorf("k = 50 at limit 50: %v", err)
+	}
+}

@@ -57,7 +57,8 @@ func cmdEval(ctx context.Context, a *app, args []string) error {
 	fs.Var(&excludes, "exclude-category", "also report overall figures without this query category (repeatable, e.g. adversarial)")
 	embedder := fs.String("embedder", "", "embedder: "+strings.Join(embedderNames, ", ")+" (default $MNEMO_EMBEDDER, else "+defaultEmbedder+")")
 	baseline := fs.String("baseline", eval.DefaultBaseline, "configuration the others are compared with")
-	ks := fs.String("k", "5,10", "recall cutoffs, comma-separated")
+	ks := fs.String("k", "5,10", "recall cutoffs, comma-separated, each at most --limit")
+	limit := fs.Int("limit", eval.DefaultLimit, "memories every query recalls, whatever the cutoffs (at least 10; figures at one limit are not comparable with another's)")
 	scopeField := fs.String("scope-field", "", "query and corpus field scoping each query (default: conversation when the queries have it; none: no scoping)")
 	jsonOut := fs.String("json", "", "write the results as JSON to this file")
 	reportOut := fs.String("report", "", "write a Markdown report to this file")
@@ -80,7 +81,7 @@ func cmdEval(ctx context.Context, a *app, args []string) error {
 	if len(pos) != 1 {
 		return usagef("usage: mnemo eval DATASET_DIR [flags] (see mnemo eval -h)")
 	}
-	opts := eval.Options{Baseline: *baseline, LimitQueries: *limitQueries, Seed: *seed, Resamples: *resamples, Workers: *workers}
+	opts := eval.Options{Baseline: *baseline, Limit: *limit, LimitQueries: *limitQueries, Seed: *seed, Resamples: *resamples, Workers: *workers}
 	if *seed == 0 {
 		return usagef("--seed must be > 0")
 	}

@@ -11,7 +11,8 @@ import (
 
 // Dataset returns the directory shared/datasets/name, found by walking up
 // from the working directory (the repository's parent holds shared/); the
-// test skips when there is none.
+// test skips when there is none, unless CI=true, where a missing dataset
+// fails it (quality gates must not pass by skipping).
 func Dataset(tb testing.TB, name string) string {
 	tb.Helper()
 	dir, err := os.Getwd()
@@ -25,6 +26,9 @@ func Dataset(tb testing.TB, name string) string {
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
+			if os.Getenv("CI") == "true" {
+				tb.Fatalf("dataset shared/datasets/%s not found above the working directory (CI=true: a missing dataset fails)", name)
+			}
 			tb.Skipf("dataset shared/datasets/%s not found above the working directory", name)
 		}
 		dir = parent
