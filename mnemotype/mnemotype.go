@@ -90,12 +90,21 @@ var Legs = []string{LegLexical, LegDense, LegRecency, LegAccess}
 
 // Memory is one stored memory.
 type Memory struct {
-	ID          string          `json:"id"`
-	Content     string          `json:"content"`
-	Kind        Kind            `json:"kind"`
-	Profile     string          `json:"profile"`
-	Project     string          `json:"project,omitempty"`
-	Session     string          `json:"session,omitempty"`
+	ID      string `json:"id"`
+	Content string `json:"content"`
+	Kind    Kind   `json:"kind"`
+	Profile string `json:"profile"`
+	Project string `json:"project,omitempty"`
+	Session string `json:"session,omitempty"`
+	// Actor is who said or did it: a speaker's name or a role such as
+	// user or assistant; "" when unknown.
+	Actor string `json:"actor,omitempty"`
+	// Seq orders the memory inside its session: the turn before it has
+	// the next lower Seq. Stores assign the next one when it is 0.
+	Seq int64 `json:"seq,omitempty"`
+	// OccurredAt is when it happened; CreatedAt is when it was stored.
+	// Defaults to CreatedAt. Recency ranks by it.
+	OccurredAt  time.Time       `json:"occurred_at"`
 	Importance  float64         `json:"importance"`
 	CreatedAt   time.Time       `json:"created_at"`
 	AccessedAt  time.Time       `json:"accessed_at"`
@@ -130,6 +139,17 @@ func (m *Memory) Validate() error {
 	}
 	if err := CheckUnit("importance", m.Importance); err != nil {
 		return err
+	}
+	if len(m.Actor) > MaxActorBytes {
+		return Invalidf("actor is %d bytes: at most %d allowed", len(m.Actor), MaxActorBytes)
+	}
+	if m.Seq < 0 {
+		return Invalidf("seq = %d: must be ≥ 0 (0: the next in the session)", m.Seq)
+	}
+	if !m.OccurredAt.IsZero() {
+		if err := CheckTime("occurred_at", m.OccurredAt); err != nil {
+			return err
+		}
 	}
 	if len(m.Metadata) > 0 {
 		var obj map[string]any
@@ -187,7 +207,16 @@ type Scope struct {
 	Kinds []Kind
 	// Exclude lists memory ids that must not be returned (e.g. ids already in the prompt).
 	Exclude []string
+	// Actors, when non-empty, restricts to memories of those actors (""
+	// for memories without one).
+	Actors []string
+	// After and Before, when not zero, restrict to memories that occurred
+	// at or after After, and before Before.
+	After, Before time.Time
 }
+
+// MaxActorBytes bounds a memory's actor.
+const MaxActorBytes = 256
 
 // Hit is one entry of a leg's ranked list.
 type Hit struct {

@@ -205,7 +205,7 @@ func Run(ctx context.Context, src Source, vec Vectors, req Request) (*Response, 
 		}
 		tr.Skipped[mnemotype.LegDense] = reason
 	}
-	filter := vector.Filter{Project: req.Scope.Project, Sessions: req.Scope.Sessions, Kinds: req.Scope.Kinds, Exclude: req.Scope.Exclude}
+	filter := vector.FilterOf(req.Scope)
 
 	var (
 		mu       sync.Mutex
@@ -355,7 +355,7 @@ func Run(ctx context.Context, src Source, vec Vectors, req Request) (*Response, 
 	t0 = time.Now()
 	sig := vec.Signals(cands)
 	if w(mnemotype.LegRecency) > 0 {
-		legs[mnemotype.LegRecency] = signalLeg(cands, sig, func(s vector.Signals) float64 { return s.CreatedAt })
+		legs[mnemotype.LegRecency] = signalLeg(cands, sig, func(s vector.Signals) float64 { return s.OccurredAt })
 	}
 	if w(mnemotype.LegAccess) > 0 {
 		legs[mnemotype.LegAccess] = signalLeg(cands, sig, func(s vector.Signals) float64 { return float64(s.AccessCount) })

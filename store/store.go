@@ -48,6 +48,11 @@ type Store interface {
 	// at least Limit rows match the others; every score returned is still
 	// the full query's.
 	Lexical(ctx context.Context, p LexicalParams) ([]mnemotype.Hit, error)
+	// Neighbors returns the turns around each of ids: the memories of its
+	// session (not the empty session) whose Seq is within radius of its
+	// own, itself aside, that are in scope. Each comes once per memory of
+	// ids it neighbours, with the distance in Seq.
+	Neighbors(ctx context.Context, scope mnemotype.Scope, ids []string, radius int) ([]Neighbor, error)
 	// RecentlyAccessed returns the ids of the n most recently accessed
 	// memories in the scope that have an embedding (seed 001's vector pool).
 	RecentlyAccessed(ctx context.Context, scope mnemotype.Scope, n int) ([]string, error)
@@ -108,6 +113,9 @@ type UpdateParams struct {
 	Kind       *mnemotype.Kind
 	Project    *string
 	Session    *string
+	Actor      *string
+	Seq        *int64
+	OccurredAt *time.Time
 	Importance *float64
 	Metadata   *[]byte
 	// Embedding replaces the embedding when EmbeddingModel is not empty.
@@ -153,13 +161,36 @@ type LexicalParams struct {
 	// memories match: the caller broadens the query then, and counting
 	// matches costs less than scoring them.
 	MinHits int
+	// Fields weighs the fields a memory is searched by (BM25F); the zero
+	// value searches the content alone, scored as plain BM25.
+	Fields FieldWeights
 }
+
+// FieldWeights weighs the fields of the lexical leg, each in [0, 5]: a
+// term's frequencies in the fields are weighted and summed (BM25F), and a
+// field of weight 0 is not searched. Content is the memory's text, Actor
+// who said or did it, Time when it occurred in words ("Monday 8 May
+// 2023"), Context the previous turns of its session.
+type FieldWeights struct {
+	Content, Actor, Time, Context float64
+}
+
+// IsZero reports whether w is the zero value (the content alone).
+func (w FieldWeights) IsZero() bool { return w == FieldWeights{} }
 
 // MatchQuery is a backend-neutral full-text query: documents containing all
 // Terms (All) or any of them.
 type MatchQuery struct {
 	Terms []string
 	All   bool
+}
+
+// Neighbor is a memory near another in its session (Store.Neighbors).
+type Neighbor struct {
+	// ID is the neighbour, Of the memory it is near, Distance the
+	// difference of their Seq (≥ 1).
+	ID, Of   string
+	Distance int
 }
 
 // ChangeSet lists what changed in a profile since a sequence number. An id

@@ -6,10 +6,12 @@
 package vector
 
 import (
+	"cmp"
 	"container/heap"
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -21,7 +23,9 @@ import (
 
 // Signals are the per-memory values the non-text legs rank by.
 type Signals struct {
-	CreatedAt   float64 // Unix seconds (fractional: any year 0001-9999)
+	// OccurredAt is when the memory happened (recency ranks by it), in
+	// Unix seconds (fractional: any year 0001-9999).
+	OccurredAt  float64
 	AccessedAt  float64 // Unix seconds
 	AccessCount int64
 	Importance  float64
@@ -38,9 +42,12 @@ type row struct {
 	id      string
 	project int32 // interned
 	session int32 // interned
+	actor   int32 // interned
 	kind    mnemotype.Kind
-	model   int32 // interned embedding model; -1 without embedding
-	invNorm float32
+	// occurred is when it happened, exactly (the time filter's bounds).
+	occurred instant
+	model    int32 // interned embedding model; -1 without embedding
+	invNorm  float32
 	// foreign marks a memory whose embedding has another dimension than
 	// the index's: kept without it.
 	foreign bool
@@ -153,13 +160,15 @@ func (x *Index) Upsert(mems []mnemotype.Memory) error {
 	for i := range mems {
 		m := &mems[i]
 		r := row{
-			id:      m.ID,
-			project: x.intern(m.Project),
-			session: x.intern(m.Session),
-			kind:    m.Kind,
-			model:   -1,
+			id:       m.ID,
+			project:  x.intern(m.Project),
+			session:  x.intern(m.Session),
+			actor:    x.intern(m.Actor),
+			kind:     m.Kind,
+			occurred: instantOf(occurred(m)),
+			model:    -1,
 			sig: Signals{
-				CreatedAt:   UnixSeconds(m.CreatedAt),
+				OccurredAt:  UnixSeconds(occurred(m)),
 				AccessedAt:  UnixSeconds(m.AccessedAt),
 				AccessCount: m.AccessCount,
 				Importance:  m.Importance,
@@ -245,25 +254,79 @@ func (x *Index) Touch(at time.Time, ids ...string) {
 	}
 }
 
+// instant is a time as Unix seconds and nanoseconds: exact for years
+// 0001-9999, ordered by compare.
+type instant struct {
+	sec  int64
+	nsec int32
+}
+
+func instantOf(t time.Time) instant { return instant{t.Unix(), int32(t.Nanosecond())} }
+
+func (a instant) compare(b instant) int {
+	if c := cmp.Compare(a.sec, b.sec); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.nsec, b.nsec)
+}
+
+// occurred is when m happened: OccurredAt, else CreatedAt.
+func occurred(m *mnemotype.Memory) time.Time {
+	if m.OccurredAt.IsZero() {
+		return m.CreatedAt
+	}
+	return m.OccurredAt
+}
+
 // Filter restricts a search to a scope inside the index's profile.
 type Filter struct {
 	Project  string // "" = any
 	Sessions []string
 	Kinds    []mnemotype.Kind
 	Exclude  []string
+	Actors   []string
+	// After and Before, when not zero, keep the memories that occurred at
+	// or after After, and before Before.
+	After, Before time.Time
+}
+
+// FilterOf is the Filter of a scope (its profile aside).
+func FilterOf(sc mnemotype.Scope) Filter {
+	return Filter{Project: sc.Project, Sessions: sc.Sessions, Kinds: sc.Kinds, Exclude: sc.Exclude, Actors: sc.Actors,
+		After: sc.After, Before: sc.Before}
 }
 
 // compiled is a Filter resolved against the intern table.
 type compiled struct {
-	none     bool
-	project  int32 // -1 = any
-	sessions []int32
-	kinds    []mnemotype.Kind
-	exclude  map[int]bool
+	none          bool
+	project       int32 // -1 = any
+	sessions      []int32
+	actors        []int32
+	kinds         []mnemotype.Kind
+	exclude       map[int]bool
+	after, before *instant // nil: no bound
 }
 
 func (x *Index) compile(f Filter) compiled {
 	c := compiled{project: -1}
+	if !f.After.IsZero() {
+		a := instantOf(f.After)
+		c.after = &a
+	}
+	if !f.Before.IsZero() {
+		b := instantOf(f.Before)
+		c.before = &b
+	}
+	if len(f.Actors) > 0 {
+		for _, a := range f.Actors {
+			if v, ok := x.strs[a]; ok {
+				c.actors = append(c.actors, v)
+			}
+		}
+		if len(c.actors) == 0 {
+			return compiled{none: true}
+		}
+	}
 	if len(f.Kinds) > 0 { // an empty, non-nil list means any kind, as for Sessions
 		c.kinds = f.Kinds
 	}
@@ -310,6 +373,12 @@ func (c *compiled) match(s int, r *row) bool {
 		if !ok {
 			return false
 		}
+	}
+	if c.actors != nil && !slices.Contains(c.actors, r.actor) {
+		return false
+	}
+	if (c.after != nil && r.occurred.compare(*c.after) < 0) || (c.before != nil && r.occurred.compare(*c.before) >= 0) {
+		return false
 	}
 	if c.kinds != nil {
 		ok := false

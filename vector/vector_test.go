@@ -29,6 +29,9 @@ func emb(model string, v ...float32) memOpt {
 
 // mem returns a memory with the default kind and timestamps; without an
 // emb option it has no embedding.
+func actor(a string) memOpt        { return func(m *mnemotype.Memory) { m.Actor = a } }
+func occurred(at time.Time) memOpt { return func(m *mnemotype.Memory) { m.OccurredAt = at } }
+
 func mem(id string, opts ...memOpt) mnemotype.Memory {
 	m := mnemotype.Memory{
 		ID: id, Profile: "p", Kind: mnemotype.KindEpisodic, Importance: mnemotype.DefaultImportance,
@@ -374,7 +377,7 @@ func TestIndex_UpsertDeleteSearch_MatchesReference(t *testing.T) {
 					if ok != got {
 						t.Fatalf("round %d: Signals has %s = %v, want %v", round, id, got, ok)
 					}
-					want := vector.Signals{CreatedAt: vector.UnixSeconds(m.CreatedAt), AccessedAt: vector.UnixSeconds(m.AccessedAt), AccessCount: m.AccessCount, Importance: m.Importance}
+					want := vector.Signals{OccurredAt: vector.UnixSeconds(m.CreatedAt), AccessedAt: vector.UnixSeconds(m.AccessedAt), AccessCount: m.AccessCount, Importance: m.Importance}
 					if ok && s != want {
 						t.Fatalf("round %d: Signals[%s] = %+v, want %+v", round, id, s, want)
 					}
@@ -551,9 +554,9 @@ func TestIndex_Search_Filter(t *testing.T) {
 	e, s := mnemotype.KindEpisodic, mnemotype.KindSemantic
 	// Scores fall from a to h, so results are in id order.
 	x := newIndex(t,
-		mem("a", project("p1"), session("s1"), kind(e), emb("m", 1, 0)),
-		mem("b", project("p1"), session("s2"), kind(s), emb("m", 0.9, 0.1)),
-		mem("c", project("p2"), session("s1"), kind(e), emb("m", 0.8, 0.2)),
+		mem("a", project("p1"), session("s1"), kind(e), emb("m", 1, 0), actor("Caroline"), occurred(t0.Add(time.Hour))),
+		mem("b", project("p1"), session("s2"), kind(s), emb("m", 0.9, 0.1), actor("Melanie"), occurred(t0.Add(time.Hour+1))),
+		mem("c", project("p2"), session("s1"), kind(e), emb("m", 0.8, 0.2), actor("Caroline"), occurred(time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC))),
 		mem("d", project("p2"), session("s3"), kind(s), emb("m", 0.7, 0.3)),
 		mem("e", session("s1"), kind(mnemotype.KindIdentity), emb("m", 0.6, 0.4)),
 		mem("f", project("p1"), kind(e), emb("m", 0.5, 0.5)),
@@ -581,6 +584,16 @@ func TestIndex_Search_Filter(t *testing.T) {
 		{"Exclude", vector.Filter{Exclude: []string{"a", "d", "unknown", "g"}}, []string{"b", "c", "e", "f"}},
 		{"All", vector.Filter{Project: "p1", Sessions: []string{"s1", "s2"}, Kinds: []mnemotype.Kind{e}, Exclude: []string{"b"}}, []string{"a"}},
 		{"ExcludeEverything", vector.Filter{Exclude: []string{"a", "b", "c", "d", "e", "f"}}, nil},
+		{"Actor", vector.Filter{Actors: []string{"Caroline"}}, []string{"a", "c"}},
+		{"Actors", vector.Filter{Actors: []string{"Melanie", "Caroline"}}, []string{"a", "b", "c"}},
+		{"NoActor", vector.Filter{Actors: []string{""}}, []string{"d", "e", "f"}},
+		{"UnknownActor", vector.Filter{Actors: []string{"Bob"}}, nil},
+		{"ActorNamedLikeSession", vector.Filter{Actors: []string{"s1"}}, nil},
+		{"After", vector.Filter{After: t0.Add(time.Hour)}, []string{"a", "b", "c"}},
+		{"AfterToTheNanosecond", vector.Filter{After: t0.Add(time.Hour + 1)}, []string{"b", "c"}},
+		{"Before", vector.Filter{Before: t0.Add(time.Hour + 1)}, []string{"a", "d", "e", "f"}},
+		{"Between", vector.Filter{After: t0.Add(time.Hour), Before: t0.Add(time.Hour + 1)}, []string{"a"}},
+		{"FarFuture", vector.Filter{After: time.Date(2999, 12, 31, 0, 0, 0, 0, time.UTC)}, []string{"c"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -758,8 +771,8 @@ func TestIndex_Touch(t *testing.T) {
 	x.Touch(t0.Add(-time.Hour), "a", "b") // an older access never moves AccessedAt back
 	sig := x.Signals([]string{"a", "b", "unknown"})
 	want := map[string]vector.Signals{
-		"a": {CreatedAt: vector.UnixSeconds(t0), AccessedAt: vector.UnixSeconds(later), AccessCount: 3, Importance: mnemotype.DefaultImportance},
-		"b": {CreatedAt: vector.UnixSeconds(t0), AccessedAt: vector.UnixSeconds(t0), AccessCount: 1, Importance: mnemotype.DefaultImportance},
+		"a": {OccurredAt: vector.UnixSeconds(t0), AccessedAt: vector.UnixSeconds(later), AccessCount: 3, Importance: mnemotype.DefaultImportance},
+		"b": {OccurredAt: vector.UnixSeconds(t0), AccessedAt: vector.UnixSeconds(t0), AccessCount: 1, Importance: mnemotype.DefaultImportance},
 	}
 	if len(sig) != len(want) {
 		t.Fatalf("Signals = %v, want %v", sig, want)

@@ -21,26 +21,37 @@ package sqlitedb
 // function counts like bm25() does.
 //
 // mnemo_bm25(fts, counts, lengths) also takes the rows' lengths in tokens
-// (what xColumnSize(-1) reads from the %_docsize table, one B-tree lookup
-// per row, which was half of the cost of ranking): a BLOB of one
-// little-endian uint16 per rowid, 0xFFFF for a length not given; rows past
-// its end or not given are looked up as bm25() does. NULL stands for no
-// lengths.
+// (what xColumnSize reads from the %_docsize table, one B-tree lookup per
+// row, which was half of the cost of ranking): a BLOB of one little-endian
+// uint16 per rowid, 0xFFFF for a length not given; rows past its end or
+// not given are looked up. NULL stands for no lengths.
 //
-// mnemo_bm25(fts, counts, lengths, stats) scores the first column alone
-// against statistics the caller keeps (one tenant's, say, in a table that
-// holds several): stats is a BLOB of two little-endian int64, the number
-// of rows and their total length in tokens of the first column; counts
-// must then be taken over the same rows, and lengths, if given, are the
-// first column's. The row's length D is its first column's, and only the
-// phrases' hits in that column count: the other columns filter rows.
+// mnemo_bm25(fts, counts, lengths, stats[, weights[, bs]]) scores the
+// table's first F columns, the fields, against statistics the caller keeps
+// (one tenant's, say, in a table that holds several): stats is a BLOB of
+// little-endian int64, the number of rows and then each field's total
+// length in tokens over them (F = its size / 8 - 1); counts must then be
+// taken over the same rows and must fit the query (an error otherwise);
+// lengths, if given, are the first field's. The other columns only filter
+// rows. weights (F little-endian float64; default 1 for the first field, 0
+// for the others) and bs (F float64; default 0.75 each) make it BM25F:
+// per phrase, tf = sum over the fields of weight × hits / (1 - b + b × the
+// field's length / its average), scored idf × tf × (k1 + 1) / (tf + k1) —
+// except that with the default weights (the first field alone, weight 1)
+// it is bm25()'s arithmetic on that field, so that a profile's scores are
+// bm25()'s over that profile alone to the bit.
+
+#define MNEMO_MAX_FIELDS 16
 
 typedef struct {
 	int nPhrase;
-	int firstColumn; // stats given: score column 0 alone
-	double avgdl;
+	int nField;   // 0: bm25() over every column, the table's statistics
+	int classic;  // the first field alone, weight 1: bm25()'s arithmetic
+	double avgdl[MNEMO_MAX_FIELDS];
+	double w[MNEMO_MAX_FIELDS];
+	double b[MNEMO_MAX_FIELDS];
 	double *aIDF;
-	double *aFreq;
+	double *aFreq; // nPhrase × max(1, nField)
 } mnemoBm25Data;
 
 // mnemoInt64 reads the i-th little-endian int64 of a BLOB.
@@ -48,6 +59,14 @@ static sqlite3_int64 mnemoInt64(const unsigned char *b, int i) {
 	sqlite3_uint64 v = 0;
 	for (int j = 7; j >= 0; j--) v = (v << 8) | b[i * 8 + j];
 	return (sqlite3_int64)v;
+}
+
+// mnemoDouble reads the i-th little-endian float64 of a BLOB.
+static double mnemoDouble(const unsigned char *b, int i) {
+	sqlite3_uint64 v = (sqlite3_uint64)mnemoInt64(b, i);
+	double d;
+	memcpy(&d, &v, sizeof d);
+	return d;
 }
 
 static int mnemoCountCb(const Fts5ExtensionApi *api, Fts5Context *fts, void *user) {
@@ -63,32 +82,55 @@ static int mnemoBm25GetData(const Fts5ExtensionApi *api, Fts5Context *fts, int n
 	}
 	int rc = SQLITE_OK;
 	int nPhrase = api->xPhraseCount(fts);
-	p = (mnemoBm25Data *)sqlite3_malloc64(sizeof(mnemoBm25Data) + (sqlite3_int64)nPhrase * 2 * sizeof(double));
+	int nField = 0;
+	const unsigned char *st = 0;
+	if (nVal >= 3 && sqlite3_value_type(apVal[2]) == SQLITE_BLOB) {
+		int n = sqlite3_value_bytes(apVal[2]);
+		if (n < 16 || n % 8 != 0 || n / 8 - 1 > MNEMO_MAX_FIELDS || n / 8 - 1 > api->xColumnCount(fts)) return SQLITE_RANGE;
+		st = (const unsigned char *)sqlite3_value_blob(apVal[2]);
+		nField = n / 8 - 1;
+	}
+	int nFreq = nPhrase * (nField > 0 ? nField : 1);
+	p = (mnemoBm25Data *)sqlite3_malloc64(sizeof(mnemoBm25Data) + (sqlite3_int64)(nPhrase + nFreq) * sizeof(double));
 	if (!p) return SQLITE_NOMEM;
-	memset(p, 0, sizeof(mnemoBm25Data) + (size_t)nPhrase * 2 * sizeof(double));
+	memset(p, 0, sizeof(mnemoBm25Data) + (size_t)(nPhrase + nFreq) * sizeof(double));
 	p->nPhrase = nPhrase;
+	p->nField = nField;
 	p->aIDF = (double *)&p[1];
 	p->aFreq = &p->aIDF[nPhrase];
-	sqlite3_int64 nRow = 0, nToken = 0;
-	if (nVal >= 3 && sqlite3_value_type(apVal[2]) == SQLITE_BLOB && sqlite3_value_bytes(apVal[2]) == 16) {
-		const unsigned char *st = (const unsigned char *)sqlite3_value_blob(apVal[2]);
+	sqlite3_int64 nRow = 0;
+	if (nField > 0) {
 		nRow = mnemoInt64(st, 0);
-		nToken = mnemoInt64(st, 1);
-		p->firstColumn = 1;
+		const unsigned char *wb = 0, *bb = 0;
+		if (nVal >= 4 && sqlite3_value_type(apVal[3]) == SQLITE_BLOB) {
+			if (sqlite3_value_bytes(apVal[3]) != 8 * nField) rc = SQLITE_RANGE;
+			wb = (const unsigned char *)sqlite3_value_blob(apVal[3]);
+		}
+		if (nVal >= 5 && sqlite3_value_type(apVal[4]) == SQLITE_BLOB) {
+			if (sqlite3_value_bytes(apVal[4]) != 8 * nField) rc = SQLITE_RANGE;
+			bb = (const unsigned char *)sqlite3_value_blob(apVal[4]);
+		}
+		p->classic = 1;
+		for (int c = 0; rc == SQLITE_OK && c < nField; c++) {
+			p->avgdl[c] = (double)mnemoInt64(st, 1 + c) / (double)nRow;
+			p->w[c] = wb ? mnemoDouble(wb, c) : (c == 0 ? 1.0 : 0.0);
+			p->b[c] = bb ? mnemoDouble(bb, c) : 0.75;
+			if (p->w[c] != (c == 0 ? 1.0 : 0.0) || p->b[c] != 0.75) p->classic = 0;
+		}
 	} else {
+		sqlite3_int64 nToken = 0;
 		rc = api->xRowCount(fts, &nRow);
 		if (rc == SQLITE_OK) rc = api->xColumnTotalSize(fts, -1, &nToken);
+		if (rc == SQLITE_OK) p->avgdl[0] = (double)nToken / (double)nRow;
 	}
-	if (rc == SQLITE_OK) p->avgdl = (double)nToken / (double)nRow;
 	const unsigned char *counts = 0;
 	if (nVal >= 1 && sqlite3_value_type(apVal[0]) == SQLITE_BLOB && sqlite3_value_bytes(apVal[0]) == nPhrase * 8) {
 		counts = (const unsigned char *)sqlite3_value_blob(apVal[0]);
 	}
-	if (p->firstColumn && !counts) {
+	if (rc == SQLITE_OK && nField > 0 && !counts) {
 		// Counting here would count over the whole table, not over the
 		// rows the stats describe.
-		sqlite3_free(p);
-		return SQLITE_MISMATCH;
+		rc = SQLITE_MISMATCH;
 	}
 	for (int i = 0; rc == SQLITE_OK && i < nPhrase; i++) {
 		sqlite3_int64 nHit = 0;
@@ -117,245 +159,85 @@ static int mnemoBm25GetData(const Fts5ExtensionApi *api, Fts5Context *fts, int n
 	return SQLITE_OK;
 }
 
+// mnemoLength returns the length of column c of the current row: from the
+// lengths BLOB for column 0 when it has it, else from FTS5 (c -1: the
+// whole row).
+static int mnemoLength(const Fts5ExtensionApi *api, Fts5Context *fts, int nVal, sqlite3_value **apVal, int c, double *out) {
+	if (c <= 0 && nVal >= 2 && sqlite3_value_type(apVal[1]) == SQLITE_BLOB) {
+		sqlite3_int64 rowid = api->xRowid(fts);
+		if (rowid >= 0 && rowid < sqlite3_value_bytes(apVal[1]) / 2) {
+			const unsigned char *len = (const unsigned char *)sqlite3_value_blob(apVal[1]);
+			int v = len[2 * rowid] | (len[2 * rowid + 1] << 8);
+			if (v != 0xFFFF) {
+				*out = (double)v;
+				return SQLITE_OK;
+			}
+		}
+	}
+	int nTok = 0;
+	int rc = api->xColumnSize(fts, c, &nTok);
+	*out = (double)nTok;
+	return rc;
+}
+
 static void mnemoBm25(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx, int nVal, sqlite3_value **apVal) {
 	const double k1 = 1.2;
-	const double b = 0.75;
 	double score = 0.0;
-	double D = 0.0;
 	mnemoBm25Data *p = 0;
 	int rc = mnemoBm25GetData(api, fts, nVal, apVal, &p);
+	int nF = p && p->nField > 0 ? p->nField : 1;
 	// Each scored phrase's hits are counted on its own position list.
 	// bm25() asks for the row's instances instead (xInstCount), which
 	// merges every phrase's list into one array ordered by position, the
 	// filter phrases' too: the same counts, at more cost per row.
 	for (int i = 0; rc == SQLITE_OK && i < p->nPhrase; i++) {
-		p->aFreq[i] = 0.0;
+		double *f = &p->aFreq[i * nF];
+		memset(f, 0, nF * sizeof(double));
 		if (p->aIDF[i] == 0.0) continue; // a filter phrase
 		Fts5PhraseIter it;
 		int iCol = 0, iOff = 0;
 		rc = api->xPhraseFirst(fts, i, &it, &iCol, &iOff);
 		for (; rc == SQLITE_OK && iCol >= 0; api->xPhraseNext(fts, &it, &iCol, &iOff)) {
-			if (!p->firstColumn || iCol == 0) p->aFreq[i] += 1.0;
+			if (p->nField == 0) f[0] += 1.0;
+			else if (iCol < p->nField) f[iCol] += 1.0;
 		}
 	}
-	if (rc == SQLITE_OK) {
-		int nTok = -1;
-		if (nVal >= 2 && sqlite3_value_type(apVal[1]) == SQLITE_BLOB) {
-			sqlite3_int64 rowid = api->xRowid(fts);
-			if (rowid >= 0 && rowid < sqlite3_value_bytes(apVal[1]) / 2) {
-				const unsigned char *len = (const unsigned char *)sqlite3_value_blob(apVal[1]);
-				int v = len[2 * rowid] | (len[2 * rowid + 1] << 8);
-				if (v != 0xFFFF) nTok = v;
+	if (rc == SQLITE_OK && (p->nField == 0 || p->classic)) {
+		double D = 0.0;
+		rc = mnemoLength(api, fts, nVal, apVal, p->nField == 0 ? -1 : 0, &D);
+		for (int i = 0; rc == SQLITE_OK && i < p->nPhrase; i++) {
+			double f = p->aFreq[i * nF];
+			score += p->aIDF[i] * ((f * (k1 + 1.0)) / (f + k1 * (1 - 0.75 + 0.75 * D / p->avgdl[0])));
+		}
+	} else if (rc == SQLITE_OK) {
+		double norm[MNEMO_MAX_FIELDS];
+		for (int c = 0; rc == SQLITE_OK && c < p->nField; c++) {
+			norm[c] = 1.0;
+			if (p->w[c] != 0.0 && p->b[c] != 0.0) {
+				double D = 0.0;
+				rc = mnemoLength(api, fts, nVal, apVal, c, &D);
+				norm[c] = 1 - p->b[c] + p->b[c] * D / p->avgdl[c];
 			}
 		}
-		if (nTok < 0) rc = api->xColumnSize(fts, p->firstColumn ? 0 : -1, &nTok);
-		D = (double)nTok;
+		for (int i = 0; rc == SQLITE_OK && i < p->nPhrase; i++) {
+			double tf = 0.0;
+			for (int c = 0; c < p->nField; c++) {
+				if (p->w[c] != 0.0) tf += p->w[c] * p->aFreq[i * nF + c] / norm[c];
+			}
+			score += p->aIDF[i] * (tf * (k1 + 1.0)) / (tf + k1);
+		}
 	}
 	if (rc == SQLITE_MISMATCH) {
 		sqlite3_result_error(ctx, "mnemo_bm25: with stats, counts must hold one int64 per phrase of the query", -1);
 		return;
 	}
+	if (rc == SQLITE_RANGE) {
+		sqlite3_result_error(ctx, "mnemo_bm25: stats must hold the row count and one total per field; weights and bs one float64 per field", -1);
+		return;
+	}
 	if (rc != SQLITE_OK) {
 		sqlite3_result_error_code(ctx, rc);
 		return;
-	}
-	for (int i = 0; i < p->nPhrase; i++) {
-		score += p->aIDF[i] * ((p->aFreq[i] * (k1 + 1.0)) / (p->aFreq[i] + k1 * (1 - b + b * D / p->avgdl)));
-	}
-	sqlite3_result_double(ctx, -1.0 * score);
-}
-
-// mnemo_bm25_text(content, terms, counts, stats, all) scores one row's
-// text as mnemo_bm25(fts, counts, lengths, stats) scores it inside an FTS5
-// query of terms, without the query: the text is tokenized with the
-// table's tokenizer ('porter unicode61'), each term (terms: a BLOB of
-// NUL-separated strings, each a phrase) counted at consecutive positions,
-// the length taken as FTS5 takes it, the number of rows and their total
-// length from stats (two little-endian int64). It returns NULL when the
-// text does not match: a phrase without a token is left out of the query,
-// as FTS5 leaves it out; all=1 wants every other phrase, else one. Scoring
-// a few rows this way reads their text instead of every term's whole list
-// of matches.
-
-#define MNEMO_MAX_TOKEN 32768 // FTS5_MAX_TOKEN_SIZE
-
-typedef struct {
-	char *buf; // tokens, one after another
-	int *off, *len;
-	int n, cap, bufLen, bufCap;
-} mnemoTokens;
-
-static void mnemoTokensFree(mnemoTokens *t) {
-	sqlite3_free(t->buf);
-	sqlite3_free(t->off);
-	sqlite3_free(t->len);
-	memset(t, 0, sizeof(*t));
-}
-
-static int mnemoTokenCb(void *ctx, int tflags, const char *tok, int nTok, int iStart, int iEnd) {
-	mnemoTokens *t = (mnemoTokens *)ctx;
-	if (tflags & FTS5_TOKEN_COLOCATED) return SQLITE_OK; // a synonym: no position of its own
-	if (nTok > MNEMO_MAX_TOKEN) nTok = MNEMO_MAX_TOKEN;
-	if (t->n == t->cap) {
-		int cap = t->cap ? 2 * t->cap : 64;
-		int *off = sqlite3_realloc(t->off, cap * sizeof(int));
-		if (!off) return SQLITE_NOMEM;
-		t->off = off;
-		int *len = sqlite3_realloc(t->len, cap * sizeof(int));
-		if (!len) return SQLITE_NOMEM;
-		t->len = len;
-		t->cap = cap;
-	}
-	if (t->bufLen + nTok > t->bufCap) {
-		int cap = t->bufCap ? 2 * t->bufCap : 512;
-		while (cap < t->bufLen + nTok) cap *= 2;
-		char *buf = sqlite3_realloc(t->buf, cap);
-		if (!buf) return SQLITE_NOMEM;
-		t->buf = buf;
-		t->bufCap = cap;
-	}
-	memcpy(t->buf + t->bufLen, tok, nTok);
-	t->off[t->n] = t->bufLen;
-	t->len[t->n] = nTok;
-	t->bufLen += nTok;
-	t->n++;
-	return SQLITE_OK;
-}
-
-static int mnemoTokenEq(const mnemoTokens *a, int i, const mnemoTokens *b, int j) {
-	return a->len[i] == b->len[j] && memcmp(a->buf + a->off[i], b->buf + b->off[j], a->len[i]) == 0;
-}
-
-typedef struct {
-	fts5_tokenizer tk;
-	Fts5Tokenizer *tok;
-	int nPhrase;
-	mnemoTokens *phrase; // each term's tokens
-	double *aIDF;
-	double *aFreq;
-	double avgdl;
-} mnemoTextQuery;
-
-static void mnemoTextQueryFree(void *p) {
-	mnemoTextQuery *q = (mnemoTextQuery *)p;
-	if (!q) return;
-	for (int i = 0; i < q->nPhrase; i++) mnemoTokensFree(&q->phrase[i]);
-	if (q->tok) q->tk.xDelete(q->tok);
-	sqlite3_free(q->phrase);
-	sqlite3_free(q->aIDF);
-	sqlite3_free(q->aFreq);
-	sqlite3_free(q);
-}
-
-static mnemoTextQuery *mnemoTextQueryNew(sqlite3_context *ctx, fts5_api *api, sqlite3_value **argv) {
-	const char *terms = (const char *)sqlite3_value_blob(argv[1]);
-	int nTerms = sqlite3_value_bytes(argv[1]);
-	const unsigned char *counts = (const unsigned char *)sqlite3_value_blob(argv[2]);
-	int nCounts = sqlite3_value_bytes(argv[2]);
-	const unsigned char *st = (const unsigned char *)sqlite3_value_blob(argv[3]);
-	int nSt = sqlite3_value_bytes(argv[3]);
-	int nPhrase = 1;
-	for (int i = 0; i < nTerms; i++) if (terms[i] == 0) nPhrase++;
-	if (!terms || nTerms == 0 || nCounts != 8 * nPhrase) {
-		sqlite3_result_error(ctx, "mnemo_bm25_text: want NUL-separated terms and one 8-byte count per term", -1);
-		return 0;
-	}
-	if (!st || nSt != 16 || mnemoInt64(st, 0) <= 0) {
-		sqlite3_result_error(ctx, "mnemo_bm25_text: want the rows' count and total length (two int64, count > 0)", -1);
-		return 0;
-	}
-	sqlite3_int64 nRow = mnemoInt64(st, 0), nToken = mnemoInt64(st, 1);
-	mnemoTextQuery *q = sqlite3_malloc(sizeof(*q));
-	if (!q) {
-		sqlite3_result_error_nomem(ctx);
-		return 0;
-	}
-	memset(q, 0, sizeof(*q));
-	void *userData = 0;
-	const char *azArg[] = {"unicode61"};
-	int rc = api->xFindTokenizer(api, "porter", &userData, &q->tk);
-	if (rc == SQLITE_OK) rc = q->tk.xCreate(userData, azArg, 1, &q->tok);
-	if (rc != SQLITE_OK) {
-		sqlite3_free(q);
-		sqlite3_result_error(ctx, "mnemo_bm25_text: no porter unicode61 tokenizer", -1);
-		return 0;
-	}
-	q->nPhrase = nPhrase;
-	q->phrase = sqlite3_malloc(nPhrase * sizeof(mnemoTokens));
-	q->aIDF = sqlite3_malloc(nPhrase * sizeof(double));
-	q->aFreq = sqlite3_malloc(nPhrase * sizeof(double));
-	if (!q->phrase || !q->aIDF || !q->aFreq) {
-		mnemoTextQueryFree(q);
-		sqlite3_result_error_nomem(ctx);
-		return 0;
-	}
-	memset(q->phrase, 0, nPhrase * sizeof(mnemoTokens));
-	q->avgdl = (double)nToken / (double)nRow;
-	const char *start = terms;
-	for (int i = 0; i < nPhrase && rc == SQLITE_OK; i++) {
-		const char *end = memchr(start, 0, terms + nTerms - start);
-		if (!end) end = terms + nTerms;
-		rc = q->tk.xTokenize(q->tok, &q->phrase[i], FTS5_TOKENIZE_QUERY, start, (int)(end - start), mnemoTokenCb);
-		sqlite3_int64 nHit = mnemoInt64(counts, i);
-		double idf = log((nRow - nHit + 0.5) / (nHit + 0.5));
-		if (idf <= 0.0) idf = 1e-6;
-		q->aIDF[i] = idf;
-		start = end + 1;
-	}
-	if (rc != SQLITE_OK) {
-		mnemoTextQueryFree(q);
-		sqlite3_result_error_code(ctx, rc);
-		return 0;
-	}
-	return q;
-}
-
-static void mnemoBm25Text(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
-	const double k1 = 1.2;
-	const double b = 0.75;
-	mnemoTextQuery *q = (mnemoTextQuery *)sqlite3_get_auxdata(ctx, 1);
-	if (!q) {
-		q = mnemoTextQueryNew(ctx, (fts5_api *)sqlite3_user_data(ctx), argv);
-		if (!q) return;
-		sqlite3_set_auxdata(ctx, 1, q, mnemoTextQueryFree);
-		q = (mnemoTextQuery *)sqlite3_get_auxdata(ctx, 1);
-		if (!q) { // SQLite would not keep it: it freed q already
-			sqlite3_result_error_nomem(ctx);
-			return;
-		}
-	}
-	const char *text = (const char *)sqlite3_value_text(argv[0]);
-	int nText = sqlite3_value_bytes(argv[0]);
-	int all = sqlite3_value_int(argv[4]);
-	mnemoTokens doc;
-	memset(&doc, 0, sizeof(doc));
-	int rc = text ? q->tk.xTokenize(q->tok, &doc, FTS5_TOKENIZE_DOCUMENT, text, nText, mnemoTokenCb) : SQLITE_OK;
-	if (rc != SQLITE_OK) {
-		mnemoTokensFree(&doc);
-		sqlite3_result_error_code(ctx, rc);
-		return;
-	}
-	int matched = 0, missing = 0;
-	for (int i = 0; i < q->nPhrase; i++) {
-		const mnemoTokens *ph = &q->phrase[i];
-		q->aFreq[i] = 0.0;
-		if (ph->n == 0) continue; // no token: not part of the query
-		for (int p = 0; p + ph->n <= doc.n; p++) {
-			int j = 0;
-			while (j < ph->n && mnemoTokenEq(&doc, p + j, ph, j)) j++;
-			if (j == ph->n) q->aFreq[i] += 1.0;
-		}
-		if (q->aFreq[i] > 0.0) matched++; else missing++;
-	}
-	double D = (double)doc.n;
-	mnemoTokensFree(&doc);
-	if (matched == 0 || (all && missing > 0)) {
-		sqlite3_result_null(ctx);
-		return;
-	}
-	double score = 0.0;
-	for (int i = 0; i < q->nPhrase; i++) {
-		score += q->aIDF[i] * ((q->aFreq[i] * (k1 + 1.0)) / (q->aFreq[i] + k1 * (1 - b + b * D / q->avgdl)));
 	}
 	sqlite3_result_double(ctx, -1.0 * score);
 }
@@ -388,10 +270,7 @@ static int mnemoRegister(sqlite3 *db, char **pzErr, const void *thunk) {
 		*pzErr = sqlite3_mprintf("mnemo_bm25: SQLite has no FTS5 API version 2");
 		return SQLITE_ERROR;
 	}
-	rc = api->xCreateFunction(api, "mnemo_bm25", 0, mnemoBm25, 0);
-	if (rc != SQLITE_OK) return rc;
-	return sqlite3_create_function_v2(db, "mnemo_bm25_text", 5, SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS,
-		api, mnemoBm25Text, 0, 0, 0);
+	return api->xCreateFunction(api, "mnemo_bm25", 0, mnemoBm25, 0);
 }
 
 static int mnemo_register_bm25(void) {
@@ -406,22 +285,16 @@ import (
 )
 
 // RankFunction names the FTS5 ranking function that takes the query's
-// document frequencies: mnemo_bm25(table, counts[, lengths[, stats]]),
-// with counts a BLOB of one little-endian int64 per phrase, negative for a
-// phrase that only filters, lengths the rows' token counts, one
-// little-endian uint16 per rowid, 0xFFFF where unknown (or NULL), and
-// stats the number of rows and their total length in tokens (two
-// little-endian int64), which makes it score the table's first column
-// alone against those statistics. Empty when the build has none (then use
-// bm25()).
+// document frequencies: mnemo_bm25(table, counts[, lengths[, stats[,
+// weights[, bs]]]]), with counts a BLOB of one little-endian int64 per
+// phrase, negative for a phrase that only filters, lengths the rows' token
+// counts, one little-endian uint16 per rowid, 0xFFFF where unknown (or
+// NULL), stats the number of rows and each field's total length in tokens
+// (little-endian int64), which makes it score the table's first columns,
+// the fields, against those statistics, weights and bs each field's weight
+// and length normalisation (little-endian float64) for BM25F. Empty when
+// the build has none (then use bm25()).
 const RankFunction = "mnemo_bm25"
-
-// TextRankFunction names the scalar function that scores a row's text as
-// RankFunction scores it in an FTS5 query with stats: mnemo_bm25_text(
-// content, terms, counts, stats, all), terms a BLOB of NUL-separated
-// phrases, counts and stats as for RankFunction, all 1 for AND; NULL for a
-// text that does not match.
-const TextRankFunction = "mnemo_bm25_text"
 
 // registerRank makes every connection opened from now on have
 // mnemo_bm25. SQLite's list of automatic extensions is process state,

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"path/filepath"
 	"strings"
@@ -241,98 +242,6 @@ func BenchmarkRankFunction(b *testing.B) {
 	}
 }
 
-// TestTextRankFunction: scoring a row's text gives what mnemo_bm25 (and so
-// bm25()) gives inside the FTS5 query, to the bit, and NULL exactly for the
-// rows the query does not match — over stemming, diacritics, punctuation,
-// two-token and repeated phrases, AND and OR, and phrases without a token.
-func TestTextRankFunction(t *testing.T) {
-	t.Parallel()
-	words := strings.Fields("the a river rivers running runs café cafe résumé e-mail email stone dune quartz basalt cedar ember fjord naïve")
-	db := ftsTable(t, 3000, 12, 11, skewed(words, 5))
-	if _, err := db.Exec(`INSERT INTO t(body) VALUES ('River, rivers... RIVER!'), ('x'), (''), ('e-mail: e mail; mail e')`); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec(`DELETE FROM t WHERE rowid % 11 = 0`); err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct {
-		terms []string
-		all   bool
-	}{
-		{[]string{"quartz"}, false},
-		{[]string{"quartz", "basalt"}, true},
-		{[]string{"quartz", "basalt", "cedar"}, false},
-		{[]string{"rivers", "running", "cafe"}, false}, // stemmed; diacritics folded
-		{[]string{"river", "river", "dune"}, false},    // a repeated term
-		{[]string{"e-mail", "naive"}, false},           // a two-token phrase
-		{[]string{"e-mail", "stone"}, true},
-		{[]string{"*", "quartz"}, true}, // a phrase without a token is left out
-		{[]string{"*", "—"}, false},     // and a query of only those matches nothing
-		{[]string{"the", "a", "fjord", "ember"}, false},
-	} {
-		phrases := make([]string, len(tc.terms))
-		for i, term := range tc.terms {
-			phrases[i] = `"` + strings.ReplaceAll(term, `"`, `""`) + `"`
-		}
-		op := " OR "
-		if tc.all {
-			op = " "
-		}
-		q := strings.Join(phrases, op)
-		counts := phraseCounts(t, db, phrases)
-		want := rowScores(t, db, `SELECT rowid, bm25(t) FROM t WHERE t MATCH ?`, q)
-		if (len(want) == 0) != (tc.terms[0] == "*" && !tc.all) {
-			t.Fatalf("%s matches %d rows", q, len(want))
-		}
-		rows, err := db.Query(`SELECT rowid, mnemo_bm25_text(body, ?, ?, ?, ?) FROM t`,
-			[]byte(strings.Join(tc.terms, "\x00")), counts, tableStats(t, db, "t"), tc.all)
-		if err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-		n := 0
-		for rows.Next() {
-			var id int64
-			var got sql.NullFloat64
-			if err := rows.Scan(&id, &got); err != nil {
-				t.Fatal(err)
-			}
-			w, match := want[id]
-			switch {
-			case match && !got.Valid:
-				t.Fatalf("%s: row %d matches (bm25 %v), text scoring says it does not", q, id, w)
-			case !match && got.Valid:
-				t.Fatalf("%s: row %d does not match, text scoring gives %v", q, id, got.Float64)
-			case match && got.Float64 != w:
-				t.Fatalf("%s: row %d: bm25 %v, text scoring %v", q, id, w, got.Float64)
-			}
-			if match {
-				n++
-			}
-		}
-		rows.Close()
-		if n != len(want) {
-			t.Fatalf("%s: %d rows scored, %d match", q, n, len(want))
-		}
-	}
-	// Bad arguments are errors, not scores.
-	for _, args := range [][]any{
-		{[]byte("quartz"), []byte{1, 2, 3}, 0},           // counts of the wrong size
-		{[]byte("quartz\x00basalt"), make([]byte, 8), 0}, // one count for two terms
-	} {
-		var s sql.NullFloat64
-		err := db.QueryRow(`SELECT mnemo_bm25_text('quartz', ?, ?, ?, ?)`, append(args[:2:2], tableStats(t, db, "t"), args[2])...).Scan(&s)
-		if err == nil || !strings.Contains(err.Error(), "mnemo_bm25_text") {
-			t.Errorf("args %v: %v, %v; want an error naming mnemo_bm25_text", args, s, err)
-		}
-	}
-	var s sql.NullFloat64
-	for _, st := range [][]byte{{0}, make([]byte, 16)} {
-		if err := db.QueryRow(`SELECT mnemo_bm25_text('quartz', 'quartz', ?, ?, 0)`, make([]byte, 8), st).Scan(&s); err == nil || !strings.Contains(err.Error(), "count and total length") {
-			t.Errorf("stats %x: %v, %v; want an error", st, s, err)
-		}
-	}
-}
-
 // tableStats is the stats BLOB of the ranking functions for FTS5 table
 // name as a whole: its row count and total length, read from its averages
 // record (what bm25() itself uses).
@@ -433,6 +342,166 @@ func TestRankFunction_Stats(t *testing.T) {
 					t.Fatalf("%s (lengths %v): row %d: bm25 alone %v, mnemo_bm25 with the subset's stats %v", q, lengths != nil, id, w, got[id])
 				}
 			}
+		}
+	}
+}
+
+// TestRankFunction_Fields: with weights and bs, mnemo_bm25 is BM25F over
+// the fields, as computed here from FTS5's own record of every token
+// instance (an fts5vocab table) and every column's length; a field of
+// weight 0 adds nothing, and the default weights give the first field's
+// BM25.
+func TestRankFunction_Fields(t *testing.T) {
+	t.Parallel()
+	db, err := Open(filepath.Join(t.TempDir(), "x.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, q := range []string{
+		`CREATE VIRTUAL TABLE f USING fts5(body, who, ctx, tag, content='', contentless_delete=1, tokenize='porter unicode61')`,
+		`CREATE VIRTUAL TABLE fv USING fts5vocab(f, 'instance')`,
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	words := strings.Fields("river stone quartz basalt cedar ember garnet heath fjord karl mel") // stems of themselves
+	pick := skewed(words, 4)
+	rng := rand.New(rand.NewPCG(11, 12))
+	text := func(n int) string {
+		var w []string
+		for range n {
+			w = append(w, pick(rng))
+		}
+		return strings.Join(w, " ")
+	}
+	const rows = 800
+	tx, err := db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id := 1; id <= rows; id++ {
+		if _, err := tx.Exec(`INSERT INTO f(rowid, body, who, ctx, tag) VALUES (?, ?, ?, ?, 't1')`, id, text(1+rng.IntN(12)), text(rng.IntN(2)), text(rng.IntN(20))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	// Per field: total length; per row and field: length; per term, row and field: hits.
+	const nf = 3
+	lens := map[int64][nf]float64{}
+	var totals [nf]int64
+	rs, err := db.Query(`SELECT id, sz FROM f_docsize`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rs.Next() {
+		var id int64
+		var sz []byte
+		if err := rs.Scan(&id, &sz); err != nil {
+			t.Fatal(err)
+		}
+		var l [nf]float64
+		for c := range nf {
+			n, _ := ColumnSize(sz, c)
+			l[c] = float64(n)
+			totals[c] += int64(n)
+		}
+		lens[id] = l
+	}
+	rs.Close()
+	hits := map[string]map[int64][nf]float64{}
+	rs, err = db.Query(`SELECT term, doc, col FROM fv`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cols := map[string]int{"body": 0, "who": 1, "ctx": 2}
+	for rs.Next() {
+		var term, col string
+		var doc int64
+		if err := rs.Scan(&term, &doc, &col); err != nil {
+			t.Fatal(err)
+		}
+		c, ok := cols[col]
+		if !ok {
+			continue
+		}
+		if hits[term] == nil {
+			hits[term] = map[int64][nf]float64{}
+		}
+		h := hits[term][doc]
+		h[c]++
+		hits[term][doc] = h
+	}
+	rs.Close()
+	stats := binary.LittleEndian.AppendUint64(nil, rows)
+	for _, n := range totals {
+		stats = binary.LittleEndian.AppendUint64(stats, uint64(n))
+	}
+	f64s := func(v ...float64) []byte {
+		var b []byte
+		for _, x := range v {
+			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(x))
+		}
+		return b
+	}
+	for _, tc := range []struct {
+		w, b [nf]float64
+	}{
+		{[nf]float64{1, 0, 0}, [nf]float64{0.75, 0.75, 0.75}},
+		{[nf]float64{1, 0.5, 0.2}, [nf]float64{0.75, 0, 0.75}},
+		{[nf]float64{2, 1, 0}, [nf]float64{0.5, 0, 0}},
+	} {
+		for _, terms := range [][]string{{"quartz"}, {"karl", "river"}, {"fjord", "mel", "ember"}} {
+			var counts []byte
+			var phrases []string
+			for _, term := range terms {
+				counts = binary.LittleEndian.AppendUint64(counts, uint64(len(hits[term])))
+				phrases = append(phrases, `"`+term+`"`)
+			}
+			filter := binary.LittleEndian.AppendUint64(nil, 1<<64-1)
+			var scored []string
+			for c, name := range []string{"body", "who", "ctx"} {
+				if tc.w[c] != 0 {
+					scored = append(scored, name)
+				}
+			}
+			q := `tag:"t1" AND {` + strings.Join(scored, " ") + `}:(` + strings.Join(phrases, " OR ") + `)`
+			got := rowScores(t, db, `SELECT rowid, mnemo_bm25(f, ?, NULL, ?, ?, ?) FROM f WHERE f MATCH ?`,
+				append(filter, counts...), stats, f64s(tc.w[:]...), f64s(tc.b[:]...), q)
+			if len(got) == 0 {
+				t.Fatalf("%s matches nothing", q)
+			}
+			for id, g := range got {
+				want := 0.0
+				for _, term := range terms {
+					n := float64(len(hits[term]))
+					idf := math.Log((rows - n + 0.5) / (n + 0.5))
+					if idf <= 0 {
+						idf = 1e-6
+					}
+					tf := 0.0
+					for c := range nf {
+						if tc.w[c] != 0 {
+							tf += tc.w[c] * hits[term][id][c] / (1 - tc.b[c] + tc.b[c]*lens[id][c]/(float64(totals[c])/rows))
+						}
+					}
+					want += idf * (tf * 2.2) / (tf + 1.2)
+				}
+				if math.Abs(-g-want) > 1e-12*math.Max(1, want) {
+					t.Fatalf("weights %v b %v, %q: row %d scores %v, BM25F %v", tc.w, tc.b, terms, id, -g, want)
+				}
+			}
+		}
+	}
+	// Malformed statistics or weights are errors, not scores.
+	for _, args := range [][]any{{stats[:12], nil}, {stats, f64s(1, 2)}} {
+		var s sql.NullFloat64
+		err := db.QueryRow(`SELECT mnemo_bm25(f, ?, NULL, ?, ?) FROM f WHERE f MATCH 'quartz' LIMIT 1`, make([]byte, 8), args[0], args[1]).Scan(&s)
+		if err == nil || !strings.Contains(err.Error(), "mnemo_bm25") {
+			t.Errorf("stats %x weights %v: %v, %v; want an error naming mnemo_bm25", args[0], args[1], s, err)
 		}
 	}
 }

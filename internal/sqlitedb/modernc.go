@@ -18,9 +18,6 @@ const Driver = "modernc.org/sqlite (pure Go)"
 // FTS5's bm25() ranks.
 const RankFunction = ""
 
-// TextRankFunction is empty likewise.
-const TextRankFunction = ""
-
 func open(uri string, o Options) (*sql.DB, error) {
 	q := url.Values{}
 	for _, p := range o.Pragmas {

@@ -11,30 +11,35 @@ import (
 	"github.com/mnemo-dev/mnemo/store"
 )
 
-// BM25 in Go, for the build without the C ranking functions (the pure-Go
-// driver): FTS5 finds the rows in scope that match, and each is scored
-// from its text, tokenized as FTS5 tokenizes it (package ftstoken), with
-// the arithmetic of sqlitedb's mnemo_bm25, operation for operation.
+// BM25 in Go: the build without the C ranking function (the pure-Go
+// driver) ranks every row FTS5 finds in scope this way, and every build
+// scores another leg's candidates (LexicalParams.Only) so, reading their
+// fields instead of every term's whole list of matches. Each field is
+// tokenized as FTS5 tokenizes it (package ftstoken), and the arithmetic is
+// sqlitedb's mnemo_bm25's, operation for operation.
 
-const (
-	bm25K1 = 1.2
-	bm25B  = 0.75
-)
+const bm25K1 = 1.2
 
-// goScorer scores texts against one query.
+// goScorer scores rows' fields against one query.
 type goScorer struct {
 	phrases [][]string // each term's tokens
 	idf     []float64
-	avgdl   float64
+	avgdl   [ftsFields]float64
+	weights [ftsFields]float64
+	classic bool
 	all     bool
 }
 
-func newGoScorer(terms []string, counts []int64, docs, tokens int64, all bool) *goScorer {
-	g := &goScorer{phrases: make([][]string, len(terms)), idf: make([]float64, len(terms)),
-		avgdl: float64(tokens) / float64(docs), all: all}
+func (q *lexQuery) newGoScorer(terms []string, df map[string]int64, all bool) *goScorer {
+	g := &goScorer{phrases: make([][]string, len(terms)), idf: make([]float64, len(terms)), weights: q.weights, classic: q.classic(), all: all}
+	docs := q.prof.docs
+	for c, n := range q.prof.tokens {
+		g.avgdl[c] = float64(n) / float64(docs)
+	}
 	for i, t := range terms {
 		g.phrases[i] = ftstoken.Tokens(t)
-		idf := math.Log((float64(docs) - float64(counts[i]) + 0.5) / (float64(counts[i]) + 0.5))
+		n := df[t]
+		idf := math.Log((float64(docs-n) + 0.5) / (float64(n) + 0.5))
 		if idf <= 0 {
 			idf = 1e-6
 		}
@@ -43,22 +48,38 @@ func newGoScorer(terms []string, counts []int64, docs, tokens int64, all bool) *
 	return g
 }
 
-// score returns the text's BM25 (lower is better, as FTS5's), or ok false
-// when the text does not match the query.
-func (g *goScorer) score(text string) (float64, bool) {
-	doc := ftstoken.Tokens(text)
-	freq := make([]float64, len(g.phrases))
+// score returns the BM25(F) of a row's fields (lower is better, as FTS5's),
+// or ok false when the row does not match the query in a weighted field.
+func (g *goScorer) score(fields [ftsFields]string) (float64, bool) {
+	freq := make([][ftsFields]float64, len(g.phrases))
+	var length [ftsFields]float64
+	for c, text := range fields {
+		if g.weights[c] == 0 {
+			continue
+		}
+		doc := ftstoken.Tokens(text)
+		length[c] = float64(len(doc))
+		for i, ph := range g.phrases {
+			if len(ph) == 0 {
+				continue
+			}
+			for p := 0; p+len(ph) <= len(doc); p++ {
+				if slices.Equal(doc[p:p+len(ph)], ph) {
+					freq[i][c]++
+				}
+			}
+		}
+	}
 	matched, missing := 0, 0
 	for i, ph := range g.phrases {
 		if len(ph) == 0 {
 			continue
 		}
-		for p := 0; p+len(ph) <= len(doc); p++ {
-			if slices.Equal(doc[p:p+len(ph)], ph) {
-				freq[i]++
-			}
+		any := false
+		for c := range ftsFields {
+			any = any || freq[i][c] > 0
 		}
-		if freq[i] > 0 {
+		if any {
 			matched++
 		} else {
 			missing++
@@ -67,82 +88,99 @@ func (g *goScorer) score(text string) (float64, bool) {
 	if matched == 0 || (g.all && missing > 0) {
 		return 0, false
 	}
-	D := float64(len(doc))
 	score := 0.0
+	if g.classic {
+		D := length[ftsContent]
+		for i := range g.phrases {
+			f := freq[i][ftsContent]
+			score += g.idf[i] * ((f * (bm25K1 + 1.0)) / (f + bm25K1*(1-0.75+0.75*D/g.avgdl[ftsContent])))
+		}
+		return -1.0 * score, true
+	}
+	var norm [ftsFields]float64
+	for c := range ftsFields {
+		norm[c] = 1.0
+		if g.weights[c] != 0 && fieldBs[c] != 0 {
+			norm[c] = 1 - fieldBs[c] + fieldBs[c]*length[c]/g.avgdl[c]
+		}
+	}
 	for i := range g.phrases {
-		score += g.idf[i] * ((freq[i] * (bm25K1 + 1.0)) / (freq[i] + bm25K1*(1-bm25B+bm25B*D/g.avgdl)))
+		tf := 0.0
+		for c := range ftsFields {
+			if g.weights[c] != 0 {
+				tf += g.weights[c] * freq[i][c] / norm[c]
+			}
+		}
+		score += g.idf[i] * (tf * (bm25K1 + 1.0)) / (tf + bm25K1)
 	}
 	return -1.0 * score, true
-}
-
-// scoredRow is a row scored in Go.
-type scoredRow struct {
-	rid   int64
-	id    string
-	score float64 // lower is better
 }
 
 // rankedInGo is ranked for the pure-Go build: every row matching expr in
 // scope is read and scored.
 func (q *lexQuery) rankedInGo(ctx context.Context, p store.LexicalParams, expr string, df map[string]int64) ([]mnemotype.Hit, error) {
 	excl, exclArgs := q.excludeSQL()
-	rows, err := q.tx.QueryContext(ctx, `SELECT m.rid, m.id, m.content FROM memories m WHERE m.rid IN
-		(SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?`+excl+`)`, append([]any{expr}, exclArgs...)...)
+	return q.scoreRowsInGo(ctx, p, df, `m.rid IN (SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?`+excl+`)`,
+		append([]any{expr}, exclArgs...))
+}
+
+// fieldsSQL selects a memory m's fields as the index holds them: content,
+// actor, occurred_at (rendered in Go) and the previous turns (?: the
+// number of turns).
+const fieldsSQL = `m.content, m.actor, m.occurred_at,
+	CASE WHEN m.session = '' OR ? = 0 THEN '' ELSE coalesce((SELECT group_concat(c.content, char(10) ORDER BY c.session_seq, c.rid)
+		FROM memories c WHERE c.profile = m.profile AND c.session = m.session
+		AND c.session_seq >= m.session_seq - ? AND c.session_seq < m.session_seq), '') END`
+
+// scoreRowsInGo scores the memories m matching the SQL condition where,
+// keeps those that match the query, best first (ties in rowid order), up
+// to p.Limit when it is > 0.
+func (q *lexQuery) scoreRowsInGo(ctx context.Context, p store.LexicalParams, df map[string]int64, where string, args []any) ([]mnemotype.Hit, error) {
+	turns := q.s.contextTurns
+	rows, err := q.tx.QueryContext(ctx, `SELECT m.rid, m.id, `+fieldsSQL+` FROM memories m WHERE `+where,
+		append([]any{turns, turns}, args...)...)
 	if err != nil {
 		return nil, err
 	}
-	counts := make([]int64, len(p.Match.Terms))
-	for i, t := range p.Match.Terms {
-		counts[i] = df[t]
-	}
-	return q.scoreRows(rows, newGoScorer(p.Match.Terms, counts, q.prof.docs, q.prof.tokens, p.Match.All), p.Limit)
-}
-
-// scoreOnlyInGo is scoreOnly for the pure-Go build.
-func (q *lexQuery) scoreOnlyInGo(ctx context.Context, p store.LexicalParams, counts []int64, cond string, scopeArgs []any, only string) ([]mnemotype.Hit, error) {
-	rows, err := q.tx.QueryContext(ctx, `SELECT m.rid, m.id, m.content FROM memories m
-		WHERE m.id IN (SELECT value FROM json_each(?)) AND `+cond, append([]any{only}, scopeArgs...)...)
-	if err != nil {
-		return nil, err
-	}
-	return q.scoreRows(rows, newGoScorer(p.Match.Terms, counts, q.prof.docs, q.prof.tokens, p.Match.All), p.Limit)
-}
-
-// scoreRows scores rows of (rid, id, content), keeps those that match,
-// best first (ties in rowid order), up to limit when limit > 0.
-func (q *lexQuery) scoreRows(rows interface {
-	Next() bool
-	Scan(...any) error
-	Err() error
-	Close() error
-}, g *goScorer, limit int) ([]mnemotype.Hit, error) {
 	defer rows.Close()
-	var scored []scoredRow
+	g := q.newGoScorer(p.Match.Terms, df, p.Match.All)
+	type scored struct {
+		rid   int64
+		id    string
+		score float64
+	}
+	var out []scored
 	for rows.Next() {
-		var r scoredRow
-		var content string
-		if err := rows.Scan(&r.rid, &r.id, &content); err != nil {
+		var r scored
+		var f [ftsFields]string
+		var occurred string
+		if err := rows.Scan(&r.rid, &r.id, &f[ftsContent], &f[ftsActor], &occurred, &f[ftsContext]); err != nil {
 			return nil, err
 		}
-		if sc, ok := g.score(content); ok {
+		t, err := parseTime(occurred)
+		if err != nil {
+			return nil, err
+		}
+		f[ftsTime] = timeWords(t)
+		if sc, ok := g.score(f); ok {
 			r.score = sc
-			scored = append(scored, r)
+			out = append(out, r)
 		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	slices.SortFunc(scored, func(a, b scoredRow) int {
+	slices.SortFunc(out, func(a, b scored) int {
 		if c := cmp.Compare(a.score, b.score); c != 0 {
 			return c
 		}
 		return cmp.Compare(a.rid, b.rid)
 	})
-	if limit > 0 && len(scored) > limit {
-		scored = scored[:limit]
+	if p.Limit > 0 && len(out) > p.Limit {
+		out = out[:p.Limit]
 	}
-	hits := make([]mnemotype.Hit, len(scored))
-	for i, r := range scored {
+	hits := make([]mnemotype.Hit, len(out))
+	for i, r := range out {
 		hits[i] = mnemotype.Hit{ID: r.id, Score: -r.score}
 	}
 	return hits, nil

@@ -5,6 +5,8 @@ import (
 	"context"
 	"database/sql"
 	"encoding/binary"
+	"errors"
+	"math"
 	"fmt"
 	"slices"
 	"strconv"
@@ -50,6 +52,9 @@ func (s *Store) Lexical(ctx context.Context, p store.LexicalParams) ([]mnemotype
 	if err != nil || !ok {
 		return nil, err
 	}
+	if err := q.setFields(p.Fields); err != nil {
+		return nil, err
+	}
 	hits, err := q.run(ctx, p)
 	if err != nil {
 		return nil, fmt.Errorf("lexical search: %w", err)
@@ -92,7 +97,47 @@ type lexQuery struct {
 	profilePhrase bool
 	// exclude lists the rowids of Scope.Exclude (a JSON array), "" for none.
 	exclude string
-	sc      mnemotype.Scope
+	// within is the SQL condition (on memories_fts.rowid) of a time range,
+	// with its arguments; "" for none.
+	within     string
+	withinArgs []any
+	sc         mnemotype.Scope
+	// weights are the fields' weights (the content alone: 1, 0, 0, 0);
+	// fields is the FTS5 column filter of those weighted.
+	weights [ftsFields]float64
+	fields  string
+}
+
+// fieldBs are the fields' length normalisations: the content and the
+// previous turns vary in length; a name and a date hardly do.
+var fieldBs = [ftsFields]float64{ftsContent: 0.75, ftsActor: 0, ftsTime: 0, ftsContext: 0.75}
+
+// setFields resolves the field weights of a query.
+func (q *lexQuery) setFields(w store.FieldWeights) error {
+	if w.IsZero() {
+		w.Content = 1
+	}
+	q.weights = [ftsFields]float64{ftsContent: w.Content, ftsActor: w.Actor, ftsTime: w.Time, ftsContext: w.Context}
+	var names []string
+	for c, x := range q.weights {
+		if math.IsNaN(x) || math.IsInf(x, 0) || x < 0 {
+			return mnemotype.Invalidf("%s field weight = %v: must be a finite number ≥ 0", fieldNames[c], x)
+		}
+		if x > 0 {
+			names = append(names, fieldNames[c])
+		}
+	}
+	if len(names) == 0 {
+		return mnemotype.Invalidf("field weights are all 0: no field to search")
+	}
+	q.fields = "{" + strings.Join(names, " ") + "}"
+	return nil
+}
+
+// classic reports whether the query scores the content alone with weight
+// 1: plain BM25, bm25()'s arithmetic.
+func (q *lexQuery) classic() bool {
+	return q.weights == [ftsFields]float64{ftsContent: 1}
 }
 
 // newLexQuery reads the profile's statistics and resolves the scope; ok is
@@ -101,10 +146,10 @@ type lexQuery struct {
 func (s *Store) newLexQuery(ctx context.Context, tx *sql.Tx, sc mnemotype.Scope) (*lexQuery, bool, error) {
 	q := &lexQuery{s: s, tx: tx, sc: sc}
 	var total int64
-	err := tx.QueryRowContext(ctx, `SELECT p.id, p.seq, p.docs, p.tokens,
+	err := tx.QueryRowContext(ctx, `SELECT `+profileCols+`,
 			(SELECT value FROM counters WHERE name = 'seq'), (SELECT coalesce(sum(docs), 0) FROM profiles)
-		FROM profiles p WHERE p.name = ?`, sc.Profile).Scan(&q.prof.id, &q.prof.seq, &q.prof.docs, &q.prof.tokens, &q.seq, &total)
-	if err == sql.ErrNoRows {
+		FROM profiles WHERE name = ?`, sc.Profile).Scan(append(q.prof.dest(), &q.seq, &total)...)
+	if errors.Is(err, sql.ErrNoRows) {
 		return nil, false, nil
 	}
 	if err != nil {
@@ -131,6 +176,13 @@ func (s *Store) newLexQuery(ctx context.Context, tx *sql.Tx, sc mnemotype.Scope)
 		}
 		parts = append(parts, scopePhrases("s", ids))
 	}
+	if len(sc.Actors) > 0 {
+		ids, err := s.nameIDs(ctx, tx, q.prof.id, fieldActor, sc.Actors)
+		if err != nil || len(ids) == 0 {
+			return nil, false, err
+		}
+		parts = append(parts, scopePhrases("a", ids))
+	}
 	if len(sc.Kinds) > 0 {
 		var ks []int64
 		for _, k := range sc.Kinds {
@@ -147,6 +199,11 @@ func (s *Store) newLexQuery(ctx context.Context, tx *sql.Tx, sc mnemotype.Scope)
 		q.nScope += strings.Count(part, `"`) / 2
 	}
 	q.scope = strings.Join(parts, " AND ")
+	if !sc.After.IsZero() || !sc.Before.IsZero() {
+		cond, args := timeRangeSQL("w", sc)
+		q.within = ` AND +memories_fts.rowid IN (SELECT w.rid FROM memories w WHERE w.profile = ?` + cond + `)`
+		q.withinArgs = append([]any{sc.Profile}, args...)
+	}
 	if len(sc.Exclude) > 0 {
 		rids, err := rowidsOf(ctx, tx, sc.Profile, sc.Exclude)
 		if err != nil {
@@ -178,7 +235,7 @@ func (s *Store) nameIDs(ctx context.Context, q queryer, profile int64, field str
 	var ids []int64
 	var look []string
 	for _, n := range names {
-		if field == fieldSession && n == "" {
+		if (field == fieldSession || field == fieldActor) && n == "" {
 			ids = append(ids, 0)
 		} else if n != "" {
 			look = append(look, n)
@@ -235,10 +292,10 @@ func (q *lexQuery) match(terms []string, all bool, rare []string, df map[string]
 		counts = append(counts, slices.Repeat([]int64{-1}, q.nScope)...)
 	}
 	if rare != nil {
-		parts = append(parts, "{content}:("+MatchExpr(store.MatchQuery{Terms: rare})+")")
+		parts = append(parts, q.fields+":("+MatchExpr(store.MatchQuery{Terms: rare})+")")
 		counts = append(counts, slices.Repeat([]int64{-1}, len(rare))...)
 	}
-	parts = append(parts, "{content}:("+MatchExpr(store.MatchQuery{Terms: terms, All: all})+")")
+	parts = append(parts, q.fields+":("+MatchExpr(store.MatchQuery{Terms: terms, All: all})+")")
 	for _, t := range terms {
 		counts = append(counts, df[t])
 	}
@@ -249,19 +306,29 @@ func (q *lexQuery) match(terms []string, all bool, rare []string, df map[string]
 // query, with its argument. The unary + keeps the rowid test out of FTS5's
 // index: offered to FTS5, "rowid IN" runs the MATCH once per id.
 func (q *lexQuery) excludeSQL() (string, []any) {
-	if q.exclude == "" {
-		return "", nil
+	sqlQ, args := q.within, slices.Clone(q.withinArgs)
+	if q.exclude != "" {
+		sqlQ += ` AND +memories_fts.rowid NOT IN (SELECT value FROM json_each(?))`
+		args = append(args, q.exclude)
 	}
-	return ` AND +memories_fts.rowid NOT IN (SELECT value FROM json_each(?))`, []any{q.exclude}
+	return sqlQ, args
 }
 
-// stats is the ranking functions' stats BLOB: the profile's memories and
-// their total length.
-func (q *lexQuery) stats() []byte {
-	b := make([]byte, 16)
-	binary.LittleEndian.PutUint64(b, uint64(q.prof.docs))
-	binary.LittleEndian.PutUint64(b[8:], uint64(q.prof.tokens))
-	return b
+// rankArgs are the ranking function's statistics and, unless the query is
+// classic, the fields' weights and normalisations.
+func (q *lexQuery) rankArgs() (stats, weights, bs []byte) {
+	stats = binary.LittleEndian.AppendUint64(nil, uint64(q.prof.docs))
+	for _, n := range q.prof.tokens {
+		stats = binary.LittleEndian.AppendUint64(stats, uint64(n))
+	}
+	if q.classic() {
+		return stats[:16], nil, nil // the content field alone: bm25()
+	}
+	for c := range ftsFields {
+		weights = binary.LittleEndian.AppendUint64(weights, math.Float64bits(q.weights[c]))
+		bs = binary.LittleEndian.AppendUint64(bs, math.Float64bits(fieldBs[c]))
+	}
+	return stats, weights, bs
 }
 
 func (q *lexQuery) run(ctx context.Context, p store.LexicalParams) ([]mnemotype.Hit, error) {
@@ -276,7 +343,7 @@ func (q *lexQuery) run(ctx context.Context, p store.LexicalParams) ([]mnemotype.
 	if p.MinHits > 0 {
 		// A term matching fewer than MinHits memories settles an AND query
 		// without counting its matches.
-		if p.Match.All && q.s.terms.fewerThan(q.prof, terms, int64(p.MinHits)) {
+		if p.Match.All && q.s.terms.fewerThan(q.prof, q.fields, terms, int64(p.MinHits)) {
 			return nil, nil
 		}
 		n, err := q.countMatches(ctx, p.Match, p.MinHits)
@@ -353,9 +420,10 @@ func (q *lexQuery) ranked(ctx context.Context, p store.LexicalParams, rare []str
 	if l := q.s.lengths(q.seq); l != nil {
 		lens = l
 	}
-	inner := `SELECT rowid AS rid, ` + q.s.rankFn + `(memories_fts, ?, ?, ?) AS score FROM memories_fts
+	stats, weights, bs := q.rankArgs()
+	inner := `SELECT rowid AS rid, ` + q.s.rankFn + `(memories_fts, ?, ?, ?, ?, ?) AS score FROM memories_fts
 		WHERE memories_fts MATCH ?` + excl + ` ORDER BY score, rowid`
-	args := []any{countsBlob(counts), lens, q.stats(), expr}
+	args := []any{countsBlob(counts), lens, stats, weights, bs, expr}
 	args = append(args, exclArgs...)
 	if p.Limit > 0 {
 		inner += ` LIMIT ?`
@@ -385,38 +453,19 @@ func (q *lexQuery) hits(ctx context.Context, sqlQ string, args []any) ([]mnemoty
 }
 
 // scoreOnly scores the memories of p.Only that are in scope and match,
-// from their text (the query's terms' whole lists of matches, which FTS5
-// would read to find them, are not read).
+// from their fields' text in Go (package ftstoken tokenizes as FTS5 does):
+// the query's terms' whole lists of matches, which FTS5 would read to find
+// them, are not read.
 func (q *lexQuery) scoreOnly(ctx context.Context, p store.LexicalParams, df map[string]int64) ([]mnemotype.Hit, error) {
-	counts := make([]int64, len(p.Match.Terms))
-	for i, t := range p.Match.Terms {
-		counts[i] = df[t]
-	}
 	cond, scopeArgs := scopeSQL("m", q.sc)
-	only := jsonList(p.Only)
-	if q.s.textRankFn == "" {
-		return q.scoreOnlyInGo(ctx, p, counts, cond, scopeArgs, only)
-	}
-	terms := make([]string, len(p.Match.Terms))
-	for i, t := range p.Match.Terms {
-		terms[i] = strings.ReplaceAll(t, "\x00", " ") // as MatchExpr: a NUL would split the term
-	}
-	sqlQ := `SELECT id, score FROM (SELECT m.id AS id, m.rid AS rid, ` + q.s.textRankFn + `(m.content, ?, ?, ?, ?) AS score
-		FROM memories m WHERE m.id IN (SELECT value FROM json_each(?)) AND ` + cond + `)
-		WHERE score IS NOT NULL ORDER BY score, rid`
-	args := append([]any{[]byte(strings.Join(terms, "\x00")), countsBlob(counts), q.stats(), p.Match.All, only}, scopeArgs...)
-	if p.Limit > 0 {
-		sqlQ += ` LIMIT ?`
-		args = append(args, p.Limit)
-	}
-	return q.hits(ctx, sqlQ, args)
+	return q.scoreRowsInGo(ctx, p, df, `m.id IN (SELECT value FROM json_each(?)) AND `+cond, append([]any{jsonList(p.Only)}, scopeArgs...))
 }
 
 // docFreqs returns how many of the profile's memories match each term,
 // exact as of the profile's seq: from the cache, else counted (and
 // cached).
 func (q *lexQuery) docFreqs(ctx context.Context, terms []string) (map[string]int64, error) {
-	df, missing := q.s.terms.get(q.prof, terms)
+	df, missing := q.s.terms.get(q.prof, q.fields, terms)
 	if len(missing) == 0 {
 		return df, nil
 	}
@@ -424,7 +473,7 @@ func (q *lexQuery) docFreqs(ctx context.Context, terms []string) (map[string]int
 	args := make([]any, len(missing))
 	for i, t := range missing {
 		cols[i] = `(SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?)`
-		expr := `{content}:` + MatchExpr(store.MatchQuery{Terms: []string{t}})
+		expr := q.fields + `:` + MatchExpr(store.MatchQuery{Terms: []string{t}})
 		if q.profilePhrase {
 			expr = scopePhrases("p", []int64{q.prof.id}) + " AND " + expr
 		}
@@ -441,7 +490,7 @@ func (q *lexQuery) docFreqs(ctx context.Context, terms []string) (map[string]int
 	for i, t := range missing {
 		df[t] = got[i]
 	}
-	q.s.terms.put(q.prof, missing, got)
+	q.s.terms.put(q.prof, q.fields, missing, got)
 	return df, nil
 }
 
@@ -465,8 +514,8 @@ type termCache struct {
 }
 
 type termKey struct {
-	profile int64
-	term    string
+	profile      int64
+	fields, term string
 }
 
 type termCount struct{ n, seq int64 }
@@ -475,13 +524,13 @@ type termCount struct{ n, seq int64 }
 const maxCachedTerms = 100_000
 
 // get returns the cached counts exact for p, and the terms without one.
-func (c *termCache) get(p profileStats, terms []string) (map[string]int64, []string) {
+func (c *termCache) get(p profileStats, fields string, terms []string) (map[string]int64, []string) {
 	df := make(map[string]int64, len(terms))
 	var missing []string
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, t := range terms {
-		if e, ok := c.m[termKey{p.id, t}]; ok && e.seq == p.seq {
+		if e, ok := c.m[termKey{p.id, fields, t}]; ok && e.seq == p.seq {
 			df[t] = e.n
 		} else {
 			missing = append(missing, t)
@@ -490,26 +539,57 @@ func (c *termCache) get(p profileStats, terms []string) (map[string]int64, []str
 	return df, missing
 }
 
-func (c *termCache) put(p profileStats, terms []string, counts []int64) {
+func (c *termCache) put(p profileStats, fields string, terms []string, counts []int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil || len(c.m)+len(terms) > maxCachedTerms {
 		c.m = make(map[termKey]termCount)
 	}
 	for i, t := range terms {
-		c.m[termKey{p.id, t}] = termCount{counts[i], p.seq}
+		c.m[termKey{p.id, fields, t}] = termCount{counts[i], p.seq}
 	}
 }
 
 // fewerThan reports whether a cached count exact for p proves that fewer
 // than n memories match one of terms, and so all of them.
-func (c *termCache) fewerThan(p profileStats, terms []string, n int64) bool {
+func (c *termCache) fewerThan(p profileStats, fields string, terms []string, n int64) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, t := range terms {
-		if e, ok := c.m[termKey{p.id, t}]; ok && e.seq == p.seq && e.n < n {
+		if e, ok := c.m[termKey{p.id, fields, t}]; ok && e.seq == p.seq && e.n < n {
 			return true
 		}
 	}
 	return false
+}
+
+// Neighbors implements store.Store through the index on (profile,
+// session, session_seq).
+func (s *Store) Neighbors(ctx context.Context, sc mnemotype.Scope, ids []string, radius int) ([]store.Neighbor, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	if len(ids) == 0 || radius <= 0 {
+		return nil, nil
+	}
+	cond, args := scopeSQL("n", sc)
+	rows, err := s.r.QueryContext(ctx, `SELECT n.id, h.id, max(1, abs(n.session_seq - h.session_seq)) FROM memories h
+		JOIN memories n ON n.profile = h.profile AND n.session = h.session
+			AND n.session_seq BETWEEN h.session_seq - ? AND h.session_seq + ? AND n.rid <> h.rid
+		WHERE h.profile = ? AND h.id IN (SELECT value FROM json_each(?)) AND h.session <> '' AND `+cond+`
+		ORDER BY h.id, abs(n.session_seq - h.session_seq), n.session_seq, n.id`,
+		append([]any{radius, radius, sc.Profile, jsonList(ids)}, args...)...)
+	if err != nil {
+		return nil, fmt.Errorf("neighbours: %w", err)
+	}
+	defer rows.Close()
+	var out []store.Neighbor
+	for rows.Next() {
+		var n store.Neighbor
+		if err := rows.Scan(&n.ID, &n.Of, &n.Distance); err != nil {
+			return nil, fmt.Errorf("neighbours: %w", err)
+		}
+		out = append(out, n)
+	}
+	return out, rows.Err()
 }

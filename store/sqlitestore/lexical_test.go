@@ -328,34 +328,38 @@ func checkProfileStats(t *testing.T, s *Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string][2]int64{}
+	want := map[string]profileStats{}
 	for rows.Next() {
 		var p string
 		var sz []byte
 		if err := rows.Scan(&p, &sz); err != nil {
 			t.Fatal(err)
 		}
-		n, ok := sqlitedb.ColumnSize(sz, ftsContent)
-		if !ok {
-			t.Fatal("malformed size record")
-		}
 		w := want[p]
-		want[p] = [2]int64{w[0] + 1, w[1] + int64(n)}
+		w.docs++
+		for c := range ftsFields {
+			n, ok := sqlitedb.ColumnSize(sz, c)
+			if !ok {
+				t.Fatal("malformed size record")
+			}
+			w.tokens[c] += int64(n)
+		}
+		want[p] = w
 	}
 	rows.Close()
-	rows, err = s.r.Query(`SELECT name, docs, tokens FROM profiles`)
+	rows, err = s.r.Query(`SELECT name, ` + profileCols + ` FROM profiles`)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var p string
-		var docs, tokens int64
-		if err := rows.Scan(&p, &docs, &tokens); err != nil {
+		var got profileStats
+		if err := rows.Scan(append([]any{&p}, got.dest()...)...); err != nil {
 			t.Fatal(err)
 		}
-		if w := want[p]; w != [2]int64{docs, tokens} {
-			t.Errorf("profile %s keeps docs %d, tokens %d; the index holds %d, %d", p, docs, tokens, w[0], w[1])
+		if w := want[p]; w.docs != got.docs || w.tokens != got.tokens {
+			t.Errorf("profile %s keeps docs %d, tokens %v; the index holds %d, %v", p, got.docs, got.tokens, w.docs, w.tokens)
 		}
 		delete(want, p)
 	}
@@ -515,7 +519,7 @@ func TestStore_MinHitsFromCachedCounts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !s.terms.fewerThan(prof, []string{"quartz", "basalt"}, 4) || s.terms.fewerThan(prof, []string{"quartz", "basalt"}, 3) {
+	if !s.terms.fewerThan(prof, "{content}", []string{"quartz", "basalt"}, 4) || s.terms.fewerThan(prof, "{content}", []string{"quartz", "basalt"}, 3) {
 		t.Fatal("fewerThan does not follow the cached count of quartz (3)")
 	}
 	if got := and(4); got != 0 {

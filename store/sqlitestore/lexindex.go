@@ -3,39 +3,51 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/mnemo-dev/mnemo/internal/sqlitedb"
 	"github.com/mnemo-dev/mnemo/mnemotype"
 )
 
 // The full-text index (memories_fts) is contentless: the store writes it
-// next to every change of a memory's content or scope, in the same
-// transaction. Its first column is the content; its second, scope, holds
-// the row's place as tokens that FTS5 matches like words:
+// next to every change of a memory, in the same transaction. Its columns:
 //
-//	p<profile id> k<kind number> s<session id, 0 without one> [j<project id>]
+//	content  the memory's content
+//	actor    who said or did it
+//	time     when it happened, in words ("Monday 8 May 2023")
+//	context  the previous turns of its session (Options.ContextTurns)
+//	scope    where it is, as tokens:
+//	         p<profile id> k<kind> s<session id, 0 without> a<actor id, 0 without> [j<project id>]
 //
-// with the ids of table profiles and scope_names. A query then selects one
+// with the ids of table profiles and scope_names. A query selects one
 // profile's rows, or one session's, inside FTS5, without reading other
-// rows of the table. Every token ends in a digit, which the porter stemmer
-// leaves alone, and user terms are confined to the content column, so a
-// word such as "p7" in a memory or a query never meets them.
+// rows of the table. Every scope token ends in a digit, which the porter
+// stemmer leaves alone, and user terms are confined to the other columns,
+// so a word such as "p7" in a memory or a query never meets them.
 //
 // Each profile keeps its own BM25 statistics in its row of profiles: docs
-// (memories indexed) and tokens (their content's length in tokens, as
-// FTS5 counts it), and seq, a counter advanced by every change of the
-// profile's index. Document frequencies are counted per profile and
-// cached by seq (see lexical.go): a profile's scores never depend on
-// another profile's memories.
+// (memories indexed) and each field's total length in tokens, as FTS5
+// counts it, and seq, a counter advanced by every change of the profile's
+// index. Document frequencies are counted per profile and cached by seq
+// (see lexical.go): a profile's scores never depend on another profile's
+// memories.
 
-// Column numbers of memories_fts.
+// Columns of memories_fts; the fields are the columns before ftsScope.
 const (
-	ftsContent = 0
-	ftsScope   = 1
+	ftsContent = iota
+	ftsActor
+	ftsTime
+	ftsContext
+	ftsScope
+	ftsFields = ftsScope
 )
+
+// fieldNames are the field columns' names, by column.
+var fieldNames = [ftsFields]string{"content", "actor", "time", "context"}
 
 // kindNumbers numbers the kinds for the scope column.
 var kindNumbers = map[mnemotype.Kind]int{mnemotype.KindEpisodic: 1, mnemotype.KindSemantic: 2, mnemotype.KindIdentity: 3}
@@ -44,7 +56,12 @@ var kindNumbers = map[mnemotype.Kind]int{mnemotype.KindEpisodic: 1, mnemotype.Ki
 const (
 	fieldProject = "project"
 	fieldSession = "session"
+	fieldActor   = "actor"
 )
+
+// DefaultContextTurns is how many previous turns of its session a memory
+// is indexed with (in its context field) when Options.ContextTurns is 0.
+const DefaultContextTurns = 1
 
 // queryer is what reading helpers run through: the reader pool, a read
 // transaction or the writer's transaction.
@@ -53,16 +70,24 @@ type queryer interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-// profileStats is a profile's row of table profiles.
+// profileStats is a profile's row of table profiles: its number, index
+// sequence, memories indexed and each field's total length.
 type profileStats struct {
-	id, seq, docs, tokens int64
+	id, seq, docs int64
+	tokens        [ftsFields]int64
+}
+
+const profileCols = `id, seq, docs, content_tokens, actor_tokens, time_tokens, context_tokens`
+
+func (p *profileStats) dest() []any {
+	return []any{&p.id, &p.seq, &p.docs, &p.tokens[ftsContent], &p.tokens[ftsActor], &p.tokens[ftsTime], &p.tokens[ftsContext]}
 }
 
 // readProfile returns name's row; ok is false when the profile has never
 // held a memory.
 func readProfile(ctx context.Context, q queryer, name string) (p profileStats, ok bool, err error) {
-	err = q.QueryRowContext(ctx, `SELECT id, seq, docs, tokens FROM profiles WHERE name = ?`, name).Scan(&p.id, &p.seq, &p.docs, &p.tokens)
-	if err == sql.ErrNoRows {
+	err = q.QueryRowContext(ctx, `SELECT `+profileCols+` FROM profiles WHERE name = ?`, name).Scan(p.dest()...)
+	if errors.Is(err, sql.ErrNoRows) {
 		return p, false, nil
 	}
 	if err != nil {
@@ -71,14 +96,27 @@ func readProfile(ctx context.Context, q queryer, name string) (p profileStats, o
 	return p, true, nil
 }
 
+// timeWords renders when a memory occurred as the words a question may
+// name: weekday, day, month and year ("Monday 8 May 2023"), in UTC.
+func timeWords(t time.Time) string {
+	t = t.UTC()
+	return t.Format("Monday 2 January 2006")
+}
+
 // indexer writes index rows inside one write transaction, numbering the
-// profiles and scope names it meets (once each) and adding up each
-// profile's change of statistics, which flush writes.
+// profiles and scope names it meets (once each), adding up each profile's
+// change of statistics, and re-indexing the turns whose context changed;
+// flush writes what it added up.
 type indexer struct {
 	tx       *sql.Tx
+	turns    int   // context turns
+	firstNew int64 // rowids from here on were inserted by this transaction
 	profiles map[string]int64
 	names    map[scopeKey]int64
 	delta    map[int64]*statsDelta
+	// after are the (profile, session, seq) whose next turns must be
+	// re-indexed: their context holds it.
+	after map[turnKey]bool
 }
 
 type scopeKey struct {
@@ -86,10 +124,19 @@ type scopeKey struct {
 	field, name string
 }
 
-type statsDelta struct{ docs, tokens int64 }
+type turnKey struct {
+	profile, session string
+	seq              int64
+}
 
-func newIndexer(tx *sql.Tx) *indexer {
-	return &indexer{tx: tx, profiles: map[string]int64{}, names: map[scopeKey]int64{}, delta: map[int64]*statsDelta{}}
+type statsDelta struct {
+	docs   int64
+	tokens [ftsFields]int64
+}
+
+func newIndexer(tx *sql.Tx, turns int) *indexer {
+	return &indexer{tx: tx, turns: turns, firstNew: 1<<63 - 1, profiles: map[string]int64{}, names: map[scopeKey]int64{},
+		delta: map[int64]*statsDelta{}, after: map[turnKey]bool{}}
 }
 
 // profileID returns name's number, creating its row if needed.
@@ -107,9 +154,12 @@ func (ix *indexer) profileID(ctx context.Context, name string) (int64, error) {
 	return id, nil
 }
 
-// nameID returns the number of a project or session name of a profile,
-// creating its row if needed.
+// nameID returns the number of a project, session or actor name of a
+// profile, creating its row if needed; "" is 0.
 func (ix *indexer) nameID(ctx context.Context, profile int64, field, name string) (int64, error) {
+	if name == "" {
+		return 0, nil
+	}
 	k := scopeKey{profile, field, name}
 	if id, ok := ix.names[k]; ok {
 		return id, nil
@@ -126,28 +176,52 @@ func (ix *indexer) nameID(ctx context.Context, profile int64, field, name string
 
 // scopeText renders the scope column of a memory of profile pid.
 func (ix *indexer) scopeText(ctx context.Context, pid int64, m *mnemotype.Memory) (string, error) {
-	var b strings.Builder
-	b.WriteString("p" + strconv.FormatInt(pid, 10) + " k" + strconv.Itoa(kindNumbers[m.Kind]) + " s")
-	if m.Session == "" {
-		b.WriteString("0")
-	} else {
-		id, err := ix.nameID(ctx, pid, fieldSession, m.Session)
-		if err != nil {
-			return "", err
-		}
-		b.WriteString(strconv.FormatInt(id, 10))
+	session, err := ix.nameID(ctx, pid, fieldSession, m.Session)
+	if err != nil {
+		return "", err
 	}
+	actor, err := ix.nameID(ctx, pid, fieldActor, m.Actor)
+	if err != nil {
+		return "", err
+	}
+	s := "p" + strconv.FormatInt(pid, 10) + " k" + strconv.Itoa(kindNumbers[m.Kind]) +
+		" s" + strconv.FormatInt(session, 10) + " a" + strconv.FormatInt(actor, 10)
 	if m.Project != "" {
-		id, err := ix.nameID(ctx, pid, fieldProject, m.Project)
+		project, err := ix.nameID(ctx, pid, fieldProject, m.Project)
 		if err != nil {
 			return "", err
 		}
-		b.WriteString(" j" + strconv.FormatInt(id, 10))
+		s += " j" + strconv.FormatInt(project, 10)
 	}
-	return b.String(), nil
+	return s, nil
 }
 
-// add indexes memory m stored under rowid rid.
+// contextText is the context field of a memory: the content of the turns
+// of its session whose seq is within ix.turns before its own, oldest
+// first, one per line. Memories without a session have none.
+func contextText(ctx context.Context, q queryer, turns int, m *mnemotype.Memory) (string, error) {
+	if turns <= 0 || m.Session == "" {
+		return "", nil
+	}
+	rows, err := q.QueryContext(ctx, `SELECT content FROM memories WHERE profile = ? AND session = ?
+		AND session_seq >= ? AND session_seq < ? ORDER BY session_seq, rid`, m.Profile, m.Session, m.Seq-int64(turns), m.Seq)
+	if err != nil {
+		return "", fmt.Errorf("read the turns before memory %s: %w", m.ID, err)
+	}
+	defer rows.Close()
+	var parts []string
+	for rows.Next() {
+		var c string
+		if err := rows.Scan(&c); err != nil {
+			return "", fmt.Errorf("read the turns before memory %s: %w", m.ID, err)
+		}
+		parts = append(parts, c)
+	}
+	return strings.Join(parts, "\n"), rows.Err()
+}
+
+// add indexes memory m stored under rowid rid, and marks the turns after
+// it for re-indexing.
 func (ix *indexer) add(ctx context.Context, rid int64, m *mnemotype.Memory) error {
 	pid, err := ix.profileID(ctx, m.Profile)
 	if err != nil {
@@ -157,49 +231,97 @@ func (ix *indexer) add(ctx context.Context, rid int64, m *mnemotype.Memory) erro
 	if err != nil {
 		return err
 	}
-	if _, err := ix.tx.ExecContext(ctx, `INSERT INTO memories_fts(rowid, content, scope) VALUES (?, ?, ?)`, rid, m.Content, scope); err != nil {
-		return fmt.Errorf("index memory %s: %w", m.ID, mapErr(err))
-	}
-	n, err := contentLength(ctx, ix.tx, rid)
-	if err != nil {
-		return fmt.Errorf("index memory %s: %w", m.ID, err)
-	}
-	ix.change(pid, 1, n)
-	return nil
-}
-
-// remove takes rowid rid, a memory of profile, out of the index.
-func (ix *indexer) remove(ctx context.Context, rid int64, profile string) error {
-	pid, err := ix.profileID(ctx, profile)
+	cx, err := contextText(ctx, ix.tx, ix.turns, m)
 	if err != nil {
 		return err
 	}
-	n, err := contentLength(ctx, ix.tx, rid)
+	if _, err := ix.tx.ExecContext(ctx, `INSERT INTO memories_fts(rowid, content, actor, time, context, scope) VALUES (?, ?, ?, ?, ?, ?)`,
+		rid, m.Content, m.Actor, timeWords(m.OccurredAt), cx, scope); err != nil {
+		return fmt.Errorf("index memory %s: %w", m.ID, mapErr(err))
+	}
+	lens, err := fieldLengths(ctx, ix.tx, rid)
+	if err != nil {
+		return fmt.Errorf("index memory %s: %w", m.ID, err)
+	}
+	ix.change(pid, 1, lens)
+	ix.touch(m)
+	return nil
+}
+
+// remove takes memory m, stored under rowid rid, out of the index and
+// marks the turns after it for re-indexing.
+func (ix *indexer) remove(ctx context.Context, rid int64, m *mnemotype.Memory) error {
+	pid, err := ix.profileID(ctx, m.Profile)
+	if err != nil {
+		return err
+	}
+	lens, err := fieldLengths(ctx, ix.tx, rid)
 	if err != nil {
 		return err
 	}
 	if _, err := ix.tx.ExecContext(ctx, `DELETE FROM memories_fts WHERE rowid = ?`, rid); err != nil {
 		return fmt.Errorf("unindex row %d: %w", rid, mapErr(err))
 	}
-	ix.change(pid, -1, -n)
+	for i := range lens {
+		lens[i] = -lens[i]
+	}
+	ix.change(pid, -1, lens)
+	ix.touch(m)
 	return nil
 }
 
-func (ix *indexer) change(pid, docs, tokens int64) {
+// touch marks the turns whose context holds m for re-indexing.
+func (ix *indexer) touch(m *mnemotype.Memory) {
+	if ix.turns > 0 && m.Session != "" {
+		ix.after[turnKey{m.Profile, m.Session, m.Seq}] = true
+	}
+}
+
+func (ix *indexer) change(pid, docs int64, lens [ftsFields]int64) {
 	d := ix.delta[pid]
 	if d == nil {
 		d = &statsDelta{}
 		ix.delta[pid] = d
 	}
 	d.docs += docs
-	d.tokens += tokens
+	for i, n := range lens {
+		d.tokens[i] += n
+	}
 }
 
-// flush writes each touched profile's statistics and advances its seq.
+// flush re-indexes the turns whose context changed (those stored before
+// this transaction: the ones it inserted were indexed with their context
+// as it is), then writes each touched profile's statistics and advances
+// its seq.
 func (ix *indexer) flush(ctx context.Context) error {
+	after := ix.after
+	// Re-indexing a turn leaves its content as it is: the turns after it
+	// need nothing.
+	ix.after = map[turnKey]bool{}
+	done := map[int64]bool{}
+	for k := range after {
+		next, err := ix.turnsAfter(ctx, k)
+		if err != nil {
+			return err
+		}
+		for _, r := range next {
+			if done[r.rid] || r.rid >= ix.firstNew {
+				continue
+			}
+			done[r.rid] = true
+			if err := ix.remove(ctx, r.rid, &r.m); err != nil {
+				return err
+			}
+			if err := ix.add(ctx, r.rid, &r.m); err != nil {
+				return err
+			}
+		}
+	}
+	clear(ix.after)
 	for pid, d := range ix.delta {
-		if _, err := ix.tx.ExecContext(ctx, `UPDATE profiles SET seq = seq + 1, docs = docs + ?, tokens = tokens + ? WHERE id = ?`,
-			d.docs, d.tokens, pid); err != nil {
+		if _, err := ix.tx.ExecContext(ctx, `UPDATE profiles SET seq = seq + 1, docs = docs + ?, content_tokens = content_tokens + ?,
+			actor_tokens = actor_tokens + ?, time_tokens = time_tokens + ?, context_tokens = context_tokens + ? WHERE id = ?`,
+			d.docs, d.tokens[ftsContent], d.tokens[ftsActor], d.tokens[ftsTime], d.tokens[ftsContext], pid); err != nil {
 			return fmt.Errorf("update profile statistics: %w", mapErr(err))
 		}
 	}
@@ -207,67 +329,108 @@ func (ix *indexer) flush(ctx context.Context) error {
 	return nil
 }
 
-// contentLength returns the length in tokens of the content of index row
-// rid, as FTS5 recorded it (0 when the row is not indexed).
-func contentLength(ctx context.Context, q queryer, rid int64) (int64, error) {
+// turnsAfter returns the memories whose context holds the turn k.
+func (ix *indexer) turnsAfter(ctx context.Context, k turnKey) ([]ridMemory, error) {
+	rows, err := ix.tx.QueryContext(ctx, `SELECT rid, id, profile, project, session, session_seq, actor, kind, content, occurred_at
+		FROM memories WHERE profile = ? AND session = ? AND session_seq > ? AND session_seq <= ?`, k.profile, k.session, k.seq, k.seq+int64(ix.turns))
+	if err != nil {
+		return nil, fmt.Errorf("read the turns after %d: %w", k.seq, err)
+	}
+	return scanIndexRows(rows)
+}
+
+// fieldLengths returns the length in tokens of each field of index row
+// rid, as FTS5 recorded it (zeros when the row is not indexed).
+func fieldLengths(ctx context.Context, q queryer, rid int64) ([ftsFields]int64, error) {
+	var out [ftsFields]int64
 	var sz []byte
 	err := q.QueryRowContext(ctx, `SELECT sz FROM memories_fts_docsize WHERE id = ?`, rid).Scan(&sz)
-	if err == sql.ErrNoRows {
-		return 0, nil
+	if errors.Is(err, sql.ErrNoRows) {
+		return out, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("read length of row %d: %w", rid, err)
+		return out, fmt.Errorf("read length of row %d: %w", rid, err)
 	}
-	n, ok := sqlitedb.ColumnSize(sz, ftsContent)
-	if !ok {
-		return 0, fmt.Errorf("read length of row %d: malformed size record", rid)
+	for c := range out {
+		n, ok := sqlitedb.ColumnSize(sz, c)
+		if !ok {
+			return out, fmt.Errorf("read length of row %d: malformed size record", rid)
+		}
+		out[c] = int64(n)
 	}
-	return int64(n), nil
+	return out, nil
 }
 
-// reindexAll fills an empty index from the memories table (migration 6),
-// a page of rows at a time.
-func reindexAll(ctx context.Context, tx *sql.Tx) error {
-	ix := newIndexer(tx)
-	for last := int64(-1 << 63); ; {
-		page, err := reindexPage(ctx, tx, last)
-		if err != nil {
-			return fmt.Errorf("reindex: %w", err)
-		}
-		if len(page) == 0 {
-			return ix.flush(ctx)
-		}
-		for i := range page {
-			if err := ix.add(ctx, page[i].rid, &page[i].m); err != nil {
-				return fmt.Errorf("reindex: %w", err)
-			}
-		}
-		last = page[len(page)-1].rid
-	}
-}
-
+// ridMemory is a memory with its rowid, as the index needs it.
 type ridMemory struct {
 	rid int64
 	m   mnemotype.Memory
 }
 
-// reindexPage reads the memories after rowid last, in rowid order.
-func reindexPage(ctx context.Context, tx *sql.Tx, last int64) ([]ridMemory, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT rid, id, profile, project, session, kind, content FROM memories
-		WHERE rid > ? ORDER BY rid LIMIT 5000`, last)
-	if err != nil {
-		return nil, err
-	}
+func scanIndexRows(rows *sql.Rows) ([]ridMemory, error) {
 	defer rows.Close()
-	var page []ridMemory
+	var out []ridMemory
 	for rows.Next() {
 		var r ridMemory
-		var kind string
-		if err := rows.Scan(&r.rid, &r.m.ID, &r.m.Profile, &r.m.Project, &r.m.Session, &kind, &r.m.Content); err != nil {
+		var kind, occurred string
+		if err := rows.Scan(&r.rid, &r.m.ID, &r.m.Profile, &r.m.Project, &r.m.Session, &r.m.Seq, &r.m.Actor, &kind, &r.m.Content, &occurred); err != nil {
 			return nil, err
 		}
 		r.m.Kind = mnemotype.Kind(kind)
-		page = append(page, r)
+		t, err := parseTime(occurred)
+		if err != nil {
+			return nil, err
+		}
+		r.m.OccurredAt = t
+		out = append(out, r)
 	}
-	return page, rows.Err()
+	return out, rows.Err()
+}
+
+// ensureIndex rebuilds the index inside tx unless it was built with
+// turns context turns: after migration 6, or when Options.ContextTurns
+// changed.
+func ensureIndex(ctx context.Context, tx *sql.Tx, turns int) error {
+	var built int64
+	if err := tx.QueryRowContext(ctx, `SELECT value FROM counters WHERE name = 'context_turns'`).Scan(&built); err != nil {
+		return fmt.Errorf("read the index's context turns: %w", err)
+	}
+	if built == int64(turns) {
+		return nil
+	}
+	for _, q := range []string{
+		`INSERT INTO memories_fts(memories_fts) VALUES ('delete-all')`,
+		`UPDATE profiles SET seq = seq + 1, docs = 0, content_tokens = 0, actor_tokens = 0, time_tokens = 0, context_tokens = 0`,
+	} {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("rebuild the full-text index: %w", err)
+		}
+	}
+	ix := newIndexer(tx, turns)
+	for last := int64(-1 << 63); ; {
+		rows, err := tx.QueryContext(ctx, `SELECT rid, id, profile, project, session, session_seq, actor, kind, content, occurred_at
+			FROM memories WHERE rid > ? ORDER BY rid LIMIT 5000`, last)
+		if err != nil {
+			return fmt.Errorf("rebuild the full-text index: %w", err)
+		}
+		page, err := scanIndexRows(rows)
+		if err != nil {
+			return fmt.Errorf("rebuild the full-text index: %w", err)
+		}
+		if len(page) == 0 {
+			break
+		}
+		for i := range page {
+			if err := ix.add(ctx, page[i].rid, &page[i].m); err != nil {
+				return fmt.Errorf("rebuild the full-text index: %w", err)
+			}
+		}
+		last = page[len(page)-1].rid
+	}
+	clear(ix.after) // every row is indexed with its context as it is
+	if err := ix.flush(ctx); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, `UPDATE counters SET value = ? WHERE name = 'context_turns'`, turns)
+	return err
 }

@@ -81,25 +81,34 @@ var migrations = []string{
 	CREATE INDEX api_keys_profile ON api_keys(profile, created_at, id);`,
 	// 5: key roles: '' a profile key, 'admin' an operator's key.
 	`ALTER TABLE api_keys ADD COLUMN role TEXT NOT NULL DEFAULT '';`,
-	// 6: timestamps as fixed-width RFC 3339 text with nanoseconds (every
-	// time in years 0001-9999 exactly; nanoseconds since 1970 in an int64
-	// covered 1678-2262 only), and the full-text index rebuilt to keep
-	// BM25 statistics per profile: a contentless FTS5 table whose second
-	// column holds the row's scope as tokens (profile, kind, project,
-	// session, numbered in profiles and scope_names), so that a query
-	// selects one profile's rows inside FTS5 and is ranked against that
-	// profile's own document count, average length and document
-	// frequencies (profiles.docs, profiles.tokens). The store writes the
-	// index itself; migrationSteps[6] fills it.
+	// 6: the memory model of conversations and a full-text index with
+	// per-profile BM25 statistics.
+	//  - Timestamps as fixed-width RFC 3339 text with nanoseconds (every
+	//    time in years 0001-9999 exactly; nanoseconds since 1970 in an
+	//    int64 covered 1678-2262 only).
+	//  - actor (who said or did it), occurred_at (when it happened, from
+	//    created_at for existing rows) and session_seq (its order in the
+	//    session, numbered in creation order for existing rows).
+	//  - A contentless FTS5 table the store writes itself: the fields
+	//    content, actor, time (occurred_at in words), context (the
+	//    previous turns of the session) and scope, the row's place as
+	//    tokens (profile, kind, session, project, actor, numbered in
+	//    profiles and scope_names) so that a query selects a profile's or
+	//    a session's rows inside FTS5, ranked against that profile's own
+	//    statistics (profiles.docs and the fields' total lengths).
+	//    migrationSteps[6] fills it.
 	`CREATE TABLE memories_v6 (
 		rid             INTEGER PRIMARY KEY,
 		id              TEXT    NOT NULL,
 		profile         TEXT    NOT NULL,
 		project         TEXT    NOT NULL DEFAULT '',
 		session         TEXT    NOT NULL DEFAULT '',
+		session_seq     INTEGER NOT NULL DEFAULT 0,
+		actor           TEXT    NOT NULL DEFAULT '',
 		kind            TEXT    NOT NULL,
 		content         TEXT    NOT NULL,
 		importance      REAL    NOT NULL,
+		occurred_at     TEXT    NOT NULL,
 		created_at      TEXT    NOT NULL,
 		accessed_at     TEXT    NOT NULL,
 		access_count    INTEGER NOT NULL DEFAULT 0,
@@ -110,22 +119,28 @@ var migrations = []string{
 		seq             INTEGER NOT NULL,
 		UNIQUE (profile, id)
 	);
-	INSERT INTO memories_v6 SELECT rid, id, profile, project, session, kind, content, importance,
-		` + nanosToText("created_at") + `, ` + nanosToText("accessed_at") + `,
+	INSERT INTO memories_v6 SELECT rid, id, profile, project, session,
+		row_number() OVER (PARTITION BY profile, session ORDER BY created_at, rid), '', kind, content, importance,
+		` + nanosToText("created_at") + `, ` + nanosToText("created_at") + `, ` + nanosToText("accessed_at") + `,
 		access_count, metadata, embedding, embedding_model, embedding_dim, seq FROM memories;
 	DROP TABLE memories_fts;
 	DROP TABLE memories;
 	ALTER TABLE memories_v6 RENAME TO memories;
-	CREATE INDEX memories_scope   ON memories(profile, project, session);
-	CREATE INDEX memories_created ON memories(profile, created_at, id);
-	CREATE INDEX memories_seq     ON memories(profile, seq);
+	CREATE INDEX memories_scope    ON memories(profile, project, session);
+	CREATE INDEX memories_created  ON memories(profile, created_at, id);
+	CREATE INDEX memories_seq      ON memories(profile, seq);
+	CREATE INDEX memories_turns    ON memories(profile, session, session_seq);
+	CREATE INDEX memories_occurred ON memories(profile, occurred_at);
 	CREATE INDEX memories_recent_embedded ON memories(profile, accessed_at DESC, id) WHERE embedding IS NOT NULL;
 	CREATE TABLE profiles (
-		id     INTEGER PRIMARY KEY,
-		name   TEXT    NOT NULL UNIQUE,
-		seq    INTEGER NOT NULL DEFAULT 0,
-		docs   INTEGER NOT NULL DEFAULT 0,
-		tokens INTEGER NOT NULL DEFAULT 0
+		id             INTEGER PRIMARY KEY,
+		name           TEXT    NOT NULL UNIQUE,
+		seq            INTEGER NOT NULL DEFAULT 0,
+		docs           INTEGER NOT NULL DEFAULT 0,
+		content_tokens INTEGER NOT NULL DEFAULT 0,
+		actor_tokens   INTEGER NOT NULL DEFAULT 0,
+		time_tokens    INTEGER NOT NULL DEFAULT 0,
+		context_tokens INTEGER NOT NULL DEFAULT 0
 	);
 	CREATE TABLE scope_names (
 		id         INTEGER PRIMARY KEY,
@@ -135,15 +150,14 @@ var migrations = []string{
 		UNIQUE (profile_id, field, name)
 	);
 	CREATE VIRTUAL TABLE memories_fts USING fts5(
-		content, scope, content='', contentless_delete=1, tokenize='porter unicode61'
-	);`,
+		content, actor, time, context, scope, content='', contentless_delete=1, tokenize='porter unicode61'
+	);
+	INSERT INTO counters(name, value) VALUES ('context_turns', -1);`,
 }
 
 // migrationSteps holds the Go part of migrations, by the version they
 // bring the schema to.
-var migrationSteps = map[int]func(ctx context.Context, tx *sql.Tx) error{
-	6: reindexAll,
-}
+var migrationSteps = map[int]func(ctx context.Context, tx *sql.Tx) error{}
 
 // applyMigrations brings the schema inside tx from version from to to.
 func applyMigrations(ctx context.Context, tx *sql.Tx, from, to int) error {

@@ -58,6 +58,11 @@ type Options struct {
 	// CommonTermMinDocs is the least number of memories a common term
 	// occurs in, whatever the ratio. Defaults to DefaultCommonTermMinDocs.
 	CommonTermMinDocs int
+	// ContextTurns is how many previous turns of its session a memory's
+	// context field holds in the full-text index (see lexindex.go); -1 for
+	// none. Defaults to DefaultContextTurns. Opening a database indexed
+	// with another number rebuilds its index.
+	ContextTurns int
 	// MustExist makes Open fail, with an error wrapping ErrNotFound, when
 	// there is no database at the path, instead of creating one (and its
 	// directories).
@@ -115,10 +120,13 @@ type Store struct {
 	commonMin   int
 	rareBudget  int // ≤ 0: no bound
 	terms       termCache
-	// rankFn and textRankFn are sqlitedb.RankFunction and
-	// TextRankFunction: BM25 in C from the profile's statistics. Empty
-	// (the pure-Go build): the store scores rows in Go from their text.
-	rankFn, textRankFn string
+	// contextTurns is Options.ContextTurns with its default applied; 0
+	// for none.
+	contextTurns int
+	// rankFn is sqlitedb.RankFunction: BM25 in C from the profile's
+	// statistics. Empty (the pure-Go build): the store scores rows in Go
+	// from their text.
+	rankFn string
 	lensMu             sync.Mutex
 	lens               docLengths
 	// bgCtx ends at Close, which waits for bg: background loads.
@@ -166,8 +174,14 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 		fmt.Sprintf("busy_timeout=%d", opt.BusyTimeout.Milliseconds()), "synchronous=NORMAL",
 		"foreign_keys=1", fmt.Sprintf("mmap_size=%d", DefaultMmapSize), fmt.Sprintf("cache_size=-%d", DefaultCacheKiB),
 	}
+	switch {
+	case opt.ContextTurns == 0:
+		opt.ContextTurns = DefaultContextTurns
+	case opt.ContextTurns < 0:
+		opt.ContextTurns = 0
+	}
 	s := &Store{path: path, commonRatio: opt.CommonTermRatio, commonMin: opt.CommonTermMinDocs, rareBudget: opt.RareTermBudget,
-		rankFn: sqlitedb.RankFunction, textRankFn: sqlitedb.TextRankFunction}
+		rankFn: sqlitedb.RankFunction, contextTurns: opt.ContextTurns}
 	if opt.ReadOnly {
 		return s, s.openReadOnly(ctx, pragmas, opt.Readers)
 	}
@@ -297,6 +311,9 @@ func (s *Store) migrate(ctx context.Context) error {
 	if err := applyMigrations(ctx, tx, v, len(migrations)); err != nil {
 		return err
 	}
+	if err := ensureIndex(ctx, tx, s.contextTurns); err != nil {
+		return fmt.Errorf("open %s: %w", s.path, err)
+	}
 	if _, err := tx.ExecContext(ctx, `UPDATE schema_version SET version = ?`, len(migrations)); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
@@ -372,9 +389,9 @@ func nextSeq(ctx context.Context, tx *sql.Tx, n int) (int64, error) {
 }
 
 const insertSQL = `INSERT INTO memories
-	(id, profile, project, session, kind, content, importance, created_at, accessed_at, access_count,
+	(id, profile, project, session, session_seq, actor, kind, content, importance, occurred_at, created_at, accessed_at, access_count,
 	 metadata, embedding, embedding_model, embedding_dim, seq)
-	VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING rid`
+	VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING rid`
 
 // Insert implements store.Store.
 func (s *Store) Insert(ctx context.Context, mems []mnemotype.Memory) error {
@@ -399,7 +416,7 @@ func (s *Store) Insert(ctx context.Context, mems []mnemotype.Memory) error {
 		return fmt.Errorf("insert memories: %w", err)
 	}
 	defer stmt.Close()
-	ix := newIndexer(tx)
+	ix := newIndexer(tx, s.contextTurns)
 	dims := map[string]int{}
 	for i := range mems {
 		m := &mems[i]
@@ -430,15 +447,26 @@ func (s *Store) Insert(ctx context.Context, mems []mnemotype.Memory) error {
 		if accessed.IsZero() {
 			accessed = m.CreatedAt
 		}
-		if err := mnemotype.CheckTime("created_at", m.CreatedAt); err != nil {
-			return batchErr(len(mems), i, err)
+		if m.OccurredAt.IsZero() {
+			m.OccurredAt = m.CreatedAt
 		}
-		if err := mnemotype.CheckTime("accessed_at", accessed); err != nil {
-			return batchErr(len(mems), i, err)
+		for _, t := range []struct {
+			field string
+			at    time.Time
+		}{{"created_at", m.CreatedAt}, {"accessed_at", accessed}, {"occurred_at", m.OccurredAt}} {
+			if err := mnemotype.CheckTime(t.field, t.at); err != nil {
+				return batchErr(len(mems), i, err)
+			}
+		}
+		if m.Seq == 0 {
+			if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(session_seq), 0) + 1 FROM memories WHERE profile = ? AND session = ?`,
+				m.Profile, m.Session).Scan(&m.Seq); err != nil {
+				return fmt.Errorf("insert memory %s: number its turn: %w", m.ID, err)
+			}
 		}
 		var rid int64
-		err := stmt.QueryRowContext(ctx, m.ID, m.Profile, m.Project, m.Session, string(m.Kind), m.Content,
-			m.Importance, formatTime(m.CreatedAt), formatTime(accessed), m.AccessCount,
+		err := stmt.QueryRowContext(ctx, m.ID, m.Profile, m.Project, m.Session, m.Seq, m.Actor, string(m.Kind), m.Content,
+			m.Importance, formatTime(m.OccurredAt), formatTime(m.CreatedAt), formatTime(accessed), m.AccessCount,
 			nullJSON(m.Metadata), blob, model, dim, seq+int64(i)).Scan(&rid)
 		if err != nil {
 			if isUnique(err) {
@@ -446,6 +474,7 @@ func (s *Store) Insert(ctx context.Context, mems []mnemotype.Memory) error {
 			}
 			return fmt.Errorf("insert memory %s: %w", m.ID, mapErr(err))
 		}
+		ix.firstNew = min(ix.firstNew, rid)
 		if err := ix.add(ctx, rid, m); err != nil {
 			return err
 		}
@@ -487,7 +516,7 @@ func DecodeVector(b []byte) ([]float32, error) {
 	return v, nil
 }
 
-const memoryCols = `id, profile, project, session, kind, content, importance, created_at, accessed_at,
+const memoryCols = `id, profile, project, session, session_seq, actor, kind, content, importance, occurred_at, created_at, accessed_at,
 	access_count, metadata, embedding_model`
 
 type scanner interface{ Scan(...any) error }
@@ -495,15 +524,18 @@ type scanner interface{ Scan(...any) error }
 func scanMemory(sc scanner, extra ...any) (mnemotype.Memory, error) {
 	var m mnemotype.Memory
 	var kind string
-	var created, accessed string
+	var occurred, created, accessed string
 	var meta, model sql.NullString
-	dest := append([]any{&m.ID, &m.Profile, &m.Project, &m.Session, &kind, &m.Content, &m.Importance,
-		&created, &accessed, &m.AccessCount, &meta, &model}, extra...)
+	dest := append([]any{&m.ID, &m.Profile, &m.Project, &m.Session, &m.Seq, &m.Actor, &kind, &m.Content, &m.Importance,
+		&occurred, &created, &accessed, &m.AccessCount, &meta, &model}, extra...)
 	if err := sc.Scan(dest...); err != nil {
 		return m, err
 	}
 	m.Kind = mnemotype.Kind(kind)
 	var err error
+	if m.OccurredAt, err = parseTime(occurred); err != nil {
+		return m, fmt.Errorf("memory %s: occurred_at: %w", m.ID, err)
+	}
 	if m.CreatedAt, err = parseTime(created); err != nil {
 		return m, fmt.Errorf("memory %s: created_at: %w", m.ID, err)
 	}
@@ -608,6 +640,15 @@ func (s *Store) Update(ctx context.Context, p store.UpdateParams) (mnemotype.Mem
 	if p.Session != nil {
 		m.Session = *p.Session
 	}
+	if p.Actor != nil {
+		m.Actor = *p.Actor
+	}
+	if p.Seq != nil {
+		m.Seq = *p.Seq
+	}
+	if p.OccurredAt != nil {
+		m.OccurredAt = *p.OccurredAt
+	}
 	if p.Importance != nil {
 		m.Importance = *p.Importance
 	}
@@ -624,9 +665,25 @@ func (s *Store) Update(ctx context.Context, p store.UpdateParams) (mnemotype.Mem
 	if err != nil {
 		return mnemotype.Memory{}, err
 	}
-	if m.Content != old.Content || m.Kind != old.Kind || m.Project != old.Project || m.Session != old.Session {
-		ix := newIndexer(tx)
-		if err := ix.remove(ctx, rid, m.Profile); err != nil {
+	var newBlob []byte
+	var model, dim any
+	if len(m.Embedding) > 0 {
+		newBlob, model, dim = EncodeVector(m.Embedding), m.EmbeddingModel, len(m.Embedding)
+	}
+	_, err = tx.ExecContext(ctx, `UPDATE memories SET content = ?, kind = ?, project = ?, session = ?, session_seq = ?, actor = ?,
+		occurred_at = ?, importance = ?, metadata = ?, embedding = ?, embedding_model = ?, embedding_dim = ?, seq = ?
+		WHERE profile = ? AND id = ?`,
+		m.Content, string(m.Kind), m.Project, m.Session, m.Seq, m.Actor, formatTime(m.OccurredAt), m.Importance, nullJSON(m.Metadata),
+		newBlob, model, dim, seq, p.Profile, p.ID)
+	if err != nil {
+		return mnemotype.Memory{}, fmt.Errorf("update memory %s: %w", p.ID, mapErr(err))
+	}
+	if m.Content != old.Content || m.Kind != old.Kind || m.Project != old.Project || m.Session != old.Session ||
+		m.Actor != old.Actor || m.Seq != old.Seq || !m.OccurredAt.Equal(old.OccurredAt) {
+		// After the row's update, so that the turns re-indexed around it
+		// read its new content.
+		ix := newIndexer(tx, s.contextTurns)
+		if err := ix.remove(ctx, rid, &old); err != nil {
 			return mnemotype.Memory{}, fmt.Errorf("update memory %s: %w", p.ID, err)
 		}
 		if err := ix.add(ctx, rid, &m); err != nil {
@@ -635,18 +692,6 @@ func (s *Store) Update(ctx context.Context, p store.UpdateParams) (mnemotype.Mem
 		if err := ix.flush(ctx); err != nil {
 			return mnemotype.Memory{}, fmt.Errorf("update memory %s: %w", p.ID, err)
 		}
-	}
-	var newBlob []byte
-	var model, dim any
-	if len(m.Embedding) > 0 {
-		newBlob, model, dim = EncodeVector(m.Embedding), m.EmbeddingModel, len(m.Embedding)
-	}
-	_, err = tx.ExecContext(ctx, `UPDATE memories SET content = ?, kind = ?, project = ?, session = ?, importance = ?,
-		metadata = ?, embedding = ?, embedding_model = ?, embedding_dim = ?, seq = ? WHERE profile = ? AND id = ?`,
-		m.Content, string(m.Kind), m.Project, m.Session, m.Importance, nullJSON(m.Metadata), newBlob, model, dim, seq,
-		p.Profile, p.ID)
-	if err != nil {
-		return mnemotype.Memory{}, fmt.Errorf("update memory %s: %w", p.ID, mapErr(err))
 	}
 	if err := tx.Commit(); err != nil {
 		return mnemotype.Memory{}, fmt.Errorf("update memory %s: commit: %w", p.ID, mapErr(err))
@@ -665,16 +710,18 @@ func (s *Store) Delete(ctx context.Context, profile, id string) error {
 		return fmt.Errorf("delete memory %s: %w", id, err)
 	}
 	defer tx.Rollback()
+	m := mnemotype.Memory{ID: id, Profile: profile}
 	var rid int64
-	err = tx.QueryRowContext(ctx, `DELETE FROM memories WHERE profile = ? AND id = ? RETURNING rid`, profile, id).Scan(&rid)
+	err = tx.QueryRowContext(ctx, `DELETE FROM memories WHERE profile = ? AND id = ? RETURNING rid, session, session_seq`, profile, id).
+		Scan(&rid, &m.Session, &m.Seq)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("delete memory %s: %w", id, mnemotype.ErrNotFound)
 	}
 	if err != nil {
 		return fmt.Errorf("delete memory %s: %w", id, mapErr(err))
 	}
-	ix := newIndexer(tx)
-	if err := ix.remove(ctx, rid, profile); err != nil {
+	ix := newIndexer(tx, s.contextTurns)
+	if err := ix.remove(ctx, rid, &m); err != nil {
 		return fmt.Errorf("delete memory %s: %w", id, err)
 	}
 	if err := ix.flush(ctx); err != nil {
@@ -779,7 +826,26 @@ func scopeSQL(a string, sc mnemotype.Scope) (string, []any) {
 		conds = append(conds, a+".id NOT IN (SELECT value FROM json_each(?))")
 		args = append(args, jsonList(sc.Exclude))
 	}
-	return strings.Join(conds, " AND "), args
+	if len(sc.Actors) > 0 {
+		conds = append(conds, a+".actor IN (SELECT value FROM json_each(?))")
+		args = append(args, jsonList(sc.Actors))
+	}
+	cond, targs := timeRangeSQL(a, sc)
+	return strings.Join(conds, " AND ") + cond, append(args, targs...)
+}
+
+// timeRangeSQL returns the conditions (each preceded by AND) keeping the
+// memories of table alias a that occurred in sc's time range.
+func timeRangeSQL(a string, sc mnemotype.Scope) (string, []any) {
+	var cond string
+	var args []any
+	if !sc.After.IsZero() {
+		cond, args = cond+" AND "+a+".occurred_at >= ?", append(args, formatTime(sc.After))
+	}
+	if !sc.Before.IsZero() {
+		cond, args = cond+" AND "+a+".occurred_at < ?", append(args, formatTime(sc.Before))
+	}
+	return cond, args
 }
 
 // jsonList renders a list for json_each: one statement argument however
@@ -863,8 +929,8 @@ func (s *Store) Changes(ctx context.Context, profile string, since int64) (store
 	if cs.Seq <= since {
 		return cs, nil
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT id, profile, project, session, kind, '', importance, created_at,
-		accessed_at, access_count, NULL, embedding_model, embedding FROM memories WHERE profile = ? AND seq > ?`, profile, since)
+	rows, err := tx.QueryContext(ctx, `SELECT id, profile, project, session, session_seq, actor, kind, '', importance, occurred_at,
+		created_at, accessed_at, access_count, NULL, embedding_model, embedding FROM memories WHERE profile = ? AND seq > ?`, profile, since)
 	if err != nil {
 		return cs, fmt.Errorf("read changes: %w", err)
 	}

@@ -40,6 +40,7 @@ func Exercise(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Delete", exerciseDelete},
 		{"List", exerciseList},
 		{"Lexical", ExerciseLexical},
+		{"Conversation", exerciseConversation},
 		{"RecentlyAccessed", exerciseRecentlyAccessed},
 		{"Changes", exerciseChanges},
 		{"RecordAccess", exerciseRecordAccess},
@@ -335,6 +336,18 @@ func diffMemory(got, want mnemotype.Memory, ec embCheck) []string {
 	if got.Kind != want.Kind {
 		diff("Kind", got.Kind, want.Kind)
 	}
+	if got.Actor != want.Actor {
+		diff("Actor", got.Actor, want.Actor)
+	}
+	// A store numbers a memory stored without Seq (the want of a test
+	// that gave none is 0): any positive number will do.
+	if (want.Seq != 0 && got.Seq != want.Seq) || (want.Seq == 0 && got.Seq <= 0) {
+		diff("Seq", got.Seq, want.Seq)
+	}
+	occurred := want.OccurredAt
+	if occurred.IsZero() {
+		occurred = want.CreatedAt // the default
+	}
 	if got.Content != want.Content {
 		diff("Content", got.Content, want.Content)
 	}
@@ -344,7 +357,7 @@ func diffMemory(got, want mnemotype.Memory, ec embCheck) []string {
 	for _, tt := range []struct {
 		name      string
 		got, want time.Time
-	}{{"CreatedAt", got.CreatedAt, want.CreatedAt}, {"AccessedAt", got.AccessedAt, want.AccessedAt}} {
+	}{{"OccurredAt", got.OccurredAt, occurred}, {"CreatedAt", got.CreatedAt, want.CreatedAt}, {"AccessedAt", got.AccessedAt, want.AccessedAt}} {
 		if !tt.got.Equal(tt.want) {
 			diff(tt.name, tt.got.Format(time.RFC3339Nano), tt.want.Format(time.RFC3339Nano))
 		}
@@ -425,6 +438,7 @@ func exerciseInsert(t *testing.T, open OpenFunc) {
 		created := time.Date(2024, 2, 29, 23, 59, 59, 999999999, loc)
 		full := mnemotype.Memory{
 			ID: "rt-full", Profile: "alice", Project: "apollo", Session: "s-42", Kind: mnemotype.KindSemantic,
+			Actor: "Caroline Ø'Brien", Seq: 17, OccurredAt: time.Date(3000, 1, 1, 0, 0, 0, 1, loc),
 			Content:    "The café on Rue Cler serves a naïve espresso — 東京 style ☕ with \"quotes\" and 'apostrophes'",
 			Importance: 0.1, CreatedAt: created, AccessedAt: created.Add(36*time.Hour + 1), AccessCount: 7,
 			Metadata:       json.RawMessage(`{"source":"chat","tags":["a","b"],"n":3.5,"nested":{"ok":true}}`),

@@ -1,0 +1,194 @@
+package storetest
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/mnemo-dev/mnemo/mnemotype"
+	"github.com/mnemo-dev/mnemo/store"
+)
+
+func actor(a string) memOpt { return func(m *mnemotype.Memory) { m.Actor = a } }
+func seq(n int64) memOpt    { return func(m *mnemotype.Memory) { m.Seq = n } }
+func occurred(at time.Time) memOpt {
+	return func(m *mnemotype.Memory) { m.OccurredAt = at }
+}
+
+// exerciseConversation is the conformance group of the memory model of
+// conversations: who said it (Actor), when it happened (OccurredAt), its
+// order in the session (Seq), the fields the lexical leg searches, and the
+// turns around a memory (Neighbors).
+func exerciseConversation(t *testing.T, open OpenFunc) {
+	t.Run("SeqInArrivalOrder", func(t *testing.T) {
+		b := setup(t, open)
+		b.insert(mem("alice", "a1", "one", session("s1")), mem("alice", "a2", "two", session("s1")))
+		b.insert(mem("alice", "b1", "other session", session("s2")), mem("alice", "a3", "three", session("s1")))
+		b.insert(mem("alice", "a9", "given", session("s1"), seq(9)), mem("alice", "a10", "after the given", session("s1")))
+		b.insert(mem("bob", "c1", "bob's first", session("s1")))
+		want := map[string]int64{"a1": 1, "a2": 2, "a3": 3, "b1": 1, "a9": 9, "a10": 10}
+		for id, w := range want {
+			if got := b.getOne("alice", id).Seq; got != w {
+				t.Errorf("%s: Seq %d, want %d", id, got, w)
+			}
+		}
+		if got := b.getOne("bob", "c1").Seq; got != 1 {
+			t.Errorf("bob's first memory of s1: Seq %d, want 1 (sessions are per profile)", got)
+		}
+	})
+
+	t.Run("OccurredAtDefaultsToCreatedAt", func(t *testing.T) {
+		b := setup(t, open)
+		b.insert(mem("alice", "a1", "stored now", at(time.Hour)))
+		if got := b.getOne("alice", "a1").OccurredAt; !got.Equal(t0.Add(time.Hour)) {
+			t.Errorf("OccurredAt = %v, want the creation time %v", got, t0.Add(time.Hour))
+		}
+	})
+
+	scoped := func(b *bundle) {
+		b.insert(fillers("alice", 6)...)
+		b.insert(
+			mem("alice", "c1", "a walrus by the sea", actor("Caroline"), occurred(time.Date(2023, 5, 8, 13, 56, 0, 0, time.UTC)), embedded(1)),
+			mem("alice", "c2", "the walrus again", actor("Caroline"), occurred(time.Date(2023, 6, 1, 0, 0, 0, 0, time.UTC)), embedded(2)),
+			mem("alice", "m1", "a walrus painting", actor("Melanie"), occurred(time.Date(2023, 5, 31, 23, 59, 59, 999999999, time.UTC)), embedded(3)),
+			mem("alice", "n1", "walrus, no actor", occurred(time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)), embedded(4)),
+			mem("bob", "b1", "bob's walrus", actor("Caroline"), occurred(time.Date(2023, 5, 9, 0, 0, 0, 0, time.UTC)), embedded(5)),
+		)
+	}
+	may := time.Date(2023, 5, 1, 0, 0, 0, 0, time.UTC)
+	june := time.Date(2023, 6, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name  string
+		scope mnemotype.Scope
+		want  []string
+	}{
+		{"Actor", mnemotype.Scope{Profile: "alice", Actors: []string{"Caroline"}}, []string{"c1", "c2"}},
+		{"Actors", mnemotype.Scope{Profile: "alice", Actors: []string{"Caroline", "Melanie"}}, []string{"c1", "c2", "m1"}},
+		{"NoActor", mnemotype.Scope{Profile: "alice", Actors: []string{""}}, []string{"n1"}},
+		{"UnknownActor", mnemotype.Scope{Profile: "alice", Actors: []string{"Zed"}}, nil},
+		{"ActorOfAnotherProfile", mnemotype.Scope{Profile: "bob", Actors: []string{"Melanie"}}, nil},
+		{"After", mnemotype.Scope{Profile: "alice", After: june}, []string{"c2", "n1"}},
+		{"Before", mnemotype.Scope{Profile: "alice", Before: june}, []string{"c1", "m1"}},
+		{"May", mnemotype.Scope{Profile: "alice", After: may, Before: june}, []string{"c1", "m1"}},
+		{"MayByCaroline", mnemotype.Scope{Profile: "alice", After: may, Before: june, Actors: []string{"Caroline"}}, []string{"c1"}},
+		{"ToTheNanosecond", mnemotype.Scope{Profile: "alice", After: time.Date(2023, 5, 31, 23, 59, 59, 999999999, time.UTC), Before: june}, []string{"m1"}},
+	} {
+		t.Run("Scope"+tc.name, func(t *testing.T) {
+			b := setup(t, open)
+			scoped(b)
+			for _, all := range []bool{false, true} {
+				if got := b.lexical(store.LexicalParams{Scope: tc.scope, Match: store.MatchQuery{Terms: []string{"walrus"}, All: all}}); !sameSet(got, tc.want) {
+					t.Errorf("Lexical all=%v: %v, want %v", all, got, tc.want)
+				}
+			}
+			got := b.lexical(store.LexicalParams{Scope: tc.scope, Match: store.MatchQuery{Terms: []string{"walrus"}},
+				Only: []string{"c1", "c2", "m1", "n1", "b1", "filler-alice-0"}})
+			if !sameSet(got, tc.want) {
+				t.Errorf("Lexical with Only: %v, want %v", got, tc.want)
+			}
+			if got := b.recent(tc.scope, 10); !sameSet(got, tc.want) {
+				t.Errorf("RecentlyAccessed: %v, want %v", got, tc.want)
+			}
+		})
+	}
+
+	search := func(b *bundle, w store.FieldWeights, terms ...string) []string {
+		b.t.Helper()
+		return b.lexical(store.LexicalParams{Scope: mnemotype.Scope{Profile: "alice"}, Match: store.MatchQuery{Terms: terms}, Fields: w})
+	}
+	t.Run("FieldActor", func(t *testing.T) {
+		b := setup(t, open)
+		b.insert(fillers("alice", 6)...)
+		b.insert(
+			mem("alice", "own", "I bought a new bike", actor("Caroline")),
+			mem("alice", "about", "Caroline told me about her bike", actor("Melanie")),
+		)
+		if got := search(b, store.FieldWeights{}, "caroline"); !slices.Equal(got, []string{"about"}) {
+			t.Errorf("content alone: %v, want [about]", got)
+		}
+		if got := search(b, store.FieldWeights{Content: 1, Actor: 1}, "caroline"); !sameSet(got, []string{"own", "about"}) {
+			t.Errorf("content and actor: %v, want both", got)
+		}
+		if got := search(b, store.FieldWeights{Actor: 1}, "caroline"); !slices.Equal(got, []string{"own"}) {
+			t.Errorf("actor alone: %v, want [own]", got)
+		}
+	})
+	t.Run("FieldTime", func(t *testing.T) {
+		b := setup(t, open)
+		b.insert(fillers("alice", 6)...)
+		b.insert(mem("alice", "may", "went hiking", occurred(time.Date(2023, 5, 8, 13, 56, 0, 0, time.UTC))))
+		for _, word := range []string{"may", "2023", "monday"} {
+			if got := search(b, store.FieldWeights{}, word); len(got) != 0 {
+				t.Errorf("content alone, %q: %v, want none", word, got)
+			}
+			if got := search(b, store.FieldWeights{Content: 1, Time: 1}, word); !slices.Equal(got, []string{"may"}) {
+				t.Errorf("content and time, %q: %v, want [may]", word, got)
+			}
+		}
+	})
+	t.Run("FieldContext", func(t *testing.T) {
+		b := setup(t, open)
+		b.insert(fillers("alice", 6)...)
+		// Out of order: the answer first, then the question before it.
+		b.insert(mem("alice", "answer", "Yes, last Tuesday!", session("s1"), seq(2)), mem("alice", "later", "unrelated", session("s1"), seq(3)))
+		b.insert(mem("alice", "question", "Did you go to the support group?", session("s1"), seq(1)))
+		withContext := store.FieldWeights{Content: 1, Context: 0.5}
+		if got := search(b, store.FieldWeights{}, "support", "group"); !slices.Equal(got, []string{"question"}) {
+			t.Errorf("content alone: %v, want [question]", got)
+		}
+		if got := search(b, withContext, "support", "group"); !slices.Equal(got, []string{"question", "answer"}) {
+			t.Errorf("with context: %v, want [question answer]: the answer is found by the turn before it, below it", got)
+		}
+		if _, err := b.s.Update(b.ctx, store.UpdateParams{Profile: "alice", ID: "question", Content: ptr("Did you visit the pottery class?")}); err != nil {
+			t.Fatal(err)
+		}
+		if got := search(b, withContext, "support", "group"); len(got) != 0 {
+			t.Errorf("after the question changed: %v, want none", got)
+		}
+		if got := search(b, withContext, "pottery"); !slices.Equal(got, []string{"question", "answer"}) {
+			t.Errorf("the new question: %v, want [question answer]", got)
+		}
+		if err := b.s.Delete(b.ctx, "alice", "question"); err != nil {
+			t.Fatal(err)
+		}
+		if got := search(b, withContext, "pottery"); len(got) != 0 {
+			t.Errorf("after the question was deleted: %v, want none", got)
+		}
+	})
+	t.Run("Neighbors", func(t *testing.T) {
+		b := setup(t, open)
+		for i := 1; i <= 6; i++ {
+			b.insert(mem("alice", "t"+string(rune('0'+i)), "turn", session("s1"), actor([]string{"A", "B"}[i%2])))
+		}
+		b.insert(mem("alice", "x1", "other session", session("s2")), mem("alice", "loose", "no session"), mem("alice", "loose2", "no session"))
+		b.insert(mem("bob", "bob1", "bob's turn", session("s1")))
+		got, err := b.s.Neighbors(b.ctx, mnemotype.Scope{Profile: "alice"}, []string{"t3", "t6", "loose", "bob1", "nope"}, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []store.Neighbor{{ID: "t2", Of: "t3", Distance: 1}, {ID: "t4", Of: "t3", Distance: 1}, {ID: "t1", Of: "t3", Distance: 2}, {ID: "t5", Of: "t3", Distance: 2}, {ID: "t5", Of: "t6", Distance: 1}, {ID: "t4", Of: "t6", Distance: 2}}
+		if !sameNeighbors(got, want) {
+			t.Errorf("Neighbors = %v, want %v", got, want)
+		}
+		got, err = b.s.Neighbors(b.ctx, mnemotype.Scope{Profile: "alice", Actors: []string{"A"}, Exclude: []string{"t4"}}, []string{"t3"}, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := []store.Neighbor{{ID: "t2", Of: "t3", Distance: 1}}; !sameNeighbors(got, want) {
+			t.Errorf("Neighbors in scope = %v, want %v", got, want)
+		}
+	})
+}
+
+// sameNeighbors compares neighbour lists as sets.
+func sameNeighbors(got, want []store.Neighbor) bool {
+	if len(got) != len(want) {
+		return false
+	}
+	for _, w := range want {
+		if !slices.Contains(got, w) {
+			return false
+		}
+	}
+	return true
+}
