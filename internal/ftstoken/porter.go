@@ -77,8 +77,9 @@ func apply(w []byte, step *[256][]rule) ([]byte, bool) {
 	if n < 2 {
 		return w, false
 	}
-	for i := range step[w[n-2]] {
-		r := &step[w[n-2]][i]
+	rules := step[w[n-2]]
+	for i := range rules {
+		r := &rules[i]
 		k := len(r.suffix)
 		if n <= k || w[n-1] != r.suffix[k-1] || string(w[n-k:]) != r.suffix {
 			continue
