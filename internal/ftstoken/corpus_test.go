@@ -65,18 +65,18 @@ func readTexts(tb testing.TB, dir string) (docs, more []string) {
 
 // readJSONL calls fn with each record of a JSON-lines file, gzipped when
 // its name ends in .gz.
-func readJSONL(t testing.TB, path string, fn func(map[string]any)) {
-	t.Helper()
+func readJSONL(tb testing.TB, path string, fn func(map[string]any)) {
+	tb.Helper()
 	f, err := os.Open(path)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	defer f.Close()
 	var r io.Reader = f
 	if strings.HasSuffix(path, ".gz") {
 		zr, err := gzip.NewReader(f)
 		if err != nil {
-			t.Fatalf("%s: %v", path, err)
+			tb.Fatalf("%s: %v", path, err)
 		}
 		defer zr.Close()
 		r = zr
@@ -89,12 +89,12 @@ func readJSONL(t testing.TB, path string, fn func(map[string]any)) {
 		}
 		var rec map[string]any
 		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
-			t.Fatalf("%s:%d: %v", path, line, err)
+			tb.Fatalf("%s:%d: %v", path, line, err)
 		}
 		fn(rec)
 	}
 	if err := sc.Err(); err != nil {
-		t.Fatalf("%s: %v", path, err)
+		tb.Fatalf("%s: %v", path, err)
 	}
 }
 

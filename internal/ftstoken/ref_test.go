@@ -95,5 +95,10 @@ func compare(ctx context.Context, t testing.TB, ref *fts5ref.DB, texts []string)
 	if bad > 20 {
 		t.Errorf("… %d texts differ in all", bad)
 	}
+	if bad > 0 {
+		if v, err := ref.Version(ctx); err == nil && v != ftstoken.TablesVersion {
+			t.Errorf("the tables come from SQLite %s, the linked one is %s: run go generate in internal/ftstoken", ftstoken.TablesVersion, v)
+		}
+	}
 	return n
 }

@@ -1,8 +1,9 @@
 package ftstoken
 
 // MaxTokenSize is the longest term FTS5 stores, in bytes
-// (FTS5_MAX_TOKEN_SIZE): longer tokens are cut to it, even within a UTF-8
-// sequence.
+// (FTS5_MAX_TOKEN_SIZE). Its tokenizers do not cut tokens, but FTS5 cuts
+// longer ones to this size, even within a UTF-8 sequence, when it indexes
+// a document or looks a query term up; this package's tokens come cut.
 const MaxTokenSize = 32768
 
 // maxStemSize is the longest token the Porter stemmer stems, in bytes
