@@ -187,6 +187,12 @@ type Input struct {
 	Profile string `json:"profile,omitempty"`
 	Project string `json:"project,omitempty"`
 	Session string `json:"session,omitempty"`
+	// Actor is who said or did it (a speaker's name, user, assistant).
+	Actor string `json:"actor,omitempty"`
+	// Seq orders the memory in its session; 0: the next one.
+	Seq int64 `json:"seq,omitempty"`
+	// OccurredAt is when it happened; defaults to CreatedAt.
+	OccurredAt time.Time `json:"occurred_at,omitzero"`
 	// Importance in [0, 1]; nil means DefaultImportance (0.5).
 	Importance *float64 `json:"importance,omitempty"`
 	// CreatedAt defaults to now.
@@ -207,8 +213,8 @@ func (in *Input) memory(now time.Time) (mnemotype.Memory, error) {
 	}
 	m := mnemotype.Memory{
 		ID: strings.TrimSpace(in.ID), Content: in.Content, Kind: kind, Profile: strings.TrimSpace(in.Profile),
-		Project: in.Project, Session: in.Session, Importance: mnemotype.DefaultImportance,
-		CreatedAt: in.CreatedAt.UTC(), Metadata: in.Metadata,
+		Project: in.Project, Session: in.Session, Actor: in.Actor, Seq: in.Seq, Importance: mnemotype.DefaultImportance,
+		CreatedAt: in.CreatedAt.UTC(), OccurredAt: in.OccurredAt.UTC(), Metadata: in.Metadata,
 	}
 	if in.Importance != nil {
 		m.Importance = *in.Importance
@@ -224,6 +230,9 @@ func (in *Input) memory(now time.Time) (mnemotype.Memory, error) {
 		m.CreatedAt = now
 	}
 	m.AccessedAt = m.CreatedAt
+	if in.OccurredAt.IsZero() {
+		m.OccurredAt = m.CreatedAt
+	}
 	if err := mnemotype.CheckTime("created_at", m.CreatedAt); err != nil {
 		return m, err
 	}

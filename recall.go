@@ -25,6 +25,12 @@ type Query struct {
 	Kinds []Kind
 	// Exclude lists ids not to return (e.g. those already in the prompt).
 	Exclude []string
+	// Actors, when set, restricts recall to memories of these actors (""
+	// for memories without one).
+	Actors []string
+	// After and Before, when not zero, restrict recall to memories that
+	// occurred at or after After, and before Before.
+	After, Before time.Time
 	// Limit is the number of memories to return, in [1, MaxLimit].
 	// Defaults to DefaultLimit.
 	Limit int
@@ -85,9 +91,24 @@ func (e *Engine) Recall(ctx context.Context, q Query) (*RecallResult, error) {
 	if q.Limit < 1 || q.Limit > MaxLimit {
 		return nil, mnemotype.Invalidf("limit = %d: must be an integer in [1, %d]", q.Limit, MaxLimit)
 	}
-	for name, n := range map[string]int{"exclude": len(q.Exclude), "sessions": len(q.Sessions), "kinds": len(q.Kinds)} {
+	for name, n := range map[string]int{"exclude": len(q.Exclude), "sessions": len(q.Sessions), "kinds": len(q.Kinds), "actors": len(q.Actors)} {
 		if n > MaxListItems {
 			return nil, mnemotype.Invalidf("%s has %d items: at most %d allowed", name, n, MaxListItems)
+		}
+	}
+	for field, t := range map[string]time.Time{"after": q.After, "before": q.Before} {
+		if !t.IsZero() {
+			if err := mnemotype.CheckTime(field, t); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if !q.After.IsZero() && !q.Before.IsZero() && !q.After.Before(q.Before) {
+		return nil, mnemotype.Invalidf("after (%s) must be before before (%s)", q.After.Format(time.RFC3339Nano), q.Before.Format(time.RFC3339Nano))
+	}
+	for i, a := range q.Actors {
+		if len(a) > mnemotype.MaxActorBytes {
+			return nil, mnemotype.Invalidf("actors[%d] is %d bytes: at most %d allowed", i, len(a), mnemotype.MaxActorBytes)
 		}
 	}
 	for i, k := range q.Kinds {
@@ -123,7 +144,8 @@ func (e *Engine) Recall(ctx context.Context, q Query) (*RecallResult, error) {
 
 	req := recall.Request{
 		Query:          q.Text,
-		Scope:          mnemotype.Scope{Profile: q.Profile, Project: q.Project, Sessions: q.Sessions, Kinds: q.Kinds, Exclude: q.Exclude},
+		Scope: mnemotype.Scope{Profile: q.Profile, Project: q.Project, Sessions: q.Sessions, Kinds: q.Kinds, Exclude: q.Exclude,
+			Actors: q.Actors, After: q.After, Before: q.Before},
 		Limit:          q.Limit,
 		Options:        opts,
 		Trace:          q.Trace || q.Timings,

@@ -9,6 +9,7 @@ import (
 	"github.com/mnemo-dev/mnemo/fusion"
 	"github.com/mnemo-dev/mnemo/mnemotype"
 	"github.com/mnemo-dev/mnemo/recall"
+	"github.com/mnemo-dev/mnemo/store"
 )
 
 // MaxWeight is the largest weight a leg may have.
@@ -73,6 +74,20 @@ type Settings struct {
 	// ExactMatchBonus, in [0, 1], rewards memories containing the query's
 	// quoted phrase or identifier (seed 004); 0 is off.
 	ExactMatchBonus float64 `json:"exactMatchBonus"`
+	// ActorFieldWeight, TimeFieldWeight and ContextFieldWeight, each in
+	// [0, 5], weigh fields of the lexical leg against the content's 1
+	// (BM25F): who said it, when it happened in words ("Monday 8 May
+	// 2023"), and the previous turn of its session. 0 leaves the field
+	// out of the search.
+	ActorFieldWeight   float64 `json:"actorFieldWeight"`
+	TimeFieldWeight    float64 `json:"timeFieldWeight"`
+	ContextFieldWeight float64 `json:"contextFieldWeight"`
+	// NeighborRadius, in [0, 10], and NeighborShare, in [0, 1]: each of the
+	// best fused candidates lends NeighborShare/distance of its score to
+	// the turns of its session within NeighborRadius (the answer is often
+	// the turn after the question that matches). 0 is off.
+	NeighborRadius int     `json:"neighborRadius"`
+	NeighborShare  float64 `json:"neighborShare"`
 }
 
 // DefaultSettings returns the settings a new profile starts with.
@@ -220,6 +235,11 @@ func settingFields() []settingField {
 		floatField("highConfidenceThreshold", func(s *Settings) *float64 { return &s.HighConfidenceThreshold }, -1, 1),
 		boolField("adaptiveWeights", func(s *Settings) *bool { return &s.AdaptiveWeights }),
 		floatField("exactMatchBonus", func(s *Settings) *float64 { return &s.ExactMatchBonus }, 0, 1),
+		floatField("actorFieldWeight", func(s *Settings) *float64 { return &s.ActorFieldWeight }, 0, MaxWeight),
+		floatField("timeFieldWeight", func(s *Settings) *float64 { return &s.TimeFieldWeight }, 0, MaxWeight),
+		floatField("contextFieldWeight", func(s *Settings) *float64 { return &s.ContextFieldWeight }, 0, MaxWeight),
+		intField("neighborRadius", func(s *Settings) *int { return &s.NeighborRadius }, 0, 10),
+		floatField("neighborShare", func(s *Settings) *float64 { return &s.NeighborShare }, 0, 1),
 	}
 }
 
@@ -324,6 +344,9 @@ func (s Settings) options() (recall.Options, error) {
 		Policy:          pol,
 		LexicalCap:      s.LexicalCap,
 		PoolSize:        s.PoolSize,
+		Fields:          store.FieldWeights{Content: 1, Actor: s.ActorFieldWeight, Time: s.TimeFieldWeight, Context: s.ContextFieldWeight},
+		NeighborRadius:  s.NeighborRadius,
+		NeighborShare:   s.NeighborShare,
 	}
 	if err := o.Fusion.Validate(); err != nil {
 		return o, fmt.Errorf("settings: %w", err)

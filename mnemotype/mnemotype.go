@@ -85,6 +85,11 @@ const (
 	LegAccess  = "access"
 )
 
+// LegNeighbor names the part of a result's score lent by the turns
+// around it (recall-time neighbour expansion). It is not a leg: it ranks
+// nothing of its own, and has no weight.
+const LegNeighbor = "neighbor"
+
 // Legs lists the built-in legs in a stable order.
 var Legs = []string{LegLexical, LegDense, LegRecency, LegAccess}
 

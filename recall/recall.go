@@ -23,6 +23,7 @@ import (
 type Source interface {
 	Lexical(ctx context.Context, p store.LexicalParams) ([]mnemotype.Hit, error)
 	RecentlyAccessed(ctx context.Context, scope mnemotype.Scope, n int) ([]string, error)
+	Neighbors(ctx context.Context, scope mnemotype.Scope, ids []string, radius int) ([]store.Neighbor, error)
 }
 
 // Vectors is what the pipeline needs from the in-memory index.
@@ -79,6 +80,15 @@ type Options struct {
 	// LexicalCap and PoolSize size PolicyPool; default 50 and 200.
 	LexicalCap int
 	PoolSize   int
+	// Fields weighs the fields the lexical leg searches (BM25F); the zero
+	// value searches the content alone.
+	Fields store.FieldWeights
+	// NeighborRadius and NeighborShare: each of the fused top
+	// limit × FetchMultiplier lends NeighborShare/distance of its fused
+	// score to the turns of its session within NeighborRadius (see
+	// fusion.LendToNeighbors). 0 is off.
+	NeighborRadius int
+	NeighborShare  float64
 }
 
 // Request is one recall.
@@ -248,7 +258,7 @@ func Run(ctx context.Context, src Source, vec Vectors, req Request) (*Response, 
 	if runLexical {
 		wg.Add(1)
 		go timed("lexical", func() error {
-			hits, op, err := lexicalSearch(ctx, src, req.Scope, tr.Terms, lexLimit, req.Limit, func(op string) { opReady <- op })
+			hits, op, err := lexicalSearch(ctx, src, req.Scope, o.Fields, tr.Terms, lexLimit, req.Limit, func(op string) { opReady <- op })
 			if err != nil {
 				return err
 			}
@@ -270,7 +280,7 @@ func Run(ctx context.Context, src Source, vec Vectors, req Request) (*Response, 
 				go timed("lexical_cross", func() error {
 					if op := <-opReady; op != "" && len(dense) > 0 {
 						denseLex, crossErr = src.Lexical(ctx, store.LexicalParams{
-							Scope: req.Scope, Match: store.MatchQuery{Terms: tr.Terms, All: op == "and"}, Only: ids(dense),
+							Scope: req.Scope, Match: store.MatchQuery{Terms: tr.Terms, All: op == "and"}, Only: ids(dense), Fields: o.Fields,
 						})
 					}
 					return nil
@@ -333,7 +343,7 @@ func Run(ctx context.Context, src Source, vec Vectors, req Request) (*Response, 
 	if runLexical && !lexicalScored {
 		if missing := minus(ids(dense), lexical); len(missing) > 0 {
 			extra, err := src.Lexical(ctx, store.LexicalParams{
-				Scope: req.Scope, Match: store.MatchQuery{Terms: tr.Terms, All: tr.LexicalOp == "and"}, Only: missing,
+				Scope: req.Scope, Match: store.MatchQuery{Terms: tr.Terms, All: tr.LexicalOp == "and"}, Only: missing, Fields: o.Fields,
 			})
 			if err != nil {
 				return nil, fmt.Errorf("lexical leg: %w", err)
@@ -387,12 +397,30 @@ func Run(ctx context.Context, src Source, vec Vectors, req Request) (*Response, 
 	fp.DetailsTop = 2 * req.Limit
 	var out fusion.Outcome
 	var fused []fusion.Result
+	var lends []fusion.Lend
+	lendersAt := -1 // the fused results lends were read for
 	for {
 		var err error
 		if out, err = fusion.FuseExplain(legs, fp); err != nil {
 			return nil, err
 		}
-		fused = fusion.ApplyImportance(out.Results, importance, o.Importance, out.K)
+		fusedList := out.Results
+		if o.NeighborRadius > 0 && o.NeighborShare > 0 && len(fusedList) > 0 {
+			top := fusedList[:min(len(fusedList), fetch)]
+			if lendersAt != len(top) {
+				t1 := time.Now()
+				if lends, err = neighbors(ctx, src, req.Scope, top, o.NeighborRadius); err != nil {
+					return nil, fmt.Errorf("neighbours: %w", err)
+				}
+				if err := addSignals(vec, sig, lends); err != nil {
+					return nil, err
+				}
+				lendersAt = len(top)
+				tr.Timings["neighbors"] = ms(time.Since(t1))
+			}
+			fusedList = fusion.LendToNeighbors(fusedList, lends, o.NeighborShare)
+		}
+		fused = fusion.ApplyImportance(fusedList, importance, o.Importance, out.K)
 		if len(fused) > req.Limit {
 			fused = fused[:req.Limit]
 		}
@@ -425,8 +453,8 @@ func Run(ctx context.Context, src Source, vec Vectors, req Request) (*Response, 
 // and there is more than one term, broadens to OR (seed 004). It calls
 // decided exactly once, with the operator as soon as it is known, or ""
 // when the AND query failed.
-func lexicalSearch(ctx context.Context, src Source, scope mnemotype.Scope, terms []string, limit, want int, decided func(op string)) ([]mnemotype.Hit, string, error) {
-	p := store.LexicalParams{Scope: scope, Match: store.MatchQuery{Terms: terms, All: true}, Limit: limit}
+func lexicalSearch(ctx context.Context, src Source, scope mnemotype.Scope, fields store.FieldWeights, terms []string, limit, want int, decided func(op string)) ([]mnemotype.Hit, string, error) {
+	p := store.LexicalParams{Scope: scope, Match: store.MatchQuery{Terms: terms, All: true}, Limit: limit, Fields: fields}
 	if len(terms) > 1 {
 		p.MinHits = want // an AND list shorter than want is dropped for the OR list
 	}
@@ -442,8 +470,43 @@ func lexicalSearch(ctx context.Context, src Source, scope mnemotype.Scope, terms
 	decided("or")
 	// A document's bm25 is the same under the AND and the OR form (both sum
 	// the same phrases), so the OR list simply extends the AND list.
-	hits, err = src.Lexical(ctx, store.LexicalParams{Scope: scope, Match: store.MatchQuery{Terms: terms}, Limit: limit})
+	hits, err = src.Lexical(ctx, store.LexicalParams{Scope: scope, Match: store.MatchQuery{Terms: terms}, Limit: limit, Fields: fields})
 	return hits, "or", err
+}
+
+// neighbors reads the turns around the fused results top.
+func neighbors(ctx context.Context, src Source, scope mnemotype.Scope, top []fusion.Result, radius int) ([]fusion.Lend, error) {
+	ids := make([]string, len(top))
+	for i := range top {
+		ids[i] = top[i].ID
+	}
+	nbs, err := src.Neighbors(ctx, scope, ids, radius)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]fusion.Lend, len(nbs))
+	for i, n := range nbs {
+		out[i] = fusion.Lend{ID: n.ID, Of: n.Of, Distance: n.Distance}
+	}
+	return out, nil
+}
+
+// addSignals adds the signals of lends' neighbours that sig lacks (the
+// importance prior reads them).
+func addSignals(vec Vectors, sig map[string]vector.Signals, lends []fusion.Lend) error {
+	var missing []string
+	for _, l := range lends {
+		if _, ok := sig[l.ID]; !ok {
+			missing = append(missing, l.ID)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	for id, s := range vec.Signals(missing) {
+		sig[id] = s
+	}
+	return nil
 }
 
 // signalLeg ranks cands by value (higher first), dense ranks for ties.

@@ -32,6 +32,7 @@ type fakeSource struct {
 	t                    *testing.T
 	LexicalFunc          func(ctx context.Context, p store.LexicalParams) ([]mnemotype.Hit, error)
 	RecentlyAccessedFunc func(ctx context.Context, scope mnemotype.Scope, n int) ([]string, error)
+	NeighborsFunc        func(ctx context.Context, scope mnemotype.Scope, ids []string, radius int) ([]store.Neighbor, error)
 
 	mu           sync.Mutex
 	lexCalls     []store.LexicalParams
@@ -62,6 +63,14 @@ func (f *fakeSource) RecentlyAccessed(ctx context.Context, scope mnemotype.Scope
 		return nil, nil
 	}
 	return f.RecentlyAccessedFunc(ctx, scope, n)
+}
+
+func (f *fakeSource) Neighbors(ctx context.Context, scope mnemotype.Scope, ids []string, radius int) ([]store.Neighbor, error) {
+	if f.NeighborsFunc == nil {
+		f.t.Errorf("unexpected Neighbors call: %v", ids)
+		return nil, nil
+	}
+	return f.NeighborsFunc(ctx, scope, ids, radius)
 }
 
 // fakeVectors is a recall.Vectors recording its calls. newVectors makes one
