@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mnemo-dev/mnemo/mnemotype"
 	"github.com/mnemo-dev/mnemo/recall"
@@ -93,8 +94,8 @@ type Patch struct {
 // the content changes the memory is embedded again (if the embedder fails,
 // it is kept without an embedding, as Remember does, so a stale vector never
 // describes new text). Returns ErrNotFound if the id is not in the profile
-// and an ErrInvalid error naming the field if p is invalid; nothing is
-// written then.
+// and an ErrInvalid error naming the field if p is invalid (out of range,
+// or text that is not valid UTF-8); nothing is written then.
 func (e *Engine) Update(ctx context.Context, profile, id string, p Patch) (Memory, error) {
 	done, err := e.enter()
 	if err != nil {
@@ -103,6 +104,19 @@ func (e *Engine) Update(ctx context.Context, profile, id string, p Patch) (Memor
 	defer done()
 	if strings.TrimSpace(profile) == "" {
 		return Memory{}, mnemotype.Invalidf("profile is required")
+	}
+	for _, f := range []struct {
+		name string
+		v    *string
+	}{{"content", p.Content}, {"kind", p.Kind}, {"project", p.Project}, {"session", p.Session}} {
+		if f.v != nil {
+			if err := mnemotype.CheckText(f.name, *f.v); err != nil {
+				return Memory{}, err
+			}
+		}
+	}
+	if p.Metadata != nil && !utf8.Valid(*p.Metadata) {
+		return Memory{}, mnemotype.Invalidf("metadata is not valid UTF-8")
 	}
 	up := store.UpdateParams{Profile: profile, ID: id, Content: p.Content, Project: p.Project, Session: p.Session,
 		Importance: p.Importance}

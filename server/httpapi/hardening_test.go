@@ -28,3 +28,51 @@ func TestServe_AllZeroWeightsRefused(t *testing.T) {
 	// The single-leg searches zero the other legs, never their own.
 	b.must(200, "GET", "/v1/search/lexical?q=alpha", b.alice, nil, nil)
 }
+
+// TestServe_InvalidUTF8Refused checks that invalid UTF-8 anywhere in a
+// request (a body's strings and keys, a path id, a query parameter, an MCP
+// call) is a 400 naming the field, never text stored with U+FFFD.
+func TestServe_InvalidUTF8Refused(t *testing.T) {
+	b := setup(t, opts{})
+	id := b.create(b.alice, map[string]any{"content": "a fine memory"})
+	for _, c := range []struct {
+		name, method, path, body, want string
+	}{
+		{"content", "POST", "/v1/memories", "{\"content\":\"caf\xe9\"}", "content is not valid UTF-8"},
+		{"batch", "POST", "/v1/memories", "{\"memories\":[{\"content\":\"ok\"},{\"content\":\"\xff\"}]}", "memories[1].content is not valid UTF-8"},
+		{"metadata value", "POST", "/v1/memories", "{\"content\":\"ok\",\"metadata\":{\"note\":\"\xc3\"}}", "metadata.note is not valid UTF-8"},
+		{"metadata key", "POST", "/v1/memories", "{\"content\":\"ok\",\"metadata\":{\"\xff\":1}}", "a key of metadata is not valid UTF-8"},
+		{"id", "POST", "/v1/memories", "{\"id\":\"\xff\",\"content\":\"ok\"}", "id is not valid UTF-8"},
+		{"patch", "PATCH", "/v1/memories/" + id, "{\"session\":\"\xff\"}", "session is not valid UTF-8"},
+		{"recall query", "POST", "/v1/recall", "{\"query\":\"\xff\"}", "query is not valid UTF-8"},
+		{"recall sessions", "POST", "/v1/recall", "{\"query\":\"ok\",\"sessions\":[\"\xff\"]}", "sessions[0] is not valid UTF-8"},
+		{"settings", "PATCH", "/v1/settings", "{\"strategy\":\"\xff\"}", "strategy is not valid UTF-8"},
+		{"path id", "GET", "/v1/memories/%FF", "", "id is not valid UTF-8"},
+		{"delete path id", "DELETE", "/v1/memories/a%FF", "", "id is not valid UTF-8"},
+		{"search q", "GET", "/v1/search/lexical?q=%FF", "", "query parameter q is not valid UTF-8"},
+		{"list session", "GET", "/v1/memories?session=%C3", "", "query parameter session is not valid UTF-8"},
+		{"not JSON", "POST", "/v1/recall", "\xff", "request body is not valid UTF-8"},
+	} {
+		var body any
+		if c.body != "" {
+			body = c.body
+		}
+		r := b.do(c.method, c.path, b.alice, body)
+		if r.status != 400 || !strings.Contains(r.errMsg(t), c.want) {
+			t.Errorf("%s: %d %s, want 400 with %q", c.name, r.status, r.body, c.want)
+		}
+	}
+	var page struct {
+		Memories []struct{ ID, Content, Session string }
+	}
+	b.must(200, "GET", "/v1/memories", b.alice, nil, &page)
+	if len(page.Memories) != 1 || page.Memories[0].Session != "" {
+		t.Errorf("refused requests wrote something: %+v", page.Memories)
+	}
+
+	// MCP: the JSON-RPC body is checked before the SDK decodes it.
+	r := b.do("POST", "/mcp", b.alice, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"memory_store\",\"arguments\":{\"content\":\"\xff\"}}}")
+	if r.status != 400 || !strings.Contains(r.errMsg(t), "params.arguments.content is not valid UTF-8") {
+		t.Errorf("MCP call with invalid UTF-8: %d %s", r.status, r.body)
+	}
+}

@@ -13,23 +13,28 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mnemo-dev/mnemo"
+	"github.com/mnemo-dev/mnemo/internal/jsonutf8"
 	"github.com/mnemo-dev/mnemo/mnemotype"
 	"github.com/mnemo-dev/mnemo/server/mcpserver"
 )
@@ -259,6 +264,10 @@ func (s *Server) wrap(rt route) http.Handler {
 			profile = p
 			r = r.WithContext(context.WithValue(r.Context(), profileKey{}, p))
 		}
+		if err := checkURLText(r); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
 		if err := rt.h(w, r, profile); err != nil {
 			s.writeError(w, r, err)
 		}
@@ -286,6 +295,26 @@ func (s *Server) wrap(rt route) http.Handler {
 				"ms", float64(d.Microseconds())/1000, "remote", r.RemoteAddr)
 		}
 	})
+}
+
+// checkURLText refuses a path id or query parameter that is not valid
+// UTF-8 (%FF in the URL) with a 400 naming it, as invalid text in a body is.
+func checkURLText(r *http.Request) error {
+	if id := r.PathValue("id"); !utf8.ValidString(id) {
+		return badRequest("id is not valid UTF-8")
+	}
+	q := r.URL.Query()
+	for _, k := range slices.Sorted(maps.Keys(q)) {
+		if !utf8.ValidString(k) {
+			return badRequest("a query parameter name is not valid UTF-8")
+		}
+		for _, v := range q[k] {
+			if !utf8.ValidString(v) {
+				return badRequest("query parameter %s is not valid UTF-8", k)
+			}
+		}
+	}
+	return nil
 }
 
 // authenticate returns the request's profile: its API key's, or the
@@ -439,7 +468,20 @@ func decodeJSON(r *http.Request, v any) error {
 				msg: fmt.Sprintf("Content-Type %q: send application/json", ct)}
 		}
 	}
-	body := &countingReader{r: r.Body}
+	raw, err := io.ReadAll(r.Body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return err
+		}
+		return badRequest("read request body: %v", err)
+	}
+	if !utf8.Valid(raw) {
+		// encoding/json would replace the invalid bytes with U+FFFD and
+		// store text the client never sent.
+		return invalidUTF8(raw)
+	}
+	body := &countingReader{r: bytes.NewReader(raw)}
 	dec := json.NewDecoder(body)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -459,6 +501,17 @@ func decodeJSON(r *http.Request, v any) error {
 		return badRequest("malformed JSON at offset %d: data after the JSON value", dec.InputOffset())
 	}
 	return nil
+}
+
+// invalidUTF8 is the 400 for a body that is not valid UTF-8, naming the
+// JSON field whose key or string value holds the first invalid byte
+// ("memories[1].content", "metadata.note") when there is one.
+func invalidUTF8(body []byte) error {
+	field, off := jsonutf8.FirstInvalid(body)
+	if field != "" {
+		return badRequest("%s is not valid UTF-8", field)
+	}
+	return badRequest("request body is not valid UTF-8 (at byte offset %d)", off)
 }
 
 // countingReader counts the bytes read through it.
@@ -576,6 +629,22 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request, _ string) erro
 		rc := http.NewResponseController(w)
 		_ = rc.SetWriteDeadline(time.Time{})
 		_ = rc.SetReadDeadline(time.Time{})
+	}
+	if r.Method == http.MethodPost && r.Body != nil {
+		// The SDK decodes with encoding/json, which would replace invalid
+		// UTF-8 in tool arguments; a body over the limit is left for the
+		// SDK to refuse.
+		raw, err := io.ReadAll(io.LimitReader(r.Body, s.cfg.MaxBodyBytes+1))
+		if err != nil {
+			return badRequest("read request body: %v", err)
+		}
+		if int64(len(raw)) <= s.cfg.MaxBodyBytes && !utf8.Valid(raw) {
+			return invalidUTF8(raw)
+		}
+		r.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.MultiReader(bytes.NewReader(raw), r.Body), r.Body}
 	}
 	if r.Header.Get("Authorization") == "" { // single-user mode: authenticate let it through
 		s.mcpHTTP.ServeHTTP(w, r)

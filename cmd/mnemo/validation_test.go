@@ -1,0 +1,36 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestCLI_InvalidTextRefused checks that text that is not valid UTF-8 and
+// ids that cannot name a memory exit 2 naming the field, writing nothing.
+func TestCLI_InvalidTextRefused(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"add content", []string{"add", "--profile", "me", "caf\xe9"}, "content is not valid UTF-8"},
+		{"add session", []string{"add", "--profile", "me", "--session", "\xff", "ok"}, "session is not valid UTF-8"},
+		{"add metadata", []string{"add", "--profile", "me", "--metadata", "{\"k\":\"\xff\"}", "ok"}, "metadata is not valid UTF-8"},
+		{"add id with a slash", []string{"add", "--profile", "me", "--id", "a/b", "ok"}, "must not contain /"},
+		{"add id dot", []string{"add", "--profile", "me", "--id", ".", "ok"}, ". and .."},
+		{"recall query", []string{"recall", "--profile", "me", "caf\xe9"}, "query is not valid UTF-8"},
+		{"recall session", []string{"recall", "--profile", "me", "--session", "\xff", "ok"}, "sessions[0] is not valid UTF-8"},
+		{"get id", []string{"get", "--profile", "me", "\xff"}, "id is not valid UTF-8"},
+		{"delete id", []string{"delete", "--profile", "me", "\xff"}, "id is not valid UTF-8"},
+	} {
+		code, _, errs := c.run("", tc.args...)
+		if code != 2 || !strings.Contains(errs, tc.want) {
+			t.Errorf("%s: exit %d, stderr %q; want exit 2 with %q", tc.name, code, errs, tc.want)
+		}
+	}
+	if out := c.ok("recall", "--profile", "me", "ok", "--json"); strings.Contains(out, `"id"`) {
+		t.Errorf("refused commands wrote something: %s", out)
+	}
+}
