@@ -1,6 +1,8 @@
 package httpapi_test
 
 import (
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 )
@@ -74,5 +76,40 @@ func TestServe_InvalidUTF8Refused(t *testing.T) {
 	r := b.do("POST", "/mcp", b.alice, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"memory_store\",\"arguments\":{\"content\":\"\xff\"}}}")
 	if r.status != 400 || !strings.Contains(r.errMsg(t), "params.arguments.content is not valid UTF-8") {
 		t.Errorf("MCP call with invalid UTF-8: %d %s", r.status, r.body)
+	}
+}
+
+// TestServe_BodyWithoutContentType checks that every route reading a body
+// answers 415 to one sent without a Content-Type, writing nothing.
+func TestServe_BodyWithoutContentType(t *testing.T) {
+	b := setup(t, opts{})
+	id := b.create(b.alice, map[string]any{"content": "a fine memory"})
+	for _, c := range []struct{ method, path, body string }{
+		{"POST", "/v1/memories", `{"content": "no content type"}`},
+		{"PATCH", "/v1/memories/" + id, `{"importance": 1}`},
+		{"POST", "/v1/recall", `{"query": "memory"}`},
+		{"PATCH", "/v1/settings", `{"keywordWeight": 2}`},
+	} {
+		req, err := http.NewRequestWithContext(t.Context(), c.method, b.ts.URL+c.path, strings.NewReader(c.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+b.alice)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != 415 || !strings.Contains(string(body), "Content-Type is missing") {
+			t.Errorf("%s %s without Content-Type: %d %s", c.method, c.path, res.StatusCode, body)
+		}
+	}
+	var set struct{ KeywordWeight float64 }
+	b.must(200, "GET", "/v1/settings", b.alice, nil, &set)
+	var page struct{ Memories []struct{ Importance float64 } }
+	b.must(200, "GET", "/v1/memories", b.alice, nil, &page)
+	if set.KeywordWeight != 1 || len(page.Memories) != 1 || page.Memories[0].Importance != 0.5 {
+		t.Errorf("requests without Content-Type changed something: %+v %+v", set, page)
 	}
 }

@@ -458,15 +458,20 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 // decodeJSON decodes the request body into v, strictly: a JSON content
-// type, one value, no unknown fields. Errors say where the body went wrong.
+// type (a missing one is refused like any other, on every route that reads
+// a body), valid UTF-8, one value, no unknown fields. Errors say where the
+// body went wrong.
 func decodeJSON(r *http.Request, v any) error {
-	if ct := r.Header.Get("Content-Type"); ct != "" {
-		mt, _, _ := strings.Cut(ct, ";")
-		mt = strings.ToLower(strings.TrimSpace(mt))
-		if mt != "application/json" && !strings.HasSuffix(mt, "+json") {
-			return &apiError{status: http.StatusUnsupportedMediaType, code: "unsupported_media_type",
-				msg: fmt.Sprintf("Content-Type %q: send application/json", ct)}
-		}
+	ct := r.Header.Get("Content-Type")
+	if ct == "" {
+		return &apiError{status: http.StatusUnsupportedMediaType, code: "unsupported_media_type",
+			msg: "Content-Type is missing: send Content-Type: application/json"}
+	}
+	mt, _, _ := strings.Cut(ct, ";")
+	mt = strings.ToLower(strings.TrimSpace(mt))
+	if mt != "application/json" && !strings.HasSuffix(mt, "+json") {
+		return &apiError{status: http.StatusUnsupportedMediaType, code: "unsupported_media_type",
+			msg: fmt.Sprintf("Content-Type %q: send application/json", ct)}
 	}
 	raw, err := io.ReadAll(r.Body)
 	if err != nil {
