@@ -107,7 +107,9 @@ func TestServe_BodyWithoutContentType(t *testing.T) {
 	}
 	var set struct{ KeywordWeight float64 }
 	b.must(200, "GET", "/v1/settings", b.alice, nil, &set)
-	var page struct{ Memories []struct{ Importance float64 } }
+	var page struct {
+		Memories []struct{ Importance float64 }
+	}
 	b.must(200, "GET", "/v1/memories", b.alice, nil, &page)
 	if set.KeywordWeight != 1 || len(page.Memories) != 1 || page.Memories[0].Importance != 0.5 {
 		t.Errorf("requests without Content-Type changed something: %+v %+v", set, page)

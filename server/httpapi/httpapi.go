@@ -136,6 +136,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, e: cfg.Engine, log: cfg.Logger, m: newMetrics()}
 	s.mcp = mcpserver.New(cfg.Engine, s.mcpProfile, &mcpserver.Options{Version: cfg.Version,
+		Logger: slog.New(warnOnly{cfg.Logger.Handler()}),
 		OnCall: func(tool string, _ time.Duration, err error) { s.m.mcpCall(tool, err) }})
 	s.mcpHTTP = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp },
 		&mcp.StreamableHTTPOptions{MaxRequestBodyBytes: cfg.MaxBodyBytes, SessionTimeout: 30 * time.Minute, Logger: cfg.Logger})
@@ -186,6 +187,17 @@ func New(cfg Config) (*Server, error) {
 	s.handler = http.NewCrossOriginProtection().Handler(mux)
 	return s, nil
 }
+
+// warnOnly passes on a handler's records of level Warn and above: the MCP
+// SDK logs every session at Info, the tools' internal errors at Error.
+type warnOnly struct{ slog.Handler }
+
+func (h warnOnly) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelWarn && h.Handler.Enabled(ctx, l)
+}
+
+func (h warnOnly) WithAttrs(as []slog.Attr) slog.Handler { return warnOnly{h.Handler.WithAttrs(as)} }
+func (h warnOnly) WithGroup(name string) slog.Handler    { return warnOnly{h.Handler.WithGroup(name)} }
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
@@ -677,7 +689,8 @@ func (s *Server) mcpProfile(ctx context.Context, req *mcp.CallToolRequest) (stri
 	}
 	need, err := s.keysRequired(ctx)
 	if err != nil {
-		return "", err
+		s.log.Error("MCP tool call: check API keys", "err", err)
+		return "", errors.New("internal error (see server log)")
 	}
 	if need {
 		return "", errors.New("an API key is required")
