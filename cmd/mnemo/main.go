@@ -2,7 +2,8 @@
 //
 // It is a thin layer over the mnemo library: it reads flags and environment
 // variables, opens an Engine, and prints results. Exit codes: 0 success,
-// 2 usage or validation error (nothing written), 1 internal error.
+// 2 usage or validation error (nothing written), 1 internal error (a full
+// disk among them, said plainly).
 package main
 
 import (
@@ -15,6 +16,8 @@ import (
 	"sort"
 	"sync"
 	"syscall"
+
+	"github.com/mnemo-dev/mnemo/mnemotype"
 )
 
 // app carries the process's streams and environment so commands are testable
@@ -104,6 +107,10 @@ func exitCode(stderr io.Writer, name string, err error) int {
 	}
 	if errors.Is(err, errHelp) {
 		return 0
+	}
+	if errors.Is(err, mnemotype.ErrStorageFull) {
+		fmt.Fprintf(stderr, "mnemo %s: storage full: nothing was written; free disk space and run the command again (%v)\n", name, err)
+		return 1
 	}
 	fmt.Fprintf(stderr, "mnemo %s: %v\n", name, err)
 	var ue usageError

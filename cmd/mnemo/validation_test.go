@@ -1,8 +1,11 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/mnemo-dev/mnemo/mnemotype"
 )
 
 // TestCLI_InvalidTextRefused checks that text that is not valid UTF-8 and
@@ -32,5 +35,19 @@ func TestCLI_InvalidTextRefused(t *testing.T) {
 	}
 	if out := c.ok("recall", "--profile", "me", "ok", "--json"); strings.Contains(out, `"id"`) {
 		t.Errorf("refused commands wrote something: %s", out)
+	}
+}
+
+// TestExitCode_StorageFull checks that a write refused by a full disk
+// exits 1 with a message saying so and that nothing was written.
+func TestExitCode_StorageFull(t *testing.T) {
+	t.Parallel()
+	var stderr strings.Builder
+	err := fmt.Errorf("insert memories: %w", fmt.Errorf("%w: database or disk is full", mnemotype.ErrStorageFull))
+	if code := exitCode(&stderr, "add", err); code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+	if msg := stderr.String(); !strings.HasPrefix(msg, "mnemo add: storage full: nothing was written; free disk space") {
+		t.Errorf("message %q", msg)
 	}
 }

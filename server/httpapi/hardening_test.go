@@ -1,10 +1,24 @@
 package httpapi_test
 
 import (
+	"bytes"
+	"context"
+	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
+	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+
+	"github.com/mnemo-dev/mnemo"
+	"github.com/mnemo-dev/mnemo/mnemotype"
+	"github.com/mnemo-dev/mnemo/server/httpapi"
+	"github.com/mnemo-dev/mnemo/store"
+	"github.com/mnemo-dev/mnemo/store/sqlitestore"
 )
 
 // TestServe_AllZeroWeightsRefused checks that a recall whose weights would
@@ -115,3 +129,100 @@ func TestServe_BodyWithoutContentType(t *testing.T) {
 		t.Errorf("requests without Content-Type changed something: %+v %+v", set, page)
 	}
 }
+
+// fullStore is the SQLite store answering every write as a full disk does
+// (SQLITE_FULL, mapped to ErrStorageFull) once Full is set.
+type fullStore struct {
+	store.Store
+	Full atomic.Bool
+}
+
+var errDiskFull = fmt.Errorf("%w: database or disk is full (/srv/mnemo/mnemo.db)", mnemotype.ErrStorageFull)
+
+func (f *fullStore) Insert(ctx context.Context, mems []mnemotype.Memory) error {
+	if f.Full.Load() {
+		return fmt.Errorf("insert memories: %w", errDiskFull)
+	}
+	return f.Store.Insert(ctx, mems)
+}
+
+func (f *fullStore) Update(ctx context.Context, p store.UpdateParams) (mnemotype.Memory, error) {
+	if f.Full.Load() {
+		return mnemotype.Memory{}, fmt.Errorf("update memory %s: %w", p.ID, errDiskFull)
+	}
+	return f.Store.Update(ctx, p)
+}
+
+func (f *fullStore) SetSettings(ctx context.Context, profile string, kv map[string]string) error {
+	if f.Full.Load() {
+		return fmt.Errorf("set settings: %w", errDiskFull)
+	}
+	return f.Store.SetSettings(ctx, profile, kv)
+}
+
+// TestServe_StorageFull checks that a write refused by a full disk is a 507
+// with a stable message (the details only in the log), for every route
+// that writes.
+func TestServe_StorageFull(t *testing.T) {
+	t.Parallel()
+	st, err := sqlitestore.Open(t.Context(), filepath.Join(t.TempDir(), "mnemo.db"), sqlitestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := &fullStore{Store: st}
+	e, err := mnemo.Open("", &mnemo.Config{Store: fs, AccessFlushInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	var logs bytes.Buffer
+	var mu sync.Mutex
+	srv, err := httpapi.New(httpapi.Config{Engine: e, Logger: slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return logs.Write(p)
+	}), nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv)
+	t.Cleanup(ts.Close)
+	b := &bundle{t: t, e: e, srv: srv, ts: ts}
+	id := b.create("", map[string]any{"content": "written before the disk filled"})
+	fs.Full.Store(true)
+	for _, c := range []struct {
+		method, path string
+		body         any
+	}{
+		{"POST", "/v1/memories", map[string]any{"content": "one more"}},
+		{"POST", "/v1/memories", map[string]any{"memories": []map[string]any{{"content": "a"}, {"content": "b"}}}},
+		{"PATCH", "/v1/memories/" + id, map[string]any{"importance": 1}},
+		{"PATCH", "/v1/settings", map[string]any{"keywordWeight": 2}},
+	} {
+		r := b.do(c.method, c.path, "", c.body)
+		var eb struct{ Error, Code string }
+		r.json(t, &eb)
+		if r.status != 507 || eb.Code != "storage_full" || eb.Error != "storage full: nothing was written" {
+			t.Errorf("%s %s on a full disk: %d %s", c.method, c.path, r.status, r.body)
+		}
+	}
+	mu.Lock()
+	l := logs.String()
+	mu.Unlock()
+	if !strings.Contains(l, "/srv/mnemo/mnemo.db") {
+		t.Errorf("the log lacks the storage error:\n%s", l)
+	}
+	fs.Full.Store(false)
+	var page struct {
+		Memories []struct{ Importance float64 }
+	}
+	b.must(200, "GET", "/v1/memories", "", nil, &page)
+	if len(page.Memories) != 1 || page.Memories[0].Importance != 0.5 {
+		t.Errorf("memories after the refused writes: %+v", page.Memories)
+	}
+}
+
+// writerFunc adapts a function to io.Writer.
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

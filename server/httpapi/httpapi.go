@@ -421,9 +421,9 @@ type errorBody struct {
 }
 
 // writeError maps err to a status: ErrInvalid 400, ErrNotFound 404 (also
-// for another profile's ids), a body over the limit 413, a closed engine or
-// an expired deadline 503, anything else 500 with the details only in the
-// log.
+// for another profile's ids), a body over the limit 413, a full disk or
+// database 507, a closed engine or an expired deadline 503, anything else
+// 500; the details of 507 and 500 go only to the log.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	var ae *apiError
 	var mbe *http.MaxBytesError
@@ -432,6 +432,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.As(err, &mbe):
 		ae = &apiError{status: http.StatusRequestEntityTooLarge, code: "too_large",
 			msg: fmt.Sprintf("request body is larger than %d bytes", mbe.Limit)}
+	case errors.Is(err, mnemotype.ErrStorageFull):
+		s.log.Error("storage full", "method", r.Method, "path", r.URL.Path, "err", err)
+		ae = &apiError{status: http.StatusInsufficientStorage, code: "storage_full", msg: "storage full: nothing was written"}
 	case errors.Is(err, mnemotype.ErrInvalid):
 		ae = &apiError{status: http.StatusBadRequest, code: "invalid", msg: strings.TrimPrefix(err.Error(), mnemotype.ErrInvalid.Error()+": ")}
 	case errors.Is(err, mnemotype.ErrDimensionMismatch):
