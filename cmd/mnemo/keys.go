@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -25,7 +26,8 @@ func cmdKeys(ctx context.Context, a *app, args []string) error {
 
 An API key authenticates HTTP and MCP requests to mnemo serve
 ("Authorization: Bearer KEY") and binds them to its profile. The key is
-printed once, at creation; only its SHA-256 is stored.`)
+printed once, at creation; only its SHA-256 is stored. Key management never
+loads the embedder (--embedder is accepted and ignored).`)
 		fs.PrintDefaults()
 	}
 	pos, err := parseInterleaved(fs, args)
@@ -55,7 +57,7 @@ printed once, at creation; only its SHA-256 is stored.`)
 			return err
 		}
 	}
-	e, err := ef.open(a)
+	e, err := openKeys(a, ef.db)
 	if err != nil {
 		return err
 	}
@@ -107,6 +109,18 @@ printed once, at creation; only its SHA-256 is stored.`)
 		}
 		return nil
 	}
+}
+
+// openKeys opens the engine for key management, which never embeds: the
+// configured embedder is not loaded, so keys can be managed on a machine
+// without the built-in model or without a remote provider's credentials.
+func openKeys(a *app, db string) (*mnemo.Engine, error) {
+	path, err := a.dbPath(db)
+	if err != nil {
+		return nil, err
+	}
+	log := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	return mnemo.Open(path, &mnemo.Config{Logger: log, AccessFlushInterval: -1})
 }
 
 // keyJSON is a key as `keys list --json` prints it: never the token or

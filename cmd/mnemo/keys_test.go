@@ -68,3 +68,23 @@ func TestKeys_UsageErrors(t *testing.T) {
 		t.Errorf("no key may be created by failed commands: %s", out)
 	}
 }
+
+// TestKeys_WithoutTheModel checks that key management works where the
+// configured embedder cannot load (the built-in model not installed).
+func TestKeys_WithoutTheModel(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	c.env["MNEMO_EMBEDDER"] = "glove" // MNEMO_HOME is empty: no model file
+	if code, _, errs := c.run("", "add", "--profile", "alice", "needs the model"); code == 0 {
+		t.Fatalf("add without the model succeeded; the test's premise is wrong: %s", errs)
+	}
+	out := c.ok("keys", "create", "--profile", "alice", "--json")
+	var k struct{ ID string }
+	if err := json.Unmarshal([]byte(out), &k); err != nil || k.ID == "" {
+		t.Fatalf("create: %s %v", out, err)
+	}
+	if list := c.ok("keys", "list"); !strings.Contains(list, k.ID) {
+		t.Errorf("list:\n%s", list)
+	}
+	c.ok("keys", "revoke", k.ID)
+}
