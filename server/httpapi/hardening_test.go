@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/mnemo-dev/mnemo"
 	"github.com/mnemo-dev/mnemo/mnemotype"
@@ -226,3 +227,112 @@ func TestServe_StorageFull(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// TestServe_MetricsNeedAnAdminKey checks that once keys are required,
+// /metrics (server-wide counts) answers only an admin key — 401 without a
+// key, 403 to a profile key — and that an admin key acts on no profile's
+// memories, over HTTP or MCP; in single-user mode /metrics stays open on
+// loopback.
+func TestServe_MetricsNeedAnAdminKey(t *testing.T) {
+	b := setup(t, opts{})
+	admin, _, err := b.e.CreateAdminKey(t.Context(), "ops")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.create(b.alice, map[string]any{"content": "alice's memory"})
+	b.create(b.bob, map[string]any{"content": "bob's memory"})
+
+	r := b.do("GET", "/metrics", "", nil)
+	if msg := r.errMsg(t); r.status != 401 || !strings.Contains(msg, "keys create --admin") {
+		t.Errorf("/metrics without a key: %d %s", r.status, r.body)
+	}
+	r = b.do("GET", "/metrics", b.alice, nil)
+	if msg := r.errMsg(t); r.status != 403 || !strings.Contains(msg, "admin key") {
+		t.Errorf("/metrics with a profile key: %d %s", r.status, r.body)
+	}
+	r = b.must(200, "GET", "/metrics", admin, nil, nil)
+	if !strings.Contains(string(r.body), "\nmnemo_memories 2\n") || !strings.Contains(string(r.body), "\nmnemo_api_keys 3\n") {
+		t.Errorf("/metrics with the admin key:\n%s", r.body)
+	}
+
+	for _, c := range []struct {
+		method, path string
+		body         any
+	}{
+		{"GET", "/v1/memories", nil},
+		{"POST", "/v1/memories", map[string]any{"content": "written by an admin"}},
+		{"POST", "/v1/recall", map[string]any{"query": "memory"}},
+		{"GET", "/v1/search/lexical?q=memory", nil},
+		{"GET", "/v1/settings", nil},
+		{"PATCH", "/v1/settings", map[string]any{"keywordWeight": 2}},
+		{"POST", "/mcp", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`},
+	} {
+		r := b.do(c.method, c.path, admin, c.body)
+		if msg := r.errMsg(t); r.status != 403 || !strings.Contains(msg, "profile key") {
+			t.Errorf("%s %s with the admin key: %d %s", c.method, c.path, r.status, r.body)
+		}
+	}
+	if n, _ := b.e.Count(t.Context(), ""); n != 0 {
+		t.Errorf("the admin key wrote %d memories", n)
+	}
+
+	t.Run("SingleUser", func(t *testing.T) {
+		single := setup(t, opts{singleUser: true})
+		single.must(200, "GET", "/metrics", "", nil, nil)
+		req, _ := http.NewRequestWithContext(t.Context(), "GET", single.ts.URL+"/metrics", nil)
+		req.Host = "evil.example"
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != 403 {
+			t.Errorf("single-user /metrics for a foreign Host: %d", res.StatusCode)
+		}
+	})
+}
+
+// TestServe_RevokingTheLastKeyKeepsKeysMode checks that a server whose
+// keys are all revoked keeps requiring keys (revoked keys count), unless
+// IgnoreRevokedKeys asks for single-user mode back.
+func TestServe_RevokingTheLastKeyKeepsKeysMode(t *testing.T) {
+	for _, ignore := range []bool{false, true} {
+		t.Run(fmt.Sprintf("IgnoreRevokedKeys=%v", ignore), func(t *testing.T) {
+			b := setup(t, opts{singleUser: true, cfg: func(c *httpapi.Config) { c.IgnoreRevokedKeys = ignore }})
+			_, k, err := b.e.CreateKey(t.Context(), "me", "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			waitStatus(t, b, 401) // the new key is noticed
+			if err := b.e.RevokeKey(t.Context(), k.ID); err != nil {
+				t.Fatal(err)
+			}
+			if ignore {
+				waitStatus(t, b, 200)
+				return
+			}
+			// Longer than the server reuses its answer to "do keys exist?".
+			for end := time.Now().Add(2500 * time.Millisecond); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+				if r := b.do("GET", "/v1/settings", "", nil); r.status != 401 {
+					t.Fatalf("served without a key after the last key was revoked: %d %s", r.status, r.body)
+				}
+			}
+		})
+	}
+}
+
+// waitStatus polls GET /v1/settings without a key until it answers status.
+func waitStatus(t *testing.T, b *bundle, status int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		r := b.do("GET", "/v1/settings", "", nil)
+		if r.status == status {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("GET /v1/settings without a key: %d, want %d", r.status, status)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -6,10 +6,14 @@
 // Tenancy: every request's profile comes from its API key
 // (Authorization: Bearer KEY), never from the body or the query. A key for
 // profile A asking for B's memory gets 404, exactly as for an id that does
-// not exist. While no API key exists (and Config.RequireKeys is false) the
-// server is in single-user mode: requests need no key and act on
+// not exist. While no API key has ever existed (and Config.RequireKeys is
+// false) the server is in single-user mode: requests need no key and act on
 // Config.Profile, and only loopback Host headers are accepted (the caller,
-// `mnemo serve`, also refuses to bind anything but loopback then).
+// `mnemo serve`, also refuses to bind anything but loopback then). Revoked
+// keys are kept, so revoking the last key does not reopen the server.
+//
+// An admin key (mnemo keys create --admin) reads /metrics, which needs one
+// as soon as keys are required; it acts on no profile's memories.
 package httpapi
 
 import (
@@ -64,6 +68,11 @@ type Config struct {
 	// exists (no single-user mode). `mnemo serve` sets it when keys existed
 	// at start or when it listens beyond loopback.
 	RequireKeys bool
+	// IgnoreRevokedKeys lets single-user mode resume while no active key
+	// exists, even if keys existed and were revoked. By default a database
+	// that has ever held a key requires keys for good. `mnemo serve
+	// --single-user` sets it.
+	IgnoreRevokedKeys bool
 	// MaxBodyBytes bounds request bodies; larger ones get 413. Defaults to
 	// DefaultMaxBodyBytes.
 	MaxBodyBytes int64
@@ -105,6 +114,9 @@ type route struct {
 	method, path string
 	// public routes need no API key.
 	public bool
+	// admin routes need an admin key once keys are required; other
+	// routes refuse admin keys.
+	admin bool
 	// stream routes are not wrapped in the handler timeout (MCP streams).
 	stream bool
 	h      handlerFunc
@@ -154,7 +166,7 @@ func New(cfg Config) (*Server, error) {
 		{method: "PATCH", path: "/v1/settings", h: s.patchSettings},
 		{method: "GET", path: "/healthz", public: true, h: s.healthz},
 		{method: "GET", path: "/readyz", public: true, h: s.readyz},
-		{method: "GET", path: "/metrics", public: true, h: s.metrics},
+		{method: "GET", path: "/metrics", admin: true, h: s.metrics},
 		{method: "GET", path: "/openapi.json", public: true, h: s.openapi},
 		{method: "POST", path: "/mcp", stream: true, h: s.serveMCP},
 		{method: "GET", path: "/mcp", stream: true, h: s.serveMCP},
@@ -268,13 +280,16 @@ func (s *Server) wrap(rt route) http.Handler {
 	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		profile := ""
 		if !rt.public {
-			p, err := s.authenticate(r)
+			p, err := s.authenticate(r, rt.admin)
+			if err == nil {
+				err = p.allowed(rt)
+			}
 			if err != nil {
 				s.writeError(w, r, err)
 				return
 			}
-			profile = p
-			r = r.WithContext(context.WithValue(r.Context(), profileKey{}, p))
+			profile = p.profile
+			r = r.WithContext(context.WithValue(r.Context(), profileKey{}, p.profile))
 		}
 		if err := checkURLText(r); err != nil {
 			s.writeError(w, r, err)
@@ -329,41 +344,74 @@ func checkURLText(r *http.Request) error {
 	return nil
 }
 
-// authenticate returns the request's profile: its API key's, or the
-// single-user profile while no key exists.
-func (s *Server) authenticate(r *http.Request) (string, error) {
+// caller is who a request acts as.
+type caller struct {
+	// profile is the profile the request acts on: its key's, or the
+	// single-user profile; "" for an admin key.
+	profile string
+	// admin is set for an admin key.
+	admin bool
+	// singleUser is set in single-user mode (no key).
+	singleUser bool
+}
+
+// allowed refuses an admin key on a route acting on a profile, and a
+// profile key on an admin route.
+func (c caller) allowed(rt route) error {
+	switch {
+	case rt.admin && !c.admin && !c.singleUser:
+		return &apiError{status: http.StatusForbidden, code: "forbidden",
+			msg: "this route needs an admin key, not a profile key (create one with `mnemo keys create --admin`)"}
+	case !rt.admin && c.admin:
+		return &apiError{status: http.StatusForbidden, code: "forbidden",
+			msg: "an admin key acts on no profile's memories: use a profile key (mnemo keys create --profile P)"}
+	}
+	return nil
+}
+
+// authenticate returns who the request acts as: its API key, or the
+// single-user profile while keys are not required. admin says the route
+// needs an admin key, for the message of a missing one.
+func (s *Server) authenticate(r *http.Request, admin bool) (caller, error) {
 	if h := r.Header.Get("Authorization"); h != "" {
 		scheme, token, ok := strings.Cut(strings.TrimSpace(h), " ")
 		if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
-			return "", errUnauthorized("the Authorization header must be \"Bearer KEY\"")
+			return caller{}, errUnauthorized("the Authorization header must be \"Bearer KEY\"")
 		}
 		k, err := s.e.Authenticate(r.Context(), strings.TrimSpace(token))
 		if errors.Is(err, mnemo.ErrUnknownKey) {
-			return "", errUnauthorized("unknown or revoked API key")
+			return caller{}, errUnauthorized("unknown or revoked API key")
 		}
 		if err != nil {
-			return "", err
+			return caller{}, err
 		}
-		return k.Profile, nil
+		if k.Role == mnemo.KeyRoleAdmin {
+			return caller{admin: true}, nil
+		}
+		return caller{profile: k.Profile}, nil
 	}
 	need, err := s.keysRequired(r.Context())
 	if err != nil {
-		return "", err
+		return caller{}, err
+	}
+	if need && admin {
+		return caller{}, errUnauthorized("an admin API key is required: send Authorization: Bearer KEY (create one with `mnemo keys create --admin`)")
 	}
 	if need {
-		return "", errUnauthorized("an API key is required: send Authorization: Bearer KEY (create one with `mnemo keys create --profile P`)")
+		return caller{}, errUnauthorized("an API key is required: send Authorization: Bearer KEY (create one with `mnemo keys create --profile P`)")
 	}
 	if !loopbackHost(r.Host) {
 		// Single-user mode trusts the loopback interface; a foreign Host
 		// header means DNS rebinding or a proxy, both refused.
-		return "", &apiError{status: http.StatusForbidden, code: "forbidden",
+		return caller{}, &apiError{status: http.StatusForbidden, code: "forbidden",
 			msg: fmt.Sprintf("single-user mode serves only loopback hosts, not %q: create an API key to serve others", r.Host)}
 	}
-	return s.cfg.Profile, nil
+	return caller{profile: s.cfg.Profile, singleUser: true}, nil
 }
 
 // keysRequired reports whether requests need an API key: always with
-// RequireKeys, else as soon as any active key exists.
+// RequireKeys, else as soon as any key exists, revoked keys included
+// (active keys only with IgnoreRevokedKeys).
 func (s *Server) keysRequired(ctx context.Context) (bool, error) {
 	if s.cfg.RequireKeys {
 		return true, nil
@@ -373,7 +421,7 @@ func (s *Server) keysRequired(ctx context.Context) (bool, error) {
 	if !s.keyChecked.IsZero() && time.Since(s.keyChecked) < keyCheckInterval {
 		return s.keysExist, nil
 	}
-	ks, err := s.e.Keys(ctx, "", false)
+	ks, err := s.e.Keys(ctx, "", !s.cfg.IgnoreRevokedKeys)
 	if err != nil {
 		return true, err
 	}
@@ -616,13 +664,18 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request, _ string) error 
 	return nil
 }
 
+// metrics serves the Prometheus text: server-wide counts, every profile's
+// together, so the route needs an admin key once keys are required (in
+// single-user mode there is one profile, on loopback).
 func (s *Server) metrics(w http.ResponseWriter, r *http.Request, _ string) error {
 	g := gauges{ready: !s.draining.Load()}
 	profiles := map[string]bool{}
 	if ks, err := s.e.Keys(r.Context(), "", false); err == nil {
 		g.keys = len(ks)
 		for _, k := range ks {
-			profiles[k.Profile] = true
+			if k.Role != mnemo.KeyRoleAdmin {
+				profiles[k.Profile] = true
+			}
 		}
 	}
 	if !s.cfg.RequireKeys {
