@@ -3,7 +3,8 @@
 // It is a thin layer over the mnemo library: it reads flags and environment
 // variables, opens an Engine, and prints results. Exit codes: 0 success,
 // 2 usage or validation error (nothing written), 1 internal error (a full
-// disk among them, said plainly).
+// disk among them, said plainly), 3 for import: some lines were rejected,
+// the others stored.
 package main
 
 import (
@@ -43,6 +44,20 @@ type usageError struct{ err error }
 
 func (e usageError) Error() string { return e.err.Error() }
 func (e usageError) Unwrap() error { return e.err }
+
+// exitError is an error that makes mnemo exit with its own code.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e exitError) Error() string { return e.err.Error() }
+func (e exitError) Unwrap() error { return e.err }
+
+// exitErrorf returns an error that makes mnemo exit with code.
+func exitErrorf(code int, format string, args ...any) error {
+	return exitError{code: code, err: fmt.Errorf(format, args...)}
+}
 
 // usagef returns an error that makes mnemo exit with code 2.
 func usagef(format string, args ...any) error {
@@ -113,6 +128,10 @@ func exitCode(stderr io.Writer, name string, err error) int {
 		return 1
 	}
 	fmt.Fprintf(stderr, "mnemo %s: %v\n", name, err)
+	var ee exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
 	var ue usageError
 	if errors.As(err, &ue) || isInvalid(err) {
 		return 2
