@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mnemo-dev/mnemo/mnemotype"
 	"github.com/mnemo-dev/mnemo/recall"
@@ -93,8 +94,8 @@ type Patch struct {
 // the content changes the memory is embedded again (if the embedder fails,
 // it is kept without an embedding, as Remember does, so a stale vector never
 // describes new text). Returns ErrNotFound if the id is not in the profile
-// and an ErrInvalid error naming the field if p is invalid; nothing is
-// written then.
+// and an ErrInvalid error naming the field if p is invalid (out of range,
+// or text that is not valid UTF-8); nothing is written then.
 func (e *Engine) Update(ctx context.Context, profile, id string, p Patch) (Memory, error) {
 	done, err := e.enter()
 	if err != nil {
@@ -103,6 +104,19 @@ func (e *Engine) Update(ctx context.Context, profile, id string, p Patch) (Memor
 	defer done()
 	if strings.TrimSpace(profile) == "" {
 		return Memory{}, mnemotype.Invalidf("profile is required")
+	}
+	for _, f := range []struct {
+		name string
+		v    *string
+	}{{"content", p.Content}, {"kind", p.Kind}, {"project", p.Project}, {"session", p.Session}} {
+		if f.v != nil {
+			if err := mnemotype.CheckText(f.name, *f.v); err != nil {
+				return Memory{}, err
+			}
+		}
+	}
+	if p.Metadata != nil && !utf8.Valid(*p.Metadata) {
+		return Memory{}, mnemotype.Invalidf("metadata is not valid UTF-8")
 	}
 	up := store.UpdateParams{Profile: profile, ID: id, Content: p.Content, Project: p.Project, Session: p.Session,
 		Importance: p.Importance}
@@ -196,18 +210,44 @@ func HashKey(token string) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// API key roles (APIKey.Role).
+const (
+	// KeyRoleProfile is a profile key's role: it acts on its profile's
+	// memories and settings, and nothing else.
+	KeyRoleProfile = store.RoleProfile
+	// KeyRoleAdmin is an operator's key: it reads server-wide data such
+	// as metrics and acts on no profile's memories.
+	KeyRoleAdmin = store.RoleAdmin
+)
+
 // CreateKey creates an API key bound to profile and returns its token (32
 // random bytes, base64url, after KeyTokenPrefix). Only the token's SHA-256
 // is stored: the token cannot be shown again.
 func (e *Engine) CreateKey(ctx context.Context, profile, name string) (token string, key APIKey, err error) {
+	profile = strings.TrimSpace(profile)
+	if profile == "" {
+		return "", APIKey{}, mnemotype.Invalidf("profile is required")
+	}
+	return e.createKey(ctx, profile, KeyRoleProfile, name)
+}
+
+// CreateAdminKey creates an admin API key (role KeyRoleAdmin, no profile)
+// and returns its token, as CreateKey does.
+func (e *Engine) CreateAdminKey(ctx context.Context, name string) (token string, key APIKey, err error) {
+	return e.createKey(ctx, "", KeyRoleAdmin, name)
+}
+
+func (e *Engine) createKey(ctx context.Context, profile, role, name string) (token string, key APIKey, err error) {
 	done, err := e.enter()
 	if err != nil {
 		return "", APIKey{}, err
 	}
 	defer done()
-	profile = strings.TrimSpace(profile)
-	if profile == "" {
-		return "", APIKey{}, mnemotype.Invalidf("profile is required")
+	if err := mnemotype.CheckText("name", name); err != nil {
+		return "", APIKey{}, err
+	}
+	if err := mnemotype.CheckText("profile", profile); err != nil {
+		return "", APIKey{}, err
 	}
 	var secret [32]byte
 	var idb [8]byte
@@ -218,7 +258,7 @@ func (e *Engine) CreateKey(ctx context.Context, profile, name string) (token str
 		return "", APIKey{}, fmt.Errorf("create key: %w", err)
 	}
 	token = KeyTokenPrefix + base64.RawURLEncoding.EncodeToString(secret[:])
-	key = APIKey{ID: "key_" + hex.EncodeToString(idb[:]), Profile: profile, Name: name, Hash: HashKey(token),
+	key = APIKey{ID: "key_" + hex.EncodeToString(idb[:]), Profile: profile, Role: role, Name: name, Hash: HashKey(token),
 		Prefix: token[:len(KeyTokenPrefix)+6], CreatedAt: time.Now().UTC()}
 	if err := e.st.CreateKey(ctx, key); err != nil {
 		return "", APIKey{}, err
@@ -226,8 +266,9 @@ func (e *Engine) CreateKey(ctx context.Context, profile, name string) (token str
 	return token, key, nil
 }
 
-// Keys lists API keys, oldest first: profile's, or every profile's when
-// profile is "".
+// Keys lists API keys, oldest first: profile's, or every key (admin keys
+// too) when profile is "". Revoked keys are kept, and listed with
+// includeRevoked.
 func (e *Engine) Keys(ctx context.Context, profile string, includeRevoked bool) ([]APIKey, error) {
 	done, err := e.enter()
 	if err != nil {

@@ -390,3 +390,33 @@ func TestEngine_RecallPool(t *testing.T) {
 		t.Errorf("no profile: %v", err)
 	}
 }
+
+func TestEngine_AdminKeys(t *testing.T) {
+	t.Parallel()
+	e := openAdmin(t, nil)
+	ctx := t.Context()
+	tok, k, err := e.CreateAdminKey(ctx, "ops")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k.Role != mnemo.KeyRoleAdmin || k.Profile != "" || k.Name != "ops" || !strings.HasPrefix(tok, mnemo.KeyTokenPrefix) {
+		t.Fatalf("admin key %+v", k)
+	}
+	got, err := e.Authenticate(ctx, tok)
+	if err != nil || got.Role != mnemo.KeyRoleAdmin || got.Profile != "" {
+		t.Fatalf("Authenticate(admin) = %+v, %v", got, err)
+	}
+	_, pk, err := e.CreateKey(ctx, "alice", "")
+	if err != nil || pk.Role != mnemo.KeyRoleProfile {
+		t.Fatalf("profile key %+v, %v", pk, err)
+	}
+	if ks, err := e.Keys(ctx, "", false); err != nil || len(ks) != 2 || ks[0].Role != mnemo.KeyRoleAdmin {
+		t.Errorf("Keys(all) = %+v, %v", ks, err)
+	}
+	if ks, err := e.Keys(ctx, "alice", false); err != nil || len(ks) != 1 {
+		t.Errorf("Keys(alice) lists admin keys: %+v, %v", ks, err)
+	}
+	if _, _, err := e.CreateAdminKey(ctx, "bad \xff name"); !errors.Is(err, mnemo.ErrInvalid) {
+		t.Errorf("a name that is not UTF-8: %v", err)
+	}
+}

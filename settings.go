@@ -314,8 +314,26 @@ func (s Settings) weights() map[string]float64 {
 	}
 }
 
-// options converts s into the pipeline's options.
+// checkWeights refuses settings under which every leg weighs 0: no leg
+// would run and every recall would answer nothing.
+func (s Settings) checkWeights() error {
+	for _, w := range s.weights() {
+		if w != 0 {
+			return nil
+		}
+	}
+	return mnemotype.Invalidf("weights: keywordWeight, semanticWeight, recencyWeight and accessWeight are all 0: " +
+		"at least one must be > 0, or recall finds nothing")
+}
+
+// options converts s into the pipeline's options. It is the last check of
+// every settings change and of every recall's effective settings (stored
+// ones with the request's overrides): a combination each of whose values
+// is valid alone, such as all-zero weights, is refused here.
 func (s Settings) options() (recall.Options, error) {
+	if err := s.checkWeights(); err != nil {
+		return recall.Options{}, err
+	}
 	imp, err := fusion.ParseImportanceMode(s.ImportanceMode)
 	if err != nil {
 		return recall.Options{}, err

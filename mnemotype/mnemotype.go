@@ -12,6 +12,8 @@ import (
 	"math"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Sentinel errors. Store implementations translate driver errors into these at
@@ -127,11 +129,66 @@ func (m *Memory) EmbeddingDim() int { return len(m.Embedding) }
 // MaxContentBytes bounds a memory's content; larger content is rejected.
 const MaxContentBytes = 256 << 10
 
+// MaxIDBytes bounds a memory's id.
+const MaxIDBytes = 256
+
+// CheckID reports an ErrInvalid error naming field unless id can name a
+// memory: 1 to MaxIDBytes bytes of valid UTF-8, printable (letters, marks,
+// numbers, punctuation, symbols and the ASCII space; no control, format or
+// other separator characters), no "/" and not "." or "..", so that every id
+// is one segment of a URL path (/v1/memories/{id}) and reads the same in a
+// terminal.
+func CheckID(field, id string) error {
+	switch {
+	case id == "":
+		return Invalidf("%s is empty", field)
+	case len(id) > MaxIDBytes:
+		return Invalidf("%s is %d bytes: at most %d allowed", field, len(id), MaxIDBytes)
+	case !utf8.ValidString(id):
+		return Invalidf("%s is not valid UTF-8", field)
+	case id == "." || id == "..":
+		return Invalidf("%s %q: . and .. cannot be ids", field, id)
+	case strings.Contains(id, "/"):
+		return Invalidf("%s %q: must not contain /", field, id)
+	}
+	for _, r := range id {
+		if !unicode.IsPrint(r) {
+			return Invalidf("%s %q: must be printable (no control, format or line characters)", field, id)
+		}
+	}
+	return nil
+}
+
+// CheckText reports an ErrInvalid error naming field unless s is valid
+// UTF-8. Text is stored and returned as it was given, never with invalid
+// bytes silently replaced.
+func CheckText(field, s string) error {
+	if !utf8.ValidString(s) {
+		return Invalidf("%s is not valid UTF-8", field)
+	}
+	return nil
+}
+
 // Validate checks the fields a caller sets and returns an ErrInvalid error
-// naming the first offending field.
+// naming the first offending field: the id (see CheckID), text that is not
+// valid UTF-8, and each field's own range.
 func (m *Memory) Validate() error {
 	if strings.TrimSpace(m.Profile) == "" {
 		return Invalidf("profile is required")
+	}
+	if err := CheckID("id", m.ID); err != nil {
+		return err
+	}
+	for _, f := range []struct{ name, v string }{
+		{"profile", m.Profile}, {"content", m.Content}, {"kind", string(m.Kind)}, {"project", m.Project},
+		{"session", m.Session}, {"embedding_model", m.EmbeddingModel},
+	} {
+		if err := CheckText(f.name, f.v); err != nil {
+			return err
+		}
+	}
+	if !utf8.Valid(m.Metadata) {
+		return Invalidf("metadata is not valid UTF-8")
 	}
 	if strings.TrimSpace(m.Content) == "" {
 		return Invalidf("content is empty")

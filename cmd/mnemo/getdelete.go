@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+
+	"github.com/mnemo-dev/mnemo/mnemotype"
 )
 
 func cmdGet(ctx context.Context, a *app, args []string) error {
@@ -20,6 +22,9 @@ func cmdGet(ctx context.Context, a *app, args []string) error {
 	}
 	if len(pos) != 1 {
 		return usagef("usage: mnemo get --profile P ID")
+	}
+	if err := mnemotype.CheckText("id", pos[0]); err != nil {
+		return err
 	}
 	e, err := ef.open(a)
 	if err != nil {
@@ -47,6 +52,11 @@ func cmdDelete(ctx context.Context, a *app, args []string) error {
 	}
 	if len(pos) == 0 {
 		return usagef("usage: mnemo delete --profile P ID...")
+	}
+	for _, id := range pos {
+		if err := mnemotype.CheckText("id", id); err != nil {
+			return err
+		}
 	}
 	e, err := ef.open(a)
 	if err != nil {

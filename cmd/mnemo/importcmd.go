@@ -4,16 +4,24 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
 
 	"github.com/mnemo-dev/mnemo"
+	"github.com/mnemo-dev/mnemo/internal/jsonutf8"
+	"github.com/mnemo-dev/mnemo/mnemotype"
 )
 
 // importBatch is the number of memories per transaction: large enough to
@@ -21,12 +29,35 @@ import (
 // visible.
 const importBatch = 1000
 
+// maxImportLine bounds a line of an import file: six times the content
+// limit, the longest JSON escaping of any content (a control character, or
+// "<" as Go's encoder writes it, takes 6 bytes as \u003c), plus 64 KiB for
+// the other fields. A longer line is rejected without being held in memory.
+const maxImportLine = 6*mnemo.MaxContentBytes + 64<<10
+
+// Reporting bounds: rejected lines are each reported on stderr up to
+// maxLineMessages, and the summary lists up to maxListedLines numbers.
+const (
+	maxLineMessages = 100
+	maxListedLines  = 20
+)
+
+// exitSomeRejected is import's exit code when some lines were rejected and
+// every other line is stored.
+const exitSomeRejected = 3
+
+// importNamespace is the UUID namespace of the ids import derives for
+// lines without one (see importer.lineID).
+var importNamespace = uuid.MustParse("7a0f3c52-4c1e-4b8e-9d2a-6a1f0e5b9c31")
+
 // knownImportFields are mapped onto memory fields; any other field of a line
 // is kept in the memory's metadata.
 var knownImportFields = map[string]bool{
 	"id": true, "text": true, "content": true, "profile": true, "project": true, "session": true, "kind": true,
 	"importance": true, "created_at": true, "timestamp": true, "metadata": true,
 }
+
+const importUsage = "usage: mnemo import FILE.jsonl [--profile P] [--session-field NAME] [--strict]"
 
 func cmdImport(ctx context.Context, a *app, args []string) error {
 	fs := newFlags(a, "import")
@@ -36,8 +67,22 @@ func cmdImport(ctx context.Context, a *app, args []string) error {
 	sessionField := fs.String("session-field", "", "take each memory's session from this field (e.g. conversation)")
 	strict := fs.Bool("strict", false, "abort on the first bad line, writing nothing")
 	fs.Usage = func() {
-		fmt.Fprintln(a.stderr, "usage: mnemo import FILE.jsonl [--profile P] [--session-field NAME] [--strict]\n"+
-			"lines: {id?, text|content, profile?, project?, session?, kind?, importance?, created_at|timestamp?, metadata?}; FILE - reads stdin")
+		fmt.Fprintf(a.stderr, `%s
+
+Lines: {id?, text|content, profile?, project?, session?, kind?, importance?,
+created_at|timestamp?, metadata?}, other fields kept in metadata; FILE - reads
+stdin. A line is at most %d bytes.
+
+A bad line (malformed, invalid, too long) is reported with its number and
+skipped; --strict aborts at the first one with nothing written. A line
+without an id gets one derived from its profile, its bytes and how many
+identical lines precede it, so running the same file again (after a crash)
+stores only what is missing: ids already stored are counted, not rejected.
+
+Exit codes: 0 every line stored (now or before), %d some lines rejected and
+the others stored, 2 nothing written (usage error, --strict with a bad line,
+or every line bad), 1 internal error.
+`, importUsage, maxImportLine, exitSomeRejected)
 		fs.PrintDefaults()
 	}
 	pos, err := parseInterleaved(fs, args)
@@ -45,7 +90,7 @@ func cmdImport(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	if len(pos) != 1 {
-		return usagef("usage: mnemo import FILE.jsonl [--profile P] [--session-field NAME] [--strict]")
+		return usagef("%s", importUsage)
 	}
 	var r io.Reader = a.stdin
 	var size int64
@@ -65,25 +110,29 @@ func cmdImport(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	im := &importer{a: a, e: e, profile: *profile, sessionField: *sessionField, strict: *strict,
-		progress: newProgress(a.stderr, size)}
+		progress: newProgress(a.stderr, size), occurrences: map[[sha256.Size]byte]int{}, ids: map[string]int{}}
 	ierr := im.run(ctx, r)
 	cerr := e.Close()
 	im.progress.done()
 	if ierr != nil {
+		if im.stored > 0 {
+			ierr = fmt.Errorf("%w (%d memories were stored before; run the same command again to import the rest: "+
+				"lines already stored are skipped)", ierr, im.stored)
+		}
 		return ierr
 	}
 	if cerr != nil {
 		return cerr
 	}
-	fmt.Fprintf(a.stdout, "imported %d memories", im.imported)
-	if im.skipped > 0 {
-		fmt.Fprintf(a.stdout, ", skipped %d bad lines", im.skipped)
+	fmt.Fprintln(a.stdout, im.summary())
+	switch {
+	case len(im.rejected) == 0:
+		return nil
+	case im.stored+im.already == 0:
+		return usagef("every line was rejected (see above): nothing was written")
+	default:
+		return exitErrorf(exitSomeRejected, "%d lines were rejected (see above); the other lines are stored", len(im.rejected))
 	}
-	fmt.Fprintln(a.stdout)
-	if im.skipped > 0 {
-		return usagef("%d lines were skipped (see above)", im.skipped)
-	}
-	return nil
 }
 
 type importer struct {
@@ -94,7 +143,13 @@ type importer struct {
 	strict       bool
 	progress     *progress
 
-	imported, skipped int
+	// occurrences counts, per hash of (profile, line), the lines without
+	// an id seen so far; ids maps each explicit "profile\x00id" to its line.
+	occurrences map[[sha256.Size]byte]int
+	ids         map[string]int
+
+	stored, already int
+	rejected        []int // line numbers
 }
 
 type pending struct {
@@ -102,26 +157,53 @@ type pending struct {
 	in   mnemo.Input
 }
 
+// summary is the run's one-line report.
+func (im *importer) summary() string {
+	s := fmt.Sprintf("imported %d memories, %d already stored, %d lines rejected", im.stored, im.already, len(im.rejected))
+	if len(im.rejected) > 0 {
+		slices.Sort(im.rejected) // a batch's invalid lines are found after the malformed ones
+		nums := make([]string, 0, maxListedLines)
+		for _, n := range im.rejected[:min(len(im.rejected), maxListedLines)] {
+			nums = append(nums, strconv.Itoa(n))
+		}
+		more := ""
+		if len(im.rejected) > maxListedLines {
+			more = ", …"
+		}
+		s += fmt.Sprintf(" (lines %s%s)", strings.Join(nums, ", "), more)
+	}
+	return s
+}
+
 func (im *importer) run(ctx context.Context, r io.Reader) error {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 2*mnemo.MaxContentBytes+64<<10)
+	lr := newLineReader(r, maxImportLine)
 	var batch []pending
 	var all []pending // strict mode: everything goes in one transaction
-	line := 0
-	var read int64
-	for sc.Scan() {
-		line++
-		read += int64(len(sc.Bytes())) + 1
-		raw := bytes.TrimSpace(sc.Bytes())
-		if len(raw) == 0 {
-			continue
+	for {
+		raw, err := lr.next()
+		if errors.Is(err, io.EOF) {
+			break
 		}
-		in, err := im.parse(raw)
+		var tooLong *lineTooLongError
+		switch {
+		case errors.As(err, &tooLong):
+		case err != nil:
+			return fmt.Errorf("read input: %w", err)
+		}
+		line := lr.line
+		var in mnemo.Input
+		if tooLong == nil {
+			raw = bytes.TrimSpace(raw)
+			if len(raw) == 0 {
+				continue
+			}
+			in, err = im.parse(raw, line)
+		}
 		if err != nil {
 			if im.strict {
 				return usagef("line %d: %v (nothing was written)", line, err)
 			}
-			im.skip(line, err)
+			im.reject(line, err)
 			continue
 		}
 		if im.strict {
@@ -134,30 +216,54 @@ func (im *importer) run(ctx context.Context, r io.Reader) error {
 				return err
 			}
 			batch = batch[:0]
-			im.progress.update(read, im.imported)
+			im.progress.update(lr.read, im.stored+im.already)
 		}
-	}
-	if err := sc.Err(); err != nil {
-		if errors.Is(err, bufio.ErrTooLong) {
-			return usagef("line %d: longer than %d bytes", line+1, 2*mnemo.MaxContentBytes+64<<10)
-		}
-		return fmt.Errorf("read input: %w", err)
 	}
 	if im.strict {
-		ins := make([]mnemo.Input, len(all))
-		for i, p := range all {
-			ins[i] = p.in
-		}
-		if _, err := im.e.RememberBatch(ctx, ins); err != nil {
-			return fmt.Errorf("%w (nothing was written)", lineErr(err, all))
-		}
-		im.imported = len(all)
-		return nil
+		return im.flushStrict(ctx, all)
 	}
 	if err := im.flush(ctx, batch); err != nil {
 		return err
 	}
-	im.progress.update(read, im.imported)
+	im.progress.update(lr.read, im.stored+im.already)
+	return nil
+}
+
+// fresh returns the lines of batch whose ids are not stored yet, counting
+// the others as already stored.
+func (im *importer) fresh(ctx context.Context, batch []pending) ([]pending, error) {
+	out := batch[:0:0]
+	for _, p := range batch {
+		_, err := im.e.Get(ctx, p.in.Profile, p.in.ID)
+		switch {
+		case err == nil:
+			im.already++
+		case errors.Is(err, mnemo.ErrNotFound):
+			out = append(out, p)
+		default:
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// flushStrict writes every line in one transaction, or nothing.
+func (im *importer) flushStrict(ctx context.Context, all []pending) error {
+	all, err := im.fresh(ctx, all)
+	if err != nil {
+		return err
+	}
+	if len(all) == 0 {
+		return nil
+	}
+	ins := make([]mnemo.Input, len(all))
+	for i, p := range all {
+		ins[i] = p.in
+	}
+	if _, err := im.e.RememberBatch(ctx, ins); err != nil {
+		return fmt.Errorf("%w (nothing was written)", lineErr(err, all))
+	}
+	im.stored = len(all)
 	return nil
 }
 
@@ -170,46 +276,79 @@ func lineErr(err error, batch []pending) error {
 	return err
 }
 
-// flush writes a batch in one transaction. If the batch is rejected (e.g.
-// an id already stored), it is retried line by line so only the bad lines
-// are skipped.
+// flush writes the lines of batch not stored yet in one transaction. If
+// the batch is rejected (an invalid line, or an id stored meanwhile by
+// another process), it is retried line by line so only the bad lines are
+// rejected.
 func (im *importer) flush(ctx context.Context, batch []pending) error {
-	if len(batch) == 0 {
-		return nil
+	batch, err := im.fresh(ctx, batch)
+	if err != nil || len(batch) == 0 {
+		return err
 	}
 	ins := make([]mnemo.Input, len(batch))
 	for i, p := range batch {
 		ins[i] = p.in
 	}
-	_, err := im.e.RememberBatch(ctx, ins)
+	_, err = im.e.RememberBatch(ctx, ins)
 	if err == nil {
-		im.imported += len(batch)
+		im.stored += len(batch)
 		return nil
 	}
 	if !errors.Is(err, mnemo.ErrInvalid) && !errors.Is(err, mnemo.ErrDimensionMismatch) {
 		return err
 	}
 	for _, p := range batch {
-		if _, err := im.e.Remember(ctx, p.in); err != nil {
-			if !errors.Is(err, mnemo.ErrInvalid) && !errors.Is(err, mnemo.ErrDimensionMismatch) {
-				return err
-			}
-			im.skip(p.line, err)
-			continue
+		_, err := im.e.Remember(ctx, p.in)
+		switch {
+		case err == nil:
+			im.stored++
+		case errors.Is(err, mnemotype.ErrExists):
+			im.already++
+		case errors.Is(err, mnemo.ErrInvalid), errors.Is(err, mnemo.ErrDimensionMismatch):
+			im.reject(p.line, err)
+		default:
+			return err
 		}
-		im.imported++
 	}
 	return nil
 }
 
-func (im *importer) skip(line int, err error) {
-	im.skipped++
+func (im *importer) reject(line int, err error) {
+	im.rejected = append(im.rejected, line)
+	if len(im.rejected) > maxLineMessages {
+		return
+	}
 	im.progress.clear()
-	fmt.Fprintf(im.a.stderr, "line %d: skipped: %v\n", line, err)
+	msg := strings.TrimPrefix(err.Error(), mnemo.ErrInvalid.Error()+": ")
+	fmt.Fprintf(im.a.stderr, "line %d: rejected: %s\n", line, msg)
+	if len(im.rejected) == maxLineMessages {
+		fmt.Fprintln(im.a.stderr, "(further rejected lines are counted, not shown)")
+	}
 }
 
-// parse turns one JSON line into an Input.
-func (im *importer) parse(raw []byte) (mnemo.Input, error) {
+// lineID derives the id of a line without one from its profile, its bytes
+// and its occurrence among identical lines, so that every run over the
+// same file gives each line the same id.
+func (im *importer) lineID(profile string, raw []byte) string {
+	h := sha256.New()
+	h.Write([]byte(profile))
+	h.Write([]byte{0})
+	h.Write(raw)
+	var key [sha256.Size]byte
+	h.Sum(key[:0])
+	im.occurrences[key]++
+	return uuid.NewSHA1(importNamespace, fmt.Appendf(key[:], "#%d", im.occurrences[key])).String()
+}
+
+// parse turns one JSON line into an Input with its id.
+func (im *importer) parse(raw []byte, line int) (mnemo.Input, error) {
+	if !utf8.Valid(raw) {
+		field, off := jsonutf8.FirstInvalid(raw)
+		if field == "" {
+			return mnemo.Input{}, fmt.Errorf("not valid UTF-8 (at byte %d)", off)
+		}
+		return mnemo.Input{}, fmt.Errorf("field %s is not valid UTF-8", field)
+	}
 	var obj map[string]json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
@@ -254,9 +393,10 @@ func (im *importer) parse(raw []byte) (mnemo.Input, error) {
 		}
 	}
 	in.Kind = str("kind")
+	tsField := "created_at"
 	ts := str("created_at")
 	if ts == "" {
-		ts = str("timestamp")
+		tsField, ts = "timestamp", str("timestamp")
 	}
 	if err != nil {
 		return in, err
@@ -278,7 +418,7 @@ func (im *importer) parse(raw []byte) (mnemo.Input, error) {
 		in.Importance = &f
 	}
 	if ts != "" {
-		t, err := parseTime(ts)
+		t, err := parseTime(tsField, ts)
 		if err != nil {
 			return in, err
 		}
@@ -304,22 +444,106 @@ func (im *importer) parse(raw []byte) (mnemo.Input, error) {
 		}
 		in.Metadata = b
 	}
+	if in.ID == "" {
+		in.ID = im.lineID(in.Profile, raw)
+		return in, nil
+	}
+	in.ID = strings.TrimSpace(in.ID)
+	if err := mnemotype.CheckID("field id", in.ID); err != nil {
+		return in, err
+	}
+	key := in.Profile + "\x00" + in.ID
+	if prev, dup := im.ids[key]; dup {
+		return in, fmt.Errorf("id %q repeats line %d", in.ID, prev)
+	}
+	im.ids[key] = line
 	return in, nil
 }
 
-// parseTime accepts RFC 3339, RFC 3339 without a zone (taken as UTC), a
-// date, or Unix seconds.
-func parseTime(s string) (time.Time, error) {
+// Unix seconds of the first and last instants of years 0001–9999.
+const (
+	minUnixSeconds = -62135596800
+	maxUnixSeconds = 253402300799
+)
+
+// parseTime parses the timestamp field named field: RFC 3339, RFC 3339
+// without a zone (taken as UTC), a date, or Unix seconds; in years
+// 0001–9999.
+func parseTime(field, s string) (time.Time, error) {
 	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999", "2006-01-02 15:04:05", "2006-01-02"} {
 		if t, err := time.Parse(layout, s); err == nil {
-			return t.UTC(), nil
+			return t.UTC(), mnemotype.CheckTime("field "+field, t)
 		}
 	}
-	if f, err := strconv.ParseFloat(s, 64); err == nil {
-		sec := int64(f)
-		return time.Unix(sec, int64((f-float64(sec))*1e9)).UTC(), nil
+	if f, err := strconv.ParseFloat(s, 64); err == nil || errors.Is(err, strconv.ErrRange) {
+		if math.IsNaN(f) || math.IsInf(f, 0) || f < minUnixSeconds || f >= maxUnixSeconds+1 {
+			return time.Time{}, mnemotype.Invalidf("field %s = %s: Unix seconds must be a finite number in [%d, %d] (years %04d-%04d)",
+				field, s, int64(minUnixSeconds), int64(maxUnixSeconds), mnemotype.MinYear, mnemotype.MaxYear)
+		}
+		sec := math.Floor(f)
+		return time.Unix(int64(sec), int64((f-sec)*1e9)).UTC(), nil
 	}
-	return time.Time{}, fmt.Errorf("timestamp %q: must be RFC 3339 (2023-05-08T13:56:00Z) or Unix seconds", s)
+	return time.Time{}, fmt.Errorf("field %s = %q: must be RFC 3339 (2023-05-08T13:56:00Z) or Unix seconds", field, s)
+}
+
+// lineTooLongError reports a line longer than the reader's limit; the
+// line was skipped.
+type lineTooLongError struct{ limit int }
+
+func (e *lineTooLongError) Error() string {
+	return fmt.Sprintf("longer than %d bytes (a memory's content is at most %d bytes)", e.limit, mnemo.MaxContentBytes)
+}
+
+// lineReader reads newline-terminated lines of at most max bytes; a longer
+// line is skipped, never held whole in memory.
+type lineReader struct {
+	r    *bufio.Reader
+	max  int
+	buf  []byte
+	line int   // the number of the line last returned
+	read int64 // bytes read
+}
+
+func newLineReader(r io.Reader, max int) *lineReader {
+	return &lineReader{r: bufio.NewReaderSize(r, 64<<10), max: max}
+}
+
+// next returns the next line without its newline, a *lineTooLongError for
+// a line over the limit (skipped), or io.EOF after the last line. The
+// returned bytes are valid until the next call.
+func (lr *lineReader) next() ([]byte, error) {
+	lr.buf = lr.buf[:0]
+	tooLong := false
+	for {
+		chunk, err := lr.r.ReadSlice('\n')
+		lr.read += int64(len(chunk))
+		if !tooLong {
+			n := len(lr.buf) + len(chunk)
+			if bytes.HasSuffix(chunk, []byte("\n")) {
+				n--
+			}
+			if n > lr.max {
+				tooLong, lr.buf = true, lr.buf[:0]
+			} else {
+				lr.buf = append(lr.buf, chunk...)
+			}
+		}
+		switch {
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case errors.Is(err, io.EOF):
+			if len(chunk) == 0 && len(lr.buf) == 0 && !tooLong {
+				return nil, io.EOF
+			}
+		case err != nil:
+			return nil, err
+		}
+		lr.line++
+		if tooLong {
+			return nil, &lineTooLongError{limit: lr.max}
+		}
+		return bytes.TrimSuffix(lr.buf, []byte("\n")), nil
+	}
 }
 
 // progress draws a one-line progress bar on a terminal; elsewhere it is

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
+	"log/slog"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -17,15 +19,20 @@ func cmdKeys(ctx context.Context, a *app, args []string) error {
 	profile := fs.String("profile", a.getenv("MNEMO_PROFILE"), "create: the profile the key is bound to (required); list: only this profile's keys (default $MNEMO_PROFILE)")
 	name := fs.String("name", "", "create: a label for the key (e.g. the machine it is for)")
 	all := fs.Bool("all", false, "list: include revoked keys")
+	admin := fs.Bool("admin", false, "create: an admin key, for /metrics; it acts on no profile's memories")
 	asJSON := fs.Bool("json", false, "print JSON")
 	fs.Usage = func() {
 		fmt.Fprintln(a.stderr, `usage: mnemo keys create --profile P [--name N] [--json]
+       mnemo keys create --admin [--name N] [--json]
        mnemo keys list [--profile P] [--all] [--json]
        mnemo keys revoke ID...
 
 An API key authenticates HTTP and MCP requests to mnemo serve
-("Authorization: Bearer KEY") and binds them to its profile. The key is
-printed once, at creation; only its SHA-256 is stored.`)
+("Authorization: Bearer KEY") and binds them to its profile. An admin key
+(--admin) reads /metrics and acts on no profile. The key is printed once,
+at creation; only its SHA-256 is stored. Revoked keys are kept: once a key
+has existed, mnemo serve requires keys (see mnemo serve --single-user). Key management never
+loads the embedder (--embedder is accepted and ignored).`)
 		fs.PrintDefaults()
 	}
 	pos, err := parseInterleaved(fs, args)
@@ -50,27 +57,47 @@ printed once, at creation; only its SHA-256 is stored.`)
 		fs.Usage()
 		return usagef("unknown keys command %q: want create, list or revoke", verb)
 	}
-	if verb == "create" {
+	if *admin && verb != "create" {
+		return usagef("--admin is for keys create")
+	}
+	if verb == "create" && *admin {
+		// $MNEMO_PROFILE is ignored; an explicit --profile is a mistake.
+		profileFlag := false
+		fs.Visit(func(f *flag.Flag) { profileFlag = profileFlag || f.Name == "profile" })
+		if profileFlag {
+			return usagef("--admin and --profile exclude each other: an admin key acts on no profile")
+		}
+	} else if verb == "create" {
 		if err := requireProfile(*profile); err != nil {
 			return err
 		}
 	}
-	e, err := ef.open(a)
+	e, err := openKeys(a, ef.db)
 	if err != nil {
 		return err
 	}
 	defer e.Close()
 	switch verb {
 	case "create":
-		token, k, err := e.CreateKey(ctx, *profile, *name)
+		var token string
+		var k mnemo.APIKey
+		if *admin {
+			token, k, err = e.CreateAdminKey(ctx, *name)
+		} else {
+			token, k, err = e.CreateKey(ctx, *profile, *name)
+		}
 		if err != nil {
 			return err
 		}
 		if *asJSON {
-			return writeJSON(a, map[string]string{"key": token, "id": k.ID, "profile": k.Profile})
+			return writeJSON(a, map[string]string{"key": token, "id": k.ID, "profile": k.Profile, "role": roleName(k.Role)})
 		}
 		fmt.Fprintln(a.stdout, token)
-		fmt.Fprintf(a.stderr, "created key %s for profile %q: store it now, it is not shown again\n", k.ID, k.Profile)
+		if *admin {
+			fmt.Fprintf(a.stderr, "created admin key %s: store it now, it is not shown again\n", k.ID)
+		} else {
+			fmt.Fprintf(a.stderr, "created key %s for profile %q: store it now, it is not shown again\n", k.ID, k.Profile)
+		}
 		return nil
 	case "list":
 		ks, err := e.Keys(ctx, *profile, *all)
@@ -89,13 +116,17 @@ printed once, at creation; only its SHA-256 is stored.`)
 			return nil
 		}
 		tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tPROFILE\tNAME\tPREFIX\tCREATED\tREVOKED")
+		fmt.Fprintln(tw, "ID\tROLE\tPROFILE\tNAME\tPREFIX\tCREATED\tREVOKED")
 		for _, k := range ks {
 			revoked := "-"
 			if !k.RevokedAt.IsZero() {
 				revoked = k.RevokedAt.Format(time.RFC3339)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s…\t%s\t%s\n", k.ID, k.Profile, k.Name, k.Prefix, k.CreatedAt.Format(time.RFC3339), revoked)
+			profile := k.Profile
+			if profile == "" {
+				profile = "-"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s…\t%s\t%s\n", k.ID, roleName(k.Role), profile, k.Name, k.Prefix, k.CreatedAt.Format(time.RFC3339), revoked)
 		}
 		return tw.Flush()
 	default: // revoke
@@ -109,10 +140,31 @@ printed once, at creation; only its SHA-256 is stored.`)
 	}
 }
 
+// openKeys opens the engine for key management, which never embeds: the
+// configured embedder is not loaded, so keys can be managed on a machine
+// without the built-in model or without a remote provider's credentials.
+func openKeys(a *app, db string) (*mnemo.Engine, error) {
+	path, err := a.dbPath(db)
+	if err != nil {
+		return nil, err
+	}
+	log := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	return mnemo.Open(path, &mnemo.Config{Logger: log, AccessFlushInterval: -1})
+}
+
+// roleName names a key's role as the CLI shows it: "profile" or "admin".
+func roleName(role string) string {
+	if role == mnemo.KeyRoleAdmin {
+		return "admin"
+	}
+	return "profile"
+}
+
 // keyJSON is a key as `keys list --json` prints it: never the token or
 // its hash.
 type keyJSON struct {
 	ID        string     `json:"id"`
+	Role      string     `json:"role"`
 	Profile   string     `json:"profile"`
 	Name      string     `json:"name,omitempty"`
 	Prefix    string     `json:"prefix"`
@@ -121,7 +173,7 @@ type keyJSON struct {
 }
 
 func toKeyJSON(k mnemo.APIKey) keyJSON {
-	out := keyJSON{ID: k.ID, Profile: k.Profile, Name: k.Name, Prefix: k.Prefix, CreatedAt: k.CreatedAt}
+	out := keyJSON{ID: k.ID, Role: roleName(k.Role), Profile: k.Profile, Name: k.Name, Prefix: k.Prefix, CreatedAt: k.CreatedAt}
 	if !k.RevokedAt.IsZero() {
 		r := k.RevokedAt
 		out.RevokedAt = &r

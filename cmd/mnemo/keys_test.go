@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -66,5 +67,59 @@ func TestKeys_UsageErrors(t *testing.T) {
 	}
 	if out := c.ok("keys", "list", "--json"); strings.TrimSpace(out) != "[]" {
 		t.Errorf("no key may be created by failed commands: %s", out)
+	}
+}
+
+// TestKeys_WithoutTheModel checks that key management works where the
+// configured embedder cannot load (the built-in model not installed).
+func TestKeys_WithoutTheModel(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	c.env["MNEMO_EMBEDDER"] = "glove" // MNEMO_HOME is empty: no model file
+	if code, _, errs := c.run("", "add", "--profile", "alice", "needs the model"); code == 0 {
+		t.Fatalf("add without the model succeeded; the test's premise is wrong: %s", errs)
+	}
+	out := c.ok("keys", "create", "--profile", "alice", "--json")
+	var k struct{ ID string }
+	if err := json.Unmarshal([]byte(out), &k); err != nil || k.ID == "" {
+		t.Fatalf("create: %s %v", out, err)
+	}
+	if list := c.ok("keys", "list"); !strings.Contains(list, k.ID) {
+		t.Errorf("list:\n%s", list)
+	}
+	c.ok("keys", "revoke", k.ID)
+}
+
+// TestKeys_Admin checks keys create --admin and the role in keys list.
+func TestKeys_Admin(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	c.env["MNEMO_PROFILE"] = "ignored-by-admin"
+	var created struct{ Key, ID, Profile, Role string }
+	if err := json.Unmarshal([]byte(c.ok("keys", "create", "--admin", "--name", "ops", "--json")), &created); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(created.Key, "mnemo_") || created.Role != "admin" || created.Profile != "" {
+		t.Fatalf("create --admin --json = %+v", created)
+	}
+	delete(c.env, "MNEMO_PROFILE")
+	c.ok("keys", "create", "--profile", "alice")
+	list := c.ok("keys", "list")
+	if !strings.Contains(list, "ROLE") || !regexp.MustCompile(created.ID+`\s+admin\s+-\s+ops`).MatchString(list) ||
+		!regexp.MustCompile(`\s+profile\s+alice\s+`).MatchString(list) {
+		t.Errorf("list:\n%s", list)
+	}
+	var ks []struct{ ID, Role, Profile string }
+	if err := json.Unmarshal([]byte(c.ok("keys", "list", "--json")), &ks); err != nil || len(ks) != 2 ||
+		ks[0].Role != "admin" || ks[1].Role != "profile" {
+		t.Errorf("list --json = %+v, %v", ks, err)
+	}
+	for _, args := range [][]string{
+		{"keys", "create", "--admin", "--profile", "alice"},
+		{"keys", "list", "--admin"},
+	} {
+		if code, _, stderr := c.run("", args...); code != 2 {
+			t.Errorf("%v: exit %d: %s", args, code, stderr)
+		}
 	}
 }

@@ -2,7 +2,9 @@
 //
 // It is a thin layer over the mnemo library: it reads flags and environment
 // variables, opens an Engine, and prints results. Exit codes: 0 success,
-// 2 usage or validation error (nothing written), 1 internal error.
+// 2 usage or validation error (nothing written), 1 internal error (a full
+// disk among them, said plainly), 3 for import: some lines were rejected,
+// the others stored.
 package main
 
 import (
@@ -15,6 +17,8 @@ import (
 	"sort"
 	"sync"
 	"syscall"
+
+	"github.com/mnemo-dev/mnemo/mnemotype"
 )
 
 // app carries the process's streams and environment so commands are testable
@@ -40,6 +44,20 @@ type usageError struct{ err error }
 
 func (e usageError) Error() string { return e.err.Error() }
 func (e usageError) Unwrap() error { return e.err }
+
+// exitError is an error that makes mnemo exit with its own code.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e exitError) Error() string { return e.err.Error() }
+func (e exitError) Unwrap() error { return e.err }
+
+// exitErrorf returns an error that makes mnemo exit with code.
+func exitErrorf(code int, format string, args ...any) error {
+	return exitError{code: code, err: fmt.Errorf(format, args...)}
+}
 
 // usagef returns an error that makes mnemo exit with code 2.
 func usagef(format string, args ...any) error {
@@ -105,7 +123,15 @@ func exitCode(stderr io.Writer, name string, err error) int {
 	if errors.Is(err, errHelp) {
 		return 0
 	}
+	if errors.Is(err, mnemotype.ErrStorageFull) {
+		fmt.Fprintf(stderr, "mnemo %s: storage full: nothing was written; free disk space and run the command again (%v)\n", name, err)
+		return 1
+	}
 	fmt.Fprintf(stderr, "mnemo %s: %v\n", name, err)
+	var ee exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
 	var ue usageError
 	if errors.As(err, &ue) || isInvalid(err) {
 		return 2

@@ -210,15 +210,15 @@ func TestCLI_Import(t *testing.T) {
 	}
 
 	code, out, errs := c.run("", "import", file, "--profile", "me", "--session-field", "conversation")
-	if code != 2 {
-		t.Fatalf("import with bad lines should exit 2, got %d: %s", code, errs)
+	if code != 3 {
+		t.Fatalf("import with bad lines should exit 3, got %d: %s", code, errs)
 	}
 	for _, want := range []string{"line 3:", "line 4:", "line 5:", "line 7:", "line 8:"} {
 		if !strings.Contains(errs, want) {
 			t.Errorf("stderr does not report %q:\n%s", want, errs)
 		}
 	}
-	if !strings.Contains(out, "imported 3 memories, skipped 5") {
+	if !strings.Contains(out, "imported 3 memories, 0 already stored, 5 lines rejected (lines 3, 4, 5, 7, 8)") {
 		t.Fatalf("summary: %q", out)
 	}
 	var m mnemo.Memory

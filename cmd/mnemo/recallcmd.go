@@ -121,6 +121,9 @@ func cmdRecall(ctx context.Context, a *app, args []string) error {
 		}
 		q.Kinds = append(q.Kinds, kd)
 	}
+	if err := q.Validate(); err != nil {
+		return err
+	}
 	e, err := ef.open(a)
 	if err != nil {
 		return err

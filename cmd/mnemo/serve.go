@@ -49,15 +49,19 @@ func cmdServe(ctx context.Context, a *app, args []string) error {
 	idleTimeout := fs.Duration("idle-timeout", 2*time.Minute, "how long an idle keep-alive connection stays open")
 	shutdownTimeout := fs.Duration("shutdown-timeout", defaultShutdownTimeout, "on SIGINT/SIGTERM, how long to wait for requests in flight")
 	requireKeys := fs.Bool("require-keys", false, "refuse requests without an API key even while none exists")
+	singleUser := fs.Bool("single-user", false, "serve without keys (loopback only) while no active API key exists, even if keys existed and were revoked")
 	accessLog := fs.Bool("access-log", false, "log every request to stderr")
 	reembedEvery := fs.Duration("reembed-every", defaultReembedEvery, "how often to embed memories stored without an embedding (the embedder was failing); 0 never")
 	fs.Usage = func() {
-		fmt.Fprintln(a.stderr, `usage: mnemo serve [--addr 127.0.0.1:7077] [--profile P] [--max-body 1MiB] [--require-keys] [--access-log]
+		fmt.Fprintln(a.stderr, `usage: mnemo serve [--addr 127.0.0.1:7077] [--profile P] [--max-body 1MiB] [--require-keys | --single-user] [--access-log]
 
 Serves the HTTP API (/v1/...), /metrics, /openapi.json and MCP at /mcp.
-Requests authenticate with "Authorization: Bearer KEY" (mnemo keys create).
-While no API key exists, serve runs in single-user mode on --profile and
-binds only loopback addresses.`)
+Requests authenticate with "Authorization: Bearer KEY" (mnemo keys create);
+/metrics needs an admin key (mnemo keys create --admin).
+While no API key has ever existed, serve runs in single-user mode on
+--profile and binds only loopback addresses. Revoked keys are kept: once a
+key has existed, keys are required, unless --single-user asks to serve
+without keys while none is active.`)
 		fs.PrintDefaults()
 	}
 	pos, err := parseInterleaved(fs, args)
@@ -81,6 +85,9 @@ binds only loopback addresses.`)
 	if err != nil {
 		return usagef("--addr %q: want host:port, e.g. 127.0.0.1:7077", *addr)
 	}
+	if *singleUser && *requireKeys {
+		return usagef("--single-user and --require-keys contradict each other: choose one")
+	}
 	log := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	e, err := ef.openServing(a, log)
 	if err != nil {
@@ -91,17 +98,27 @@ binds only loopback addresses.`)
 		e.Close()
 		return err
 	}
+	everKeys, err := e.Keys(ctx, "", true)
+	if err != nil {
+		e.Close()
+		return err
+	}
+	if *singleUser && len(keys) > 0 {
+		e.Close()
+		return usagef("--single-user: %d API keys are active; revoke them first (mnemo keys list, mnemo keys revoke ID)", len(keys))
+	}
 	loopback := isLoopbackHost(host)
-	// Keys are enforced from the start when any exists, and always beyond
-	// loopback: revoking every key must not turn a public server into an
-	// open one.
-	mustAuth := *requireKeys || len(keys) > 0 || !loopback
+	// Keys are enforced from the start when any exists or ever existed
+	// (revoked keys are kept), and always beyond loopback: revoking every
+	// key must not turn a server into an open one, unless --single-user
+	// says so.
+	mustAuth := *requireKeys || len(keys) > 0 || (len(everKeys) > 0 && !*singleUser) || !loopback
 	if len(keys) == 0 && !loopback {
 		e.Close()
-		return usagef("--addr %s: no API key exists, so serve would run in single-user mode, which binds only loopback "+
+		return usagef("--addr %s: no active API key exists, so serve would run in single-user mode, which binds only loopback "+
 			"(127.0.0.1, ::1, localhost); create a key first: mnemo keys create --profile P", *addr)
 	}
-	api, err := httpapi.New(httpapi.Config{Engine: e, Profile: *profile, RequireKeys: mustAuth, MaxBodyBytes: limit,
+	api, err := httpapi.New(httpapi.Config{Engine: e, Profile: *profile, RequireKeys: mustAuth, IgnoreRevokedKeys: *singleUser, MaxBodyBytes: limit,
 		HandlerTimeout: *handlerTimeout, Logger: log, AccessLog: *accessLog, Version: version()})
 	if err != nil {
 		e.Close()
@@ -131,6 +148,9 @@ binds only loopback addresses.`)
 	mode := fmt.Sprintf("single-user mode, profile %q", api.Profile())
 	if mustAuth {
 		mode = fmt.Sprintf("API keys required, %d active", len(keys))
+		if revoked := len(everKeys) - len(keys); revoked > 0 && len(keys) == 0 {
+			mode += fmt.Sprintf(", %d revoked; create one with mnemo keys create, or serve without keys with --single-user", revoked)
+		}
 	}
 	fmt.Fprintf(a.stderr, "mnemo serve: listening on http://%s (%s)\n", ln.Addr(), mode)
 

@@ -347,3 +347,36 @@ func TestServe_GracefulShutdownLosesNoAcknowledgedWrite(t *testing.T) {
 	}
 	t.Logf("%d acknowledged writes kept, %d requests refused after shutdown began", len(acked), failed)
 }
+
+// TestServe_RevokedKeysKeepKeysMode checks that serve started on a
+// database whose keys are all revoked requires keys, and serves without
+// them only with --single-user, which refuses to start while a key is
+// active.
+func TestServe_RevokedKeysKeepKeysMode(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	c.ok("keys", "create", "--profile", "me")
+	if code, _, stderr := c.run("", "serve", "--addr", "127.0.0.1:0", "--single-user"); code != 2 || !strings.Contains(stderr, "revoke them first") {
+		t.Errorf("--single-user with an active key: exit %d: %s", code, stderr)
+	}
+	c.ok("keys", "revoke", keyID(t, c, "me"))
+
+	url, stop := startServe(t, c)
+	if code, body := httpDo(t, "GET", url+"/v1/settings", "", ""); code != 401 {
+		t.Errorf("no key, every key revoked: %d %s", code, body)
+	}
+	if code, stderr := stop(); code != 0 || !strings.Contains(stderr, "API keys required, 0 active, 1 revoked") || !strings.Contains(stderr, "--single-user") {
+		t.Errorf("serve exited %d: %s", code, stderr)
+	}
+
+	url, stop = startServe(t, c, "--single-user", "--profile", "me")
+	if code, body := httpDo(t, "GET", url+"/v1/settings", "", ""); code != 200 {
+		t.Errorf("--single-user, every key revoked: %d %s", code, body)
+	}
+	if code, stderr := stop(); code != 0 || !strings.Contains(stderr, "single-user mode") {
+		t.Errorf("serve --single-user exited %d: %s", code, stderr)
+	}
+	if code, _, stderr := c.run("", "serve", "--single-user", "--require-keys"); code != 2 {
+		t.Errorf("--single-user --require-keys: exit %d: %s", code, stderr)
+	}
+}

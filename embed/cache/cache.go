@@ -103,7 +103,7 @@ func Open(path string, inner embed.Embedder, opt *Options) (*Cache, error) {
 	if inner == nil {
 		return nil, mnemotype.Invalidf("embedding cache: no inner embedder")
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := createPrivate(path); err != nil {
 		return nil, fmt.Errorf("open embedding cache: %w", err)
 	}
 	db, err := sqlitedb.Open(path, sqlitedb.Options{Immediate: true, Pragmas: []string{
@@ -131,6 +131,32 @@ func Open(path string, inner embed.Embedder, opt *Options) (*Cache, error) {
 	}
 	c.dim.Store(dim)
 	return c, nil
+}
+
+// createPrivate makes sure the cache file exists readable by its owner
+// only, in a directory created 0700 if missing: the vectors describe the
+// user's memories. SQLite gives the -wal and -shm files the main file's
+// mode. A file left 0644 by an older version is narrowed to 0600; an
+// existing directory is left as it is (it may be shared, such as /tmp).
+func createPrivate(path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if st.Mode().Perm()&0o077 != 0 {
+		if err := f.Chmod(st.Mode().Perm() &^ 0o077); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (c *Cache) migrate() error {

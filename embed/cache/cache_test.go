@@ -386,3 +386,44 @@ func TestCacheHelperProcess(t *testing.T) {
 		t.Fatalf("%d file errors", s.Errors)
 	}
 }
+
+// TestCache_FilesArePrivate checks that the cache file, its WAL and shared
+// memory files are readable by their owner only and that a directory the
+// cache creates is 0700; a file an older version left 0644 is narrowed.
+func TestCache_FilesArePrivate(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "cache")
+	path := filepath.Join(dir, DefaultFile)
+	c := openTest(t, path, newFake(8))
+	if _, err := c.Embed(t.Context(), []string{"a private text"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		st, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := st.Mode().Perm(); m != 0o600 {
+			t.Errorf("%s: mode %o, want 600", filepath.Base(p), m)
+		}
+	}
+	if st, err := os.Stat(dir); err != nil {
+		t.Fatal(err)
+	} else if m := st.Mode().Perm(); m != 0o700 {
+		t.Errorf("cache directory: mode %o, want 700", m)
+	}
+
+	old := filepath.Join(t.TempDir(), DefaultFile)
+	if err := os.WriteFile(old, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(old, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	openTest(t, old, newFake(8))
+	if st, err := os.Stat(old); err != nil {
+		t.Fatal(err)
+	} else if m := st.Mode().Perm(); m != 0o600 {
+		t.Errorf("older cache file: mode %o, want 600", m)
+	}
+}

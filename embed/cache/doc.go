@@ -17,5 +17,8 @@
 // calling its server (packages openai and ollama without a configured
 // dimension).
 //
+// The file is created readable by its owner only (0600, in a directory
+// created 0700): the vectors describe the user's memories.
+//
 // The file grows with every distinct text; deleting it is always safe.
 package cache

@@ -6,30 +6,39 @@
 // Tenancy: every request's profile comes from its API key
 // (Authorization: Bearer KEY), never from the body or the query. A key for
 // profile A asking for B's memory gets 404, exactly as for an id that does
-// not exist. While no API key exists (and Config.RequireKeys is false) the
-// server is in single-user mode: requests need no key and act on
+// not exist. While no API key has ever existed (and Config.RequireKeys is
+// false) the server is in single-user mode: requests need no key and act on
 // Config.Profile, and only loopback Host headers are accepted (the caller,
-// `mnemo serve`, also refuses to bind anything but loopback then).
+// `mnemo serve`, also refuses to bind anything but loopback then). Revoked
+// keys are kept, so revoking the last key does not reopen the server.
+//
+// An admin key (mnemo keys create --admin) reads /metrics, which needs one
+// as soon as keys are required; it acts on no profile's memories.
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mnemo-dev/mnemo"
+	"github.com/mnemo-dev/mnemo/internal/jsonutf8"
 	"github.com/mnemo-dev/mnemo/mnemotype"
 	"github.com/mnemo-dev/mnemo/server/mcpserver"
 )
@@ -59,6 +68,11 @@ type Config struct {
 	// exists (no single-user mode). `mnemo serve` sets it when keys existed
 	// at start or when it listens beyond loopback.
 	RequireKeys bool
+	// IgnoreRevokedKeys lets single-user mode resume while no active key
+	// exists, even if keys existed and were revoked. By default a database
+	// that has ever held a key requires keys for good. `mnemo serve
+	// --single-user` sets it.
+	IgnoreRevokedKeys bool
 	// MaxBodyBytes bounds request bodies; larger ones get 413. Defaults to
 	// DefaultMaxBodyBytes.
 	MaxBodyBytes int64
@@ -100,6 +114,9 @@ type route struct {
 	method, path string
 	// public routes need no API key.
 	public bool
+	// admin routes need an admin key once keys are required; other
+	// routes refuse admin keys.
+	admin bool
 	// stream routes are not wrapped in the handler timeout (MCP streams).
 	stream bool
 	h      handlerFunc
@@ -131,6 +148,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, e: cfg.Engine, log: cfg.Logger, m: newMetrics()}
 	s.mcp = mcpserver.New(cfg.Engine, s.mcpProfile, &mcpserver.Options{Version: cfg.Version,
+		Logger: slog.New(warnOnly{cfg.Logger.Handler()}),
 		OnCall: func(tool string, _ time.Duration, err error) { s.m.mcpCall(tool, err) }})
 	s.mcpHTTP = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp },
 		&mcp.StreamableHTTPOptions{MaxRequestBodyBytes: cfg.MaxBodyBytes, SessionTimeout: 30 * time.Minute, Logger: cfg.Logger})
@@ -148,7 +166,7 @@ func New(cfg Config) (*Server, error) {
 		{method: "PATCH", path: "/v1/settings", h: s.patchSettings},
 		{method: "GET", path: "/healthz", public: true, h: s.healthz},
 		{method: "GET", path: "/readyz", public: true, h: s.readyz},
-		{method: "GET", path: "/metrics", public: true, h: s.metrics},
+		{method: "GET", path: "/metrics", admin: true, h: s.metrics},
 		{method: "GET", path: "/openapi.json", public: true, h: s.openapi},
 		{method: "POST", path: "/mcp", stream: true, h: s.serveMCP},
 		{method: "GET", path: "/mcp", stream: true, h: s.serveMCP},
@@ -181,6 +199,17 @@ func New(cfg Config) (*Server, error) {
 	s.handler = http.NewCrossOriginProtection().Handler(mux)
 	return s, nil
 }
+
+// warnOnly passes on a handler's records of level Warn and above: the MCP
+// SDK logs every session at Info, the tools' internal errors at Error.
+type warnOnly struct{ slog.Handler }
+
+func (h warnOnly) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelWarn && h.Handler.Enabled(ctx, l)
+}
+
+func (h warnOnly) WithAttrs(as []slog.Attr) slog.Handler { return warnOnly{h.Handler.WithAttrs(as)} }
+func (h warnOnly) WithGroup(name string) slog.Handler    { return warnOnly{h.Handler.WithGroup(name)} }
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
@@ -251,13 +280,20 @@ func (s *Server) wrap(rt route) http.Handler {
 	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		profile := ""
 		if !rt.public {
-			p, err := s.authenticate(r)
+			p, err := s.authenticate(r, rt.admin)
+			if err == nil {
+				err = p.allowed(rt)
+			}
 			if err != nil {
 				s.writeError(w, r, err)
 				return
 			}
-			profile = p
-			r = r.WithContext(context.WithValue(r.Context(), profileKey{}, p))
+			profile = p.profile
+			r = r.WithContext(context.WithValue(r.Context(), profileKey{}, p.profile))
+		}
+		if err := checkURLText(r); err != nil {
+			s.writeError(w, r, err)
+			return
 		}
 		if err := rt.h(w, r, profile); err != nil {
 			s.writeError(w, r, err)
@@ -288,41 +324,94 @@ func (s *Server) wrap(rt route) http.Handler {
 	})
 }
 
-// authenticate returns the request's profile: its API key's, or the
-// single-user profile while no key exists.
-func (s *Server) authenticate(r *http.Request) (string, error) {
+// checkURLText refuses a path id or query parameter that is not valid
+// UTF-8 (%FF in the URL) with a 400 naming it, as invalid text in a body is.
+func checkURLText(r *http.Request) error {
+	if id := r.PathValue("id"); !utf8.ValidString(id) {
+		return badRequest("id is not valid UTF-8")
+	}
+	q := r.URL.Query()
+	for _, k := range slices.Sorted(maps.Keys(q)) {
+		if !utf8.ValidString(k) {
+			return badRequest("a query parameter name is not valid UTF-8")
+		}
+		for _, v := range q[k] {
+			if !utf8.ValidString(v) {
+				return badRequest("query parameter %s is not valid UTF-8", k)
+			}
+		}
+	}
+	return nil
+}
+
+// caller is who a request acts as.
+type caller struct {
+	// profile is the profile the request acts on: its key's, or the
+	// single-user profile; "" for an admin key.
+	profile string
+	// admin is set for an admin key.
+	admin bool
+	// singleUser is set in single-user mode (no key).
+	singleUser bool
+}
+
+// allowed refuses an admin key on a route acting on a profile, and a
+// profile key on an admin route.
+func (c caller) allowed(rt route) error {
+	switch {
+	case rt.admin && !c.admin && !c.singleUser:
+		return &apiError{status: http.StatusForbidden, code: "forbidden",
+			msg: "this route needs an admin key, not a profile key (create one with `mnemo keys create --admin`)"}
+	case !rt.admin && c.admin:
+		return &apiError{status: http.StatusForbidden, code: "forbidden",
+			msg: "an admin key acts on no profile's memories: use a profile key (mnemo keys create --profile P)"}
+	}
+	return nil
+}
+
+// authenticate returns who the request acts as: its API key, or the
+// single-user profile while keys are not required. admin says the route
+// needs an admin key, for the message of a missing one.
+func (s *Server) authenticate(r *http.Request, admin bool) (caller, error) {
 	if h := r.Header.Get("Authorization"); h != "" {
 		scheme, token, ok := strings.Cut(strings.TrimSpace(h), " ")
 		if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
-			return "", errUnauthorized("the Authorization header must be \"Bearer KEY\"")
+			return caller{}, errUnauthorized("the Authorization header must be \"Bearer KEY\"")
 		}
 		k, err := s.e.Authenticate(r.Context(), strings.TrimSpace(token))
 		if errors.Is(err, mnemo.ErrUnknownKey) {
-			return "", errUnauthorized("unknown or revoked API key")
+			return caller{}, errUnauthorized("unknown or revoked API key")
 		}
 		if err != nil {
-			return "", err
+			return caller{}, err
 		}
-		return k.Profile, nil
+		if k.Role == mnemo.KeyRoleAdmin {
+			return caller{admin: true}, nil
+		}
+		return caller{profile: k.Profile}, nil
 	}
 	need, err := s.keysRequired(r.Context())
 	if err != nil {
-		return "", err
+		return caller{}, err
+	}
+	if need && admin {
+		return caller{}, errUnauthorized("an admin API key is required: send Authorization: Bearer KEY (create one with `mnemo keys create --admin`)")
 	}
 	if need {
-		return "", errUnauthorized("an API key is required: send Authorization: Bearer KEY (create one with `mnemo keys create --profile P`)")
+		return caller{}, errUnauthorized("an API key is required: send Authorization: Bearer KEY (create one with `mnemo keys create --profile P`)")
 	}
 	if !loopbackHost(r.Host) {
 		// Single-user mode trusts the loopback interface; a foreign Host
 		// header means DNS rebinding or a proxy, both refused.
-		return "", &apiError{status: http.StatusForbidden, code: "forbidden",
+		return caller{}, &apiError{status: http.StatusForbidden, code: "forbidden",
 			msg: fmt.Sprintf("single-user mode serves only loopback hosts, not %q: create an API key to serve others", r.Host)}
 	}
-	return s.cfg.Profile, nil
+	return caller{profile: s.cfg.Profile, singleUser: true}, nil
 }
 
 // keysRequired reports whether requests need an API key: always with
-// RequireKeys, else as soon as any active key exists.
+// RequireKeys, else as soon as any key exists, revoked keys included
+// (active keys only with IgnoreRevokedKeys).
 func (s *Server) keysRequired(ctx context.Context) (bool, error) {
 	if s.cfg.RequireKeys {
 		return true, nil
@@ -332,7 +421,7 @@ func (s *Server) keysRequired(ctx context.Context) (bool, error) {
 	if !s.keyChecked.IsZero() && time.Since(s.keyChecked) < keyCheckInterval {
 		return s.keysExist, nil
 	}
-	ks, err := s.e.Keys(ctx, "", false)
+	ks, err := s.e.Keys(ctx, "", !s.cfg.IgnoreRevokedKeys)
 	if err != nil {
 		return true, err
 	}
@@ -380,9 +469,9 @@ type errorBody struct {
 }
 
 // writeError maps err to a status: ErrInvalid 400, ErrNotFound 404 (also
-// for another profile's ids), a body over the limit 413, a closed engine or
-// an expired deadline 503, anything else 500 with the details only in the
-// log.
+// for another profile's ids), a body over the limit 413, a full disk or
+// database 507, a closed engine or an expired deadline 503, anything else
+// 500; the details of 507 and 500 go only to the log.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	var ae *apiError
 	var mbe *http.MaxBytesError
@@ -391,6 +480,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.As(err, &mbe):
 		ae = &apiError{status: http.StatusRequestEntityTooLarge, code: "too_large",
 			msg: fmt.Sprintf("request body is larger than %d bytes", mbe.Limit)}
+	case errors.Is(err, mnemotype.ErrStorageFull):
+		s.log.Error("storage full", "method", r.Method, "path", r.URL.Path, "err", err)
+		ae = &apiError{status: http.StatusInsufficientStorage, code: "storage_full", msg: "storage full: nothing was written"}
 	case errors.Is(err, mnemotype.ErrInvalid):
 		ae = &apiError{status: http.StatusBadRequest, code: "invalid", msg: strings.TrimPrefix(err.Error(), mnemotype.ErrInvalid.Error()+": ")}
 	case errors.Is(err, mnemotype.ErrDimensionMismatch):
@@ -429,17 +521,35 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 // decodeJSON decodes the request body into v, strictly: a JSON content
-// type, one value, no unknown fields. Errors say where the body went wrong.
+// type (a missing one is refused like any other, on every route that reads
+// a body), valid UTF-8, one value, no unknown fields. Errors say where the
+// body went wrong.
 func decodeJSON(r *http.Request, v any) error {
-	if ct := r.Header.Get("Content-Type"); ct != "" {
-		mt, _, _ := strings.Cut(ct, ";")
-		mt = strings.ToLower(strings.TrimSpace(mt))
-		if mt != "application/json" && !strings.HasSuffix(mt, "+json") {
-			return &apiError{status: http.StatusUnsupportedMediaType, code: "unsupported_media_type",
-				msg: fmt.Sprintf("Content-Type %q: send application/json", ct)}
-		}
+	ct := r.Header.Get("Content-Type")
+	if ct == "" {
+		return &apiError{status: http.StatusUnsupportedMediaType, code: "unsupported_media_type",
+			msg: "Content-Type is missing: send Content-Type: application/json"}
 	}
-	body := &countingReader{r: r.Body}
+	mt, _, _ := strings.Cut(ct, ";")
+	mt = strings.ToLower(strings.TrimSpace(mt))
+	if mt != "application/json" && !strings.HasSuffix(mt, "+json") {
+		return &apiError{status: http.StatusUnsupportedMediaType, code: "unsupported_media_type",
+			msg: fmt.Sprintf("Content-Type %q: send application/json", ct)}
+	}
+	raw, err := io.ReadAll(r.Body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return err
+		}
+		return badRequest("read request body: %v", err)
+	}
+	if !utf8.Valid(raw) {
+		// encoding/json would replace the invalid bytes with U+FFFD and
+		// store text the client never sent.
+		return invalidUTF8(raw)
+	}
+	body := &countingReader{r: bytes.NewReader(raw)}
 	dec := json.NewDecoder(body)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -459,6 +569,17 @@ func decodeJSON(r *http.Request, v any) error {
 		return badRequest("malformed JSON at offset %d: data after the JSON value", dec.InputOffset())
 	}
 	return nil
+}
+
+// invalidUTF8 is the 400 for a body that is not valid UTF-8, naming the
+// JSON field whose key or string value holds the first invalid byte
+// ("memories[1].content", "metadata.note") when there is one.
+func invalidUTF8(body []byte) error {
+	field, off := jsonutf8.FirstInvalid(body)
+	if field != "" {
+		return badRequest("%s is not valid UTF-8", field)
+	}
+	return badRequest("request body is not valid UTF-8 (at byte offset %d)", off)
 }
 
 // countingReader counts the bytes read through it.
@@ -543,13 +664,18 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request, _ string) error 
 	return nil
 }
 
+// metrics serves the Prometheus text: server-wide counts, every profile's
+// together, so the route needs an admin key once keys are required (in
+// single-user mode there is one profile, on loopback).
 func (s *Server) metrics(w http.ResponseWriter, r *http.Request, _ string) error {
 	g := gauges{ready: !s.draining.Load()}
 	profiles := map[string]bool{}
 	if ks, err := s.e.Keys(r.Context(), "", false); err == nil {
 		g.keys = len(ks)
 		for _, k := range ks {
-			profiles[k.Profile] = true
+			if k.Role != mnemo.KeyRoleAdmin {
+				profiles[k.Profile] = true
+			}
 		}
 	}
 	if !s.cfg.RequireKeys {
@@ -577,6 +703,22 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request, _ string) erro
 		_ = rc.SetWriteDeadline(time.Time{})
 		_ = rc.SetReadDeadline(time.Time{})
 	}
+	if r.Method == http.MethodPost && r.Body != nil {
+		// The SDK decodes with encoding/json, which would replace invalid
+		// UTF-8 in tool arguments; a body over the limit is left for the
+		// SDK to refuse.
+		raw, err := io.ReadAll(io.LimitReader(r.Body, s.cfg.MaxBodyBytes+1))
+		if err != nil {
+			return badRequest("read request body: %v", err)
+		}
+		if int64(len(raw)) <= s.cfg.MaxBodyBytes && !utf8.Valid(raw) {
+			return invalidUTF8(raw)
+		}
+		r.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.MultiReader(bytes.NewReader(raw), r.Body), r.Body}
+	}
 	if r.Header.Get("Authorization") == "" { // single-user mode: authenticate let it through
 		s.mcpHTTP.ServeHTTP(w, r)
 		return nil
@@ -603,7 +745,8 @@ func (s *Server) mcpProfile(ctx context.Context, req *mcp.CallToolRequest) (stri
 	}
 	need, err := s.keysRequired(ctx)
 	if err != nil {
-		return "", err
+		s.log.Error("MCP tool call: check API keys", "err", err)
+		return "", errors.New("internal error (see server log)")
 	}
 	if need {
 		return "", errors.New("an API key is required")

@@ -764,8 +764,9 @@ func TestServe_RequestErrors(t *testing.T) {
 				}
 			}
 		}
-		// Health, metrics and the API description need no key.
-		for _, p := range []string{"/healthz", "/readyz", "/metrics", "/openapi.json"} {
+		// Health and the API description need no key; metrics need an
+		// admin key (TestServe_MetricsNeedAnAdminKey).
+		for _, p := range []string{"/healthz", "/readyz", "/openapi.json"} {
 			b.must(200, "GET", p, "", nil, nil)
 		}
 	})
@@ -859,7 +860,11 @@ func TestServe_Metrics(t *testing.T) {
 	b.must(200, "POST", "/v1/recall", b.alice, map[string]any{"query": "Threadline auth"}, nil)
 	b.must(200, "GET", "/v1/search/lexical?q=Threadline", b.alice, nil, nil)
 	b.must(404, "GET", "/v1/memories/nope", b.alice, nil, nil)
-	r := b.must(200, "GET", "/metrics", "", nil, nil)
+	admin, _, err := b.e.CreateAdminKey(t.Context(), "metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := b.must(200, "GET", "/metrics", admin, nil, nil)
 	if ct := r.header.Get("Content-Type"); !strings.HasPrefix(ct, "text/plain; version=0.0.4") {
 		t.Errorf("Content-Type %q", ct)
 	}
@@ -878,7 +883,7 @@ func TestServe_Metrics(t *testing.T) {
 		`mnemo_recall_leg_results_total{leg="dense"} 1`,
 		`mnemo_memories_written_total 2`,
 		"\nmnemo_memories 2\n",
-		"\nmnemo_api_keys 2\n",
+		"\nmnemo_api_keys 3\n",
 		"\nmnemo_ready 1\n",
 	} {
 		if !strings.Contains(text, want) {
@@ -906,7 +911,7 @@ func TestServe_Metrics(t *testing.T) {
 	}
 	b.srv.Drain()
 	b.must(503, "GET", "/readyz", "", nil, nil)
-	if r := b.must(200, "GET", "/metrics", "", nil, nil); !strings.Contains(string(r.body), "\nmnemo_ready 0\n") {
+	if r := b.must(200, "GET", "/metrics", admin, nil, nil); !strings.Contains(string(r.body), "\nmnemo_ready 0\n") {
 		t.Error("mnemo_ready stays 1 while draining")
 	}
 }

@@ -35,7 +35,8 @@ const (
 const DefaultRecallLimit = 5
 
 // ProfileFunc names the profile a tool call acts on. An error refuses the
-// call (e.g. no API key).
+// call (e.g. no API key); its message is shown to the client as it is, so
+// it must not carry internal details.
 type ProfileFunc func(ctx context.Context, req *mcp.CallToolRequest) (string, error)
 
 // Fixed returns a ProfileFunc that always names profile.
@@ -47,7 +48,9 @@ func Fixed(profile string) ProfileFunc {
 type Options struct {
 	// Version is reported to clients. Defaults to "dev".
 	Version string
-	// Logger receives the SDK's log. Defaults to discarding.
+	// Logger receives the SDK's log and the details of internal errors
+	// (clients see only "internal error (see server log)"). Defaults to
+	// discarding.
 	Logger *slog.Logger
 	// OnCall, when set, is called after every tool call with its duration
 	// and error (nil on success), e.g. for metrics. It must be safe for
@@ -126,7 +129,11 @@ func New(e *mnemo.Engine, profile ProfileFunc, opts *Options) *mcp.Server {
 				"memories before answering; call memory_store to keep facts, decisions and events worth remembering; " +
 				"memory_forget deletes one memory by id.",
 		})
-	h := &handlers{e: e, profile: profile, onCall: o.OnCall}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	h := &handlers{e: e, profile: profile, onCall: o.OnCall, log: log}
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        ToolStore,
 		Title:       "Store a memory",
@@ -153,18 +160,23 @@ type handlers struct {
 	e       *mnemo.Engine
 	profile ProfileFunc
 	onCall  func(string, time.Duration, error)
+	log     *slog.Logger
 }
 
-// observe wraps a tool handler: it resolves nothing itself, only reports
+// observe wraps a tool handler: it resolves nothing itself, only logs an
+// internal error's details (the client sees a stable message) and reports
 // the call's duration and outcome.
 func observe[In, Out any](h *handlers, tool string, f mcp.ToolHandlerFor[In, Out]) mcp.ToolHandlerFor[In, Out] {
-	if h.onCall == nil {
-		return f
-	}
 	return func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
 		start := time.Now()
 		res, out, err := f(ctx, req, in)
-		h.onCall(tool, time.Since(start), err)
+		var ie *internalError
+		if errors.As(err, &ie) {
+			h.log.Error("tool call failed", "tool", tool, "err", ie.cause)
+		}
+		if h.onCall != nil {
+			h.onCall(tool, time.Since(start), err)
+		}
 		return res, out, err
 	}
 }
@@ -251,16 +263,33 @@ func text(s string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
 }
 
-// toolError turns an engine error into the message the model sees: a
-// validation message without its sentinel prefix, a not-found that never
-// says whether the id exists in another profile.
+// toolError turns an engine error into the stable message the model sees:
+// a validation message without its sentinel prefix (it names the field), a
+// not-found that never says whether the id exists in another profile, a
+// fixed sentence for a full disk, a closed engine or a deadline, and
+// "internal error (see server log)" for anything else, whose details
+// observe logs.
 func toolError(err error) error {
 	switch {
 	case errors.Is(err, mnemotype.ErrInvalid):
 		return errors.New(strings.TrimPrefix(err.Error(), mnemotype.ErrInvalid.Error()+": "))
+	case errors.Is(err, mnemotype.ErrDimensionMismatch):
+		return err // names the dimensions and the migration command
 	case errors.Is(err, mnemotype.ErrNotFound):
 		return errors.New("memory not found")
+	case errors.Is(err, mnemotype.ErrStorageFull):
+		return errors.New("storage full: nothing was written")
+	case errors.Is(err, mnemotype.ErrClosed):
+		return errors.New("the server is shutting down")
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return errors.New("the call was cancelled or took too long")
 	default:
-		return err
+		return &internalError{cause: err}
 	}
 }
+
+// internalError is what the client sees of an unexpected error; observe
+// logs its cause.
+type internalError struct{ cause error }
+
+func (e *internalError) Error() string { return "internal error (see server log)" }

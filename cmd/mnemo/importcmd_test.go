@@ -1,0 +1,186 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mnemo-dev/mnemo"
+)
+
+// writeLines writes lines to a file in a fresh directory.
+func writeLines(t *testing.T, lines []string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "in.jsonl")
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// count returns the number of memories of profile.
+func count(t *testing.T, c *cli, profile string) int {
+	t.Helper()
+	e, err := openKeys(&app{getenv: func(k string) string { return c.env[k] }, stderr: os.Stderr}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	n, err := e.Count(t.Context(), profile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestImport_OversizedLineIsOneBadLine checks that a line over the limit
+// (2 MiB among 1,500 good lines) is rejected with its number while every
+// other line is stored (exit 3), that --strict then writes nothing (exit
+// 2), and that a line as long as the longest escaping of the largest
+// content is accepted.
+func TestImport_OversizedLineIsOneBadLine(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	lines := make([]string, 0, 1501)
+	for i := range 1500 {
+		if i == 700 {
+			lines = append(lines, `{"text":"`+strings.Repeat("x", 2<<20)+`"}`)
+		}
+		lines = append(lines, fmt.Sprintf(`{"text":"good line %d"}`, i))
+	}
+	file := writeLines(t, lines)
+
+	code, _, errs := c.run("", "import", file, "--profile", "strict", "--strict")
+	if code != 2 || !strings.Contains(errs, fmt.Sprintf("line 701: longer than %d bytes", maxImportLine)) ||
+		!strings.Contains(errs, "nothing was written") {
+		t.Errorf("--strict: exit %d: %s", code, errs)
+	}
+	if n := count(t, c, "strict"); n != 0 {
+		t.Errorf("--strict wrote %d memories", n)
+	}
+
+	code, out, errs := c.run("", "import", file, "--profile", "me")
+	if code != exitSomeRejected || !strings.Contains(errs, fmt.Sprintf("line 701: rejected: longer than %d bytes", maxImportLine)) {
+		t.Errorf("import: exit %d: %s", code, errs)
+	}
+	if !strings.Contains(out, "imported 1500 memories, 0 already stored, 1 lines rejected (lines 701)") {
+		t.Errorf("summary: %q", out)
+	}
+	if n := count(t, c, "me"); n != 1500 {
+		t.Errorf("%d memories stored, want 1500", n)
+	}
+
+	// The largest content, escaped as Go's encoder escapes "<", fits.
+	big, err := json.Marshal(map[string]string{"text": strings.Repeat("<", mnemo.MaxContentBytes)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(big) < 6*mnemo.MaxContentBytes {
+		t.Fatalf("the escaped line is %d bytes", len(big))
+	}
+	if code, out, errs := c.run("", "import", writeLines(t, []string{string(big)}), "--profile", "big"); code != 0 ||
+		!strings.Contains(out, "imported 1 memories") {
+		t.Errorf("largest escaped content: exit %d: %s %s", code, out, errs)
+	}
+}
+
+// TestImport_RerunStoresOnlyWhatIsMissing checks that lines without ids
+// get the same ids on every run (identical lines apart), so a run after a
+// crash stores only the lines missing and a third run stores nothing.
+func TestImport_RerunStoresOnlyWhatIsMissing(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	var lines []string
+	for i := range 30 {
+		lines = append(lines, fmt.Sprintf(`{"text":"line %d"}`, i%20)) // lines 20-29 repeat lines 0-9
+	}
+	lines = append(lines, `{"id":"explicit","text":"with an id"}`)
+	// The run that crashed stored the first 12 lines.
+	if code, _, errs := c.run("", "import", writeLines(t, lines[:12]), "--profile", "me"); code != 0 {
+		t.Fatalf("first run: exit %d: %s", code, errs)
+	}
+	file := writeLines(t, lines)
+	code, out, errs := c.run("", "import", file, "--profile", "me")
+	if code != 0 || !strings.Contains(out, "imported 19 memories, 12 already stored, 0 lines rejected") {
+		t.Errorf("second run: exit %d: %q %s", code, out, errs)
+	}
+	code, out, errs = c.run("", "import", file, "--profile", "me")
+	if code != 0 || !strings.Contains(out, "imported 0 memories, 31 already stored, 0 lines rejected") {
+		t.Errorf("third run: exit %d: %q %s", code, out, errs)
+	}
+	if n := count(t, c, "me"); n != 31 {
+		t.Errorf("%d memories stored, want 31 (identical lines are distinct memories)", n)
+	}
+	// The same lines in another profile are other memories.
+	if code, out, _ := c.run("", "import", file, "--profile", "other", "--strict"); code != 0 || !strings.Contains(out, "imported 31 memories") {
+		t.Errorf("another profile: exit %d: %q", code, out)
+	}
+	if code, out, _ := c.run("", "import", file, "--profile", "other", "--strict"); code != 0 || !strings.Contains(out, "imported 0 memories, 31 already stored") {
+		t.Errorf("--strict again: exit %d: %q", code, out)
+	}
+}
+
+// TestImport_BadIDsAndTimestamps checks that invalid ids, non-finite or
+// out-of-range timestamps and invalid UTF-8 are rejected with the line
+// number and the field's name.
+func TestImport_BadIDsAndTimestamps(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	lines := []string{
+		`{"id":"ok-1","text":"a good line","created_at":"2023-05-08T13:56:00Z"}`,
+		`{"id":"a/b","text":"slash"}`,
+		`{"id":"..","text":"dot dot"}`,
+		`{"id":"` + strings.Repeat("i", 300) + `","text":"long id"}`,
+		`{"id":"tab\tid","text":"control character"}`,
+		`{"text":"NaN time","timestamp":"NaN"}`,
+		`{"text":"infinite time","created_at":"Infinity"}`,
+		`{"text":"huge time","timestamp":1e300}`,
+		`{"text":"year 0","created_at":"0000-06-01T00:00:00Z"}`,
+		`{"text":"past year 9999","created_at":"9999-12-31T23:00:00-05:00"}`,
+		"{\"text\":\"caf\xe9\"}",
+		`{"text":"a good line too","timestamp":1683554160}`,
+	}
+	code, out, errs := c.run("", "import", writeLines(t, lines), "--profile", "me")
+	if code != exitSomeRejected || !strings.Contains(out, "imported 2 memories, 0 already stored, 10 lines rejected (lines 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)") {
+		t.Errorf("exit %d, summary %q: %s", code, out, errs)
+	}
+	for _, want := range []string{
+		`line 2: rejected: field id "a/b": must not contain /`,
+		`line 3: rejected: field id "..": . and .. cannot be ids`,
+		`line 4: rejected: field id is 300 bytes: at most 256 allowed`,
+		`line 5: rejected: field id "tab\tid": must be printable`,
+		`line 6: rejected: field timestamp = NaN: Unix seconds must be a finite number`,
+		`line 7: rejected: field created_at = Infinity: Unix seconds must be a finite number`,
+		`line 8: rejected: field timestamp = 1e300: Unix seconds must be a finite number`,
+		`line 9: rejected: field created_at = 0000-06-01T00:00:00Z: must be a time in years 0001-9999`,
+		`line 10: rejected: field created_at = 10000-01-01T04:00:00Z: must be a time in years 0001-9999`,
+		`line 11: rejected: field text is not valid UTF-8`,
+	} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errs)
+		}
+	}
+}
+
+// TestImport_ExitCodes checks 0 (every line stored), 2 (every line bad:
+// nothing written) and 2 for a usage error.
+func TestImport_ExitCodes(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	if code, _, errs := c.run("", "import", writeLines(t, []string{`{"text":"fine"}`}), "--profile", "me"); code != 0 {
+		t.Errorf("all stored: exit %d: %s", code, errs)
+	}
+	code, _, errs := c.run("", "import", writeLines(t, []string{`nope`, `{"text":""}`}), "--profile", "me")
+	if code != 2 || !strings.Contains(errs, "every line was rejected") {
+		t.Errorf("every line bad: exit %d: %s", code, errs)
+	}
+	if code, _, _ := c.run("", "import"); code != 2 {
+		t.Errorf("no file: exit %d", code)
+	}
+	if code, _, errs := c.run("", "import", "-h"); code != 0 || !strings.Contains(errs, "Exit codes") {
+		t.Errorf("import -h: exit %d: %s", code, errs)
+	}
+}

@@ -1,0 +1,85 @@
+package mnemotype
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestCheckID(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name, id, want string // want "" means valid
+	}{
+		{"uuid", "0190f2a4-7b1c-7def-8000-000000000001", ""},
+		{"words and punctuation", "conv-26 D1:3 #note?", ""},
+		{"non-ASCII letters", "mémoire-東京", ""},
+		{"at the limit", strings.Repeat("a", MaxIDBytes), ""},
+		{"empty", "", "id is empty"},
+		{"too long", strings.Repeat("a", MaxIDBytes+1), "at most 256"},
+		{"dot", ".", ". and .."},
+		{"dot dot", "..", ". and .."},
+		{"slash", "a/b", "must not contain /"},
+		{"invalid UTF-8", "a\xffb", "not valid UTF-8"},
+		{"newline", "a\nb", "printable"},
+		{"NUL", "a\x00b", "printable"},
+		{"DEL", "a\x7fb", "printable"},
+		{"C1 control", "a\u0085b", "printable"},
+		{"zero-width space", "a\u200bb", "printable"},
+		{"line separator", "a\u2028b", "printable"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			err := CheckID("id", c.id)
+			if c.want == "" {
+				if err != nil {
+					t.Fatalf("CheckID(%q) = %v, want nil", c.id, err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "id") {
+				t.Fatalf("CheckID(%q) = %v, want an ErrInvalid error with %q", c.id, err, c.want)
+			}
+		})
+	}
+}
+
+func TestMemory_Validate(t *testing.T) {
+	t.Parallel()
+	valid := func() Memory {
+		return Memory{ID: "m1", Profile: "p", Content: "text", Kind: KindEpisodic, Project: "x", Session: "s",
+			Importance: 0.5, Metadata: []byte(`{"k":"v"}`)}
+	}
+	for _, c := range []struct {
+		name   string
+		change func(*Memory)
+		want   string // "" means valid
+	}{
+		{"valid", func(*Memory) {}, ""},
+		{"id with a slash", func(m *Memory) { m.ID = "a/b" }, "id"},
+		{"id too long", func(m *Memory) { m.ID = strings.Repeat("x", 300) }, "id is 300 bytes"},
+		{"content not UTF-8", func(m *Memory) { m.Content = "caf\xe9" }, "content is not valid UTF-8"},
+		{"project not UTF-8", func(m *Memory) { m.Project = "\xff" }, "project is not valid UTF-8"},
+		{"session not UTF-8", func(m *Memory) { m.Session = "\xc3" }, "session is not valid UTF-8"},
+		{"kind not UTF-8", func(m *Memory) { m.Kind = "\xff" }, "kind is not valid UTF-8"},
+		{"profile not UTF-8", func(m *Memory) { m.Profile = "p\xff" }, "profile is not valid UTF-8"},
+		{"metadata string not UTF-8", func(m *Memory) { m.Metadata = []byte("{\"k\":\"caf\xe9\"}") }, "metadata is not valid UTF-8"},
+		{"metadata key not UTF-8", func(m *Memory) { m.Metadata = []byte("{\"\xff\":1}") }, "metadata is not valid UTF-8"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			m := valid()
+			c.change(&m)
+			err := m.Validate()
+			if c.want == "" {
+				if err != nil {
+					t.Fatalf("Validate = %v, want nil", err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("Validate = %v, want an ErrInvalid error with %q", err, c.want)
+			}
+		})
+	}
+}

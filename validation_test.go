@@ -1,0 +1,95 @@
+package mnemo_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/mnemo-dev/mnemo"
+)
+
+// TestEngine_InvalidTextRefused checks that text that is not valid UTF-8
+// and ids a URL path segment cannot carry are refused with an ErrInvalid
+// error naming the field, and that nothing is written then.
+func TestEngine_InvalidTextRefused(t *testing.T) {
+	t.Parallel()
+	e, _ := setup(t)
+	ctx := context.Background()
+	for _, c := range []struct {
+		name string
+		in   mnemo.Input
+		want string
+	}{
+		{"content", mnemo.Input{Content: "caf\xe9"}, "content is not valid UTF-8"},
+		{"project", mnemo.Input{Content: "ok", Project: "p\xff"}, "project is not valid UTF-8"},
+		{"session", mnemo.Input{Content: "ok", Session: "\xc3"}, "session is not valid UTF-8"},
+		{"metadata", mnemo.Input{Content: "ok", Metadata: json.RawMessage("{\"note\":\"\xff\"}")}, "metadata is not valid UTF-8"},
+		{"id with a slash", mnemo.Input{Content: "ok", ID: "a/b"}, "must not contain /"},
+		{"id dot dot", mnemo.Input{Content: "ok", ID: ".."}, ". and .."},
+		{"id with a newline", mnemo.Input{Content: "ok", ID: "a\nb"}, "printable"},
+		{"id too long", mnemo.Input{Content: "ok", ID: strings.Repeat("i", 257)}, "at most 256"},
+		{"id not UTF-8", mnemo.Input{Content: "ok", ID: "\xff"}, "id is not valid UTF-8"},
+	} {
+		c.in.Profile = "me"
+		if _, err := e.Remember(ctx, c.in); !errors.Is(err, mnemo.ErrInvalid) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: Remember = %v, want an ErrInvalid error with %q", c.name, err, c.want)
+		}
+	}
+	if n, _ := e.Count(ctx, "me"); n != 0 {
+		t.Fatalf("%d memories written by refused inputs", n)
+	}
+
+	m := remember(t, e, mnemo.Input{Profile: "me", Content: "a fine memory"})
+	bad := "\xff"
+	badMeta := json.RawMessage("{\"k\":\"\xff\"}")
+	for _, c := range []struct {
+		name  string
+		patch mnemo.Patch
+	}{
+		{"content", mnemo.Patch{Content: &bad}},
+		{"project", mnemo.Patch{Project: &bad}},
+		{"session", mnemo.Patch{Session: &bad}},
+		{"kind", mnemo.Patch{Kind: &bad}},
+		{"metadata", mnemo.Patch{Metadata: &badMeta}},
+	} {
+		if _, err := e.Update(ctx, "me", m.ID, c.patch); !errors.Is(err, mnemo.ErrInvalid) || !strings.Contains(err.Error(), c.name+" is not valid UTF-8") {
+			t.Errorf("Update %s: %v", c.name, err)
+		}
+	}
+	if got, _ := e.Get(ctx, "me", m.ID); got.Content != m.Content || got.Project != "" || got.Session != "" {
+		t.Errorf("a refused update changed the memory: %+v", got)
+	}
+}
+
+func TestQuery_Validate(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name string
+		q    mnemo.Query
+		want string // "" means valid
+	}{
+		{"valid", mnemo.Query{Profile: "me", Text: "what did I deploy", Sessions: []string{"s1"}, Limit: 5}, ""},
+		{"no profile", mnemo.Query{Text: "x"}, "profile is required"},
+		{"empty text", mnemo.Query{Profile: "me", Text: " "}, "query is empty"},
+		{"limit", mnemo.Query{Profile: "me", Text: "x", Limit: mnemo.MaxLimit + 1}, "limit"},
+		{"text", mnemo.Query{Profile: "me", Text: "caf\xe9"}, "query is not valid UTF-8"},
+		{"project", mnemo.Query{Profile: "me", Text: "x", Project: "\xff"}, "project is not valid UTF-8"},
+		{"session", mnemo.Query{Profile: "me", Text: "x", Sessions: []string{"ok", "\xff"}}, "sessions[1] is not valid UTF-8"},
+		{"exclude", mnemo.Query{Profile: "me", Text: "x", Exclude: []string{"\xff"}}, "exclude[0] is not valid UTF-8"},
+		{"kind", mnemo.Query{Profile: "me", Text: "x", Kinds: []mnemo.Kind{"dream"}}, "kinds[0]"},
+		{"override", mnemo.Query{Profile: "me", Text: "x", Overrides: map[string]string{"strategy": "\xff"}}, "strategy is not valid UTF-8"},
+	} {
+		err := c.q.Validate()
+		if c.want == "" {
+			if err != nil {
+				t.Errorf("%s: %v", c.name, err)
+			}
+			continue
+		}
+		if !errors.Is(err, mnemo.ErrInvalid) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: Validate = %v, want an ErrInvalid error with %q", c.name, err, c.want)
+		}
+	}
+}
