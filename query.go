@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/mnemo-dev/mnemo/mnemotype"
 )
@@ -49,6 +50,35 @@ func (q Query) Validate() error {
 		if _, err := mnemotype.ParseKind(string(k)); err != nil || k == "" {
 			return mnemotype.Invalidf("kinds[%d] = %q: must be one of episodic, semantic, identity", i, k)
 		}
+	}
+	for _, l := range []struct {
+		name string
+		n    int
+	}{{"exclude", len(q.Exclude)}, {"sessions", len(q.Sessions)}, {"kinds", len(q.Kinds)}, {"actors", len(q.Actors)}} {
+		if l.n > MaxListItems {
+			return mnemotype.Invalidf("%s has %d items: at most %d allowed", l.name, l.n, MaxListItems)
+		}
+	}
+	for i, a := range q.Actors {
+		if err := mnemotype.CheckText(fmt.Sprintf("actors[%d]", i), a); err != nil {
+			return err
+		}
+		if len(a) > mnemotype.MaxActorBytes {
+			return mnemotype.Invalidf("actors[%d] is %d bytes: at most %d allowed", i, len(a), mnemotype.MaxActorBytes)
+		}
+	}
+	for _, b := range []struct {
+		name string
+		t    time.Time
+	}{{"after", q.After}, {"before", q.Before}} {
+		if !b.t.IsZero() {
+			if err := mnemotype.CheckTime(b.name, b.t); err != nil {
+				return err
+			}
+		}
+	}
+	if !q.After.IsZero() && !q.Before.IsZero() && !q.After.Before(q.Before) {
+		return mnemotype.Invalidf("after (%s) must be earlier than before (%s)", q.After.UTC().Format(time.RFC3339Nano), q.Before.UTC().Format(time.RFC3339Nano))
 	}
 	return nil
 }

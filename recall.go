@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"strings"
 	"time"
 
 	"github.com/mnemo-dev/mnemo/mnemotype"
@@ -79,42 +78,11 @@ func (e *Engine) Recall(ctx context.Context, q Query) (*RecallResult, error) {
 	}
 	defer done()
 	start := time.Now()
-	if strings.TrimSpace(q.Profile) == "" {
-		return nil, mnemotype.Invalidf("profile is required")
-	}
-	if strings.TrimSpace(q.Text) == "" {
-		return nil, mnemotype.Invalidf("query is empty")
+	if err := q.Validate(); err != nil {
+		return nil, err
 	}
 	if q.Limit == 0 {
 		q.Limit = DefaultLimit
-	}
-	if q.Limit < 1 || q.Limit > MaxLimit {
-		return nil, mnemotype.Invalidf("limit = %d: must be an integer in [1, %d]", q.Limit, MaxLimit)
-	}
-	for name, n := range map[string]int{"exclude": len(q.Exclude), "sessions": len(q.Sessions), "kinds": len(q.Kinds), "actors": len(q.Actors)} {
-		if n > MaxListItems {
-			return nil, mnemotype.Invalidf("%s has %d items: at most %d allowed", name, n, MaxListItems)
-		}
-	}
-	for field, t := range map[string]time.Time{"after": q.After, "before": q.Before} {
-		if !t.IsZero() {
-			if err := mnemotype.CheckTime(field, t); err != nil {
-				return nil, err
-			}
-		}
-	}
-	if !q.After.IsZero() && !q.Before.IsZero() && !q.After.Before(q.Before) {
-		return nil, mnemotype.Invalidf("after (%s) must be before before (%s)", q.After.Format(time.RFC3339Nano), q.Before.Format(time.RFC3339Nano))
-	}
-	for i, a := range q.Actors {
-		if len(a) > mnemotype.MaxActorBytes {
-			return nil, mnemotype.Invalidf("actors[%d] is %d bytes: at most %d allowed", i, len(a), mnemotype.MaxActorBytes)
-		}
-	}
-	for i, k := range q.Kinds {
-		if _, err := mnemotype.ParseKind(string(k)); err != nil || k == "" {
-			return nil, mnemotype.Invalidf("kinds[%d] = %q: must be one of episodic, semantic, identity", i, k)
-		}
 	}
 	set, err := e.settings(ctx, q.Profile)
 	if err != nil {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -615,7 +614,7 @@ func ingest(ctx context.Context, ds *Dataset, path string, o Options) error {
 		}
 		ins := make([]mnemo.Input, len(docs))
 		for i, d := range docs {
-			ins[i] = mnemo.Input{ID: memoryID(d.ID), Content: d.Text, Profile: Profile, Session: d.Scope, CreatedAt: d.Time,
+			ins[i] = mnemo.Input{ID: d.ID, Content: d.Text, Profile: Profile, Session: d.Scope, CreatedAt: d.Time,
 				Embedding: vecs[i], EmbeddingModel: o.Embedder.Model()}
 		}
 		if _, err := e.RememberBatch(ctx, ins); err != nil {
@@ -630,19 +629,6 @@ func ingest(ctx context.Context, ds *Dataset, path string, o Options) error {
 		}
 	}
 	return e.Close()
-}
-
-// memoryID is the id of the memory holding document id: the id escaped
-// as a URL path segment, since datasets' ids may hold characters a memory
-// id may not ("/" in "conv-26/D1:3"). documentID reverses it.
-func memoryID(id string) string { return url.PathEscape(id) }
-
-// documentID returns the document id of a memory id made by memoryID.
-func documentID(id string) string {
-	if d, err := url.PathUnescape(id); err == nil {
-		return d
-	}
-	return id
 }
 
 // batchIndex reads the index from RememberBatch's "memory N: ..." errors.
@@ -742,7 +728,7 @@ func recallAll(ctx context.Context, e *mnemo.Engine, qs []Query, c Config, limit
 				}
 				hits := make([]Hit, len(res.Results))
 				for j, rr := range res.Results {
-					hits[j] = Hit{ID: documentID(rr.ID), Score: rr.Score}
+					hits[j] = Hit{ID: rr.ID, Score: rr.Score}
 				}
 				out[i] = hits
 				done++

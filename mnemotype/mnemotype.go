@@ -135,9 +135,10 @@ const MaxIDBytes = 256
 // CheckID reports an ErrInvalid error naming field unless id can name a
 // memory: 1 to MaxIDBytes bytes of valid UTF-8, printable (letters, marks,
 // numbers, punctuation, symbols and the ASCII space; no control, format or
-// other separator characters), no "/" and not "." or "..", so that every id
-// is one segment of a URL path (/v1/memories/{id}) and reads the same in a
-// terminal.
+// other separator characters) and not "." or ".." (which URL paths would
+// resolve away), so that every id reads the same in a terminal and, with
+// its "/" percent-encoded, names one memory in a URL path
+// (/v1/memories/{id}).
 func CheckID(field, id string) error {
 	switch {
 	case id == "":
@@ -148,8 +149,6 @@ func CheckID(field, id string) error {
 		return Invalidf("%s is not valid UTF-8", field)
 	case id == "." || id == "..":
 		return Invalidf("%s %q: . and .. cannot be ids", field, id)
-	case strings.Contains(id, "/"):
-		return Invalidf("%s %q: must not contain /", field, id)
 	}
 	for _, r := range id {
 		if !unicode.IsPrint(r) {
@@ -181,7 +180,7 @@ func (m *Memory) Validate() error {
 	}
 	for _, f := range []struct{ name, v string }{
 		{"profile", m.Profile}, {"content", m.Content}, {"kind", string(m.Kind)}, {"project", m.Project},
-		{"session", m.Session}, {"embedding_model", m.EmbeddingModel},
+		{"session", m.Session}, {"actor", m.Actor}, {"embedding_model", m.EmbeddingModel},
 	} {
 		if err := CheckText(f.name, f.v); err != nil {
 			return err

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestCheckID(t *testing.T) {
@@ -19,7 +20,7 @@ func TestCheckID(t *testing.T) {
 		{"too long", strings.Repeat("a", MaxIDBytes+1), "at most 256"},
 		{"dot", ".", ". and .."},
 		{"dot dot", "..", ". and .."},
-		{"slash", "a/b", "must not contain /"},
+		{"slash", "conv-26/D1:3", ""},
 		{"invalid UTF-8", "a\xffb", "not valid UTF-8"},
 		{"newline", "a\nb", "printable"},
 		{"NUL", "a\x00b", "printable"},
@@ -56,7 +57,11 @@ func TestMemory_Validate(t *testing.T) {
 		want   string // "" means valid
 	}{
 		{"valid", func(*Memory) {}, ""},
-		{"id with a slash", func(m *Memory) { m.ID = "a/b" }, "id"},
+		{"id with a slash", func(m *Memory) { m.ID = "conv-26/D1:3" }, ""},
+		{"id dot dot", func(m *Memory) { m.ID = ".." }, "id"},
+		{"actor too long", func(m *Memory) { m.Actor = strings.Repeat("x", 257) }, "actor is 257 bytes"},
+		{"occurred in year 0", func(m *Memory) { m.OccurredAt = time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC) }, "occurred_at"},
+		{"negative seq", func(m *Memory) { m.Seq = -1 }, "seq"},
 		{"id too long", func(m *Memory) { m.ID = strings.Repeat("x", 300) }, "id is 300 bytes"},
 		{"content not UTF-8", func(m *Memory) { m.Content = "caf\xe9" }, "content is not valid UTF-8"},
 		{"project not UTF-8", func(m *Memory) { m.Project = "\xff" }, "project is not valid UTF-8"},

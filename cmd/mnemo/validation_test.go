@@ -21,7 +21,6 @@ func TestCLI_InvalidTextRefused(t *testing.T) {
 		{"add content", []string{"add", "--profile", "me", "caf\xe9"}, "content is not valid UTF-8"},
 		{"add session", []string{"add", "--profile", "me", "--session", "\xff", "ok"}, "session is not valid UTF-8"},
 		{"add metadata", []string{"add", "--profile", "me", "--metadata", "{\"k\":\"\xff\"}", "ok"}, "metadata is not valid UTF-8"},
-		{"add id with a slash", []string{"add", "--profile", "me", "--id", "a/b", "ok"}, "must not contain /"},
 		{"add id dot", []string{"add", "--profile", "me", "--id", ".", "ok"}, ". and .."},
 		{"recall query", []string{"recall", "--profile", "me", "caf\xe9"}, "query is not valid UTF-8"},
 		{"recall session", []string{"recall", "--profile", "me", "--session", "\xff", "ok"}, "sessions[0] is not valid UTF-8"},

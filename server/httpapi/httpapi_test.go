@@ -1100,3 +1100,22 @@ func TestServe_TimesRoundTrip(t *testing.T) {
 		t.Errorf("%d memories stored, want 4", len(page.Memories))
 	}
 }
+
+// TestServe_IDWithSlash: an id holding "/" (dataset ids such as
+// conv-26/D1:3) is stored, and read, changed and deleted through its
+// percent-encoded path segment.
+func TestServe_IDWithSlash(t *testing.T) {
+	b := setup(t, opts{})
+	id := b.create(b.alice, map[string]any{"id": "conv-26/D1:3", "content": "a turn with a slashed id"})
+	if id != "conv-26/D1:3" {
+		t.Fatalf("created id %q", id)
+	}
+	var got struct{ ID, Content string }
+	b.must(200, "GET", "/v1/memories/conv-26%2FD1:3", b.alice, nil, &got)
+	if got.ID != id {
+		t.Errorf("GET by the encoded id: %+v", got)
+	}
+	b.must(200, "PATCH", "/v1/memories/conv-26%2FD1:3", b.alice, map[string]any{"importance": 0.9}, nil)
+	b.must(204, "DELETE", "/v1/memories/conv-26%2FD1:3", b.alice, nil, nil)
+	b.must(404, "GET", "/v1/memories/conv-26%2FD1:3", b.alice, nil, nil)
+}
