@@ -111,7 +111,7 @@ func (e *Engine) Recall(ctx context.Context, q Query) (*RecallResult, error) {
 	timings["index_sync"] = msSince(t0)
 
 	req := recall.Request{
-		Query:          q.Text,
+		Query: q.Text,
 		Scope: mnemotype.Scope{Profile: q.Profile, Project: q.Project, Sessions: q.Sessions, Kinds: q.Kinds, Exclude: q.Exclude,
 			Actors: q.Actors, After: q.After, Before: q.Before},
 		Limit:          q.Limit,

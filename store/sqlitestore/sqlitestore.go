@@ -127,8 +127,8 @@ type Store struct {
 	// statistics. Empty (the pure-Go build): the store scores rows in Go
 	// from their text.
 	rankFn string
-	lensMu             sync.Mutex
-	lens               docLengths
+	lensMu sync.Mutex
+	lens   docLengths
 	// bgCtx ends at Close, which waits for bg: background loads.
 	bgCtx  context.Context
 	stopBG context.CancelFunc
