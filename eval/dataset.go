@@ -29,8 +29,39 @@ type Doc struct {
 	Text string
 	// Scope is the value of the scope field ("" when unscoped).
 	Scope string
-	// Time is the timestamp field (zero when absent).
+	// Time is when it happened: the first of the fields occurred_at,
+	// timestamp, date (zero when absent).
 	Time time.Time
+	// Actor is who said it: the first of the fields actor, speaker, role,
+	// name.
+	Actor string
+	// Session is the document's session inside its scope: the field
+	// session ("" when absent).
+	Session string
+	// Seq is its order in the session: the number after the last ":" of
+	// dia_id (LoCoMo's "D1:3"), else the field seq or turn, else 0 (the
+	// order of the file).
+	Seq int64
+	// Caption describes an image shared with it (LoCoMo's image_caption).
+	Caption string
+}
+
+// Field names the loader maps to a memory's actor and time, the first
+// found winning (as mnemo import maps them).
+var (
+	actorFields = []string{"actor", "speaker", "role", "name"}
+	timeFields  = []string{"occurred_at", "timestamp", "date"}
+)
+
+// first returns the first of fields r has (non-empty).
+func (r rawLine) first(fields []string) (string, error) {
+	for _, f := range fields {
+		v, err := r.str(f)
+		if err != nil || v != "" {
+			return v, err
+		}
+	}
+	return "", nil
 }
 
 // Query is one evaluation query with its judgments.
@@ -160,10 +191,22 @@ func Load(dir string, opts LoadOptions) (*Dataset, error) {
 			d.Scope, err = r.str(ds.ScopeField)
 		}
 		if err == nil {
-			ts, err = r.str("timestamp")
+			ts, err = r.first(timeFields)
 		}
 		if err == nil && ts != "" {
 			d.Time, err = parseTime(ts)
+		}
+		if err == nil {
+			d.Actor, err = r.first(actorFields)
+		}
+		if err == nil {
+			d.Session, err = r.str("session")
+		}
+		if err == nil {
+			d.Caption, err = r.str("image_caption")
+		}
+		if err == nil {
+			d.Seq, err = r.seq()
 		}
 		if err == nil {
 			if prev, dup := seenD[d.ID]; dup {
@@ -268,6 +311,30 @@ func (r rawLine) str(key string) (string, error) {
 		return n.String(), nil
 	}
 	return "", fmt.Errorf("field %s: must be a string or a number", key)
+}
+
+// seq reads a document's order in its session: the number after the
+// last ":" of dia_id, else the field seq or turn; 0 when there is none.
+func (r rawLine) seq() (int64, error) {
+	if id, err := r.str("dia_id"); err != nil || id != "" {
+		if err != nil {
+			return 0, err
+		}
+		v, perr := strconv.ParseInt(id[strings.LastIndex(id, ":")+1:], 10, 64)
+		if perr != nil || v < 1 {
+			return 0, fmt.Errorf("field dia_id %q: want a turn number after its last ':'", id)
+		}
+		return v, nil
+	}
+	v, err := r.first([]string{"seq", "turn"})
+	if err != nil || v == "" {
+		return 0, err
+	}
+	n, perr := strconv.ParseInt(v, 10, 64)
+	if perr != nil || n < 1 {
+		return 0, fmt.Errorf("field seq %q: must be a positive integer", v)
+	}
+	return n, nil
 }
 
 // readJSONL calls fn with every non-blank line of path decoded as a JSON

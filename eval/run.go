@@ -18,6 +18,7 @@ import (
 
 	"github.com/mnemo-dev/mnemo"
 	"github.com/mnemo-dev/mnemo/embed"
+	"github.com/mnemo-dev/mnemo/store/sqlitestore"
 )
 
 // Defaults of Options.
@@ -61,6 +62,9 @@ type Options struct {
 	Limit int
 	// Ks are the recall cutoffs, each at most Limit. Defaults to DefaultKs.
 	Ks []int
+	// Ingest chooses how the corpus is stored (what is indexed and
+	// embedded); every configuration runs on the same store.
+	Ingest IngestOptions
 	// ExcludeCategories are left out of the "overall excluding" figures and
 	// comparisons (e.g. LoCoMo's adversarial questions, which ask about
 	// things that never happened).
@@ -276,7 +280,7 @@ func Run(ctx context.Context, ds *Dataset, opts Options) (*Report, error) {
 			break
 		}
 	}
-	eng, err := openEngine(dbPath, memo)
+	eng, err := openEngine(dbPath, memo, o.Ingest)
 	if err != nil {
 		return nil, err
 	}
@@ -296,7 +300,7 @@ func Run(ctx context.Context, ds *Dataset, opts Options) (*Report, error) {
 			if err := copyFile(pristine, path); err != nil {
 				return nil, fmt.Errorf("eval: %w", err)
 			}
-			if e, err = openEngine(path, memo); err != nil {
+			if e, err = openEngine(path, memo, o.Ingest); err != nil {
 				return nil, err
 			}
 			workers = 1
@@ -577,11 +581,47 @@ func compare(r, base *run, name, baseName string, metrics []string, idx []int, o
 	return out
 }
 
+// IngestOptions choose how a corpus becomes memories.
+type IngestOptions struct {
+	// ContextTurns is how many previous turns of its session each memory
+	// is indexed with (its lexical context field; the store's
+	// Options.ContextTurns: 0 its default, -1 none).
+	ContextTurns int
+	// EmbedActor embeds "actor: content" instead of the content alone.
+	EmbedActor bool
+	// Captions appends a document's image caption to its content (LoCoMo
+	// turns sharing a picture).
+	Captions bool
+	// EmbedContext embeds the previous turn of the session with the
+	// content.
+	EmbedContext bool
+}
+
+// content is the memory content of d.
+func (o IngestOptions) content(d Doc) string {
+	if o.Captions && d.Caption != "" {
+		return d.Text + "\n[image: " + d.Caption + "]"
+	}
+	return d.Text
+}
+
+// embedText is the text embedded for d.
+func (o IngestOptions) embedText(d Doc) string {
+	if o.EmbedActor && d.Actor != "" {
+		return d.Actor + ": " + o.content(d)
+	}
+	return o.content(d)
+}
+
 // openEngine opens the evaluation store. Access statistics are written only
 // on Close (AccessFlushInterval < 0), so queries never write to the store.
-func openEngine(path string, emb embed.Embedder) (*mnemo.Engine, error) {
+func openEngine(path string, emb embed.Embedder, in IngestOptions) (*mnemo.Engine, error) {
+	st, err := sqlitestore.Open(context.Background(), path, sqlitestore.Options{ContextTurns: in.ContextTurns})
+	if err != nil {
+		return nil, fmt.Errorf("eval: open store: %w", err)
+	}
 	e, err := mnemo.Open(path, &mnemo.Config{
-		Embedder: emb, AccessFlushInterval: -1,
+		Embedder: emb, AccessFlushInterval: -1, Store: st,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {
@@ -591,18 +631,37 @@ func openEngine(path string, emb embed.Embedder) (*mnemo.Engine, error) {
 }
 
 // ingest stores ds's corpus at path: embedded in batches through
-// o.Embedder, one memory per document in profile Profile, its session the
-// document's scope value.
+// o.Embedder, one memory per document in profile Profile, its project the
+// document's scope value (a conversation), its session that scope's
+// session, with its actor, time and order.
 func ingest(ctx context.Context, ds *Dataset, path string, o Options) error {
-	e, err := openEngine(path, o.Embedder)
+	e, err := openEngine(path, o.Embedder, o.Ingest)
 	if err != nil {
 		return err
+	}
+	prev := map[turn]Doc{} // each turn's previous turn
+	if o.Ingest.EmbedContext {
+		bySeq := map[turn]Doc{}
+		for _, d := range ds.Docs {
+			bySeq[turnOf(d)] = d
+		}
+		for _, d := range ds.Docs {
+			k := turnOf(d)
+			if p, ok := bySeq[turn{k.session, k.seq - 1}]; ok && d.Seq > 1 {
+				prev[k] = p
+			}
+		}
 	}
 	for start := 0; start < len(ds.Docs); start += ingestBatch {
 		docs := ds.Docs[start:min(start+ingestBatch, len(ds.Docs))]
 		texts := make([]string, len(docs))
 		for i, d := range docs {
-			texts[i] = d.Text
+			texts[i] = o.Ingest.embedText(d)
+			if o.Ingest.EmbedContext {
+				if p, ok := prev[turnOf(d)]; ok {
+					texts[i] = o.Ingest.embedText(p) + "\n" + texts[i]
+				}
+			}
 		}
 		vecs, err := o.Embedder.Embed(ctx, texts)
 		if err == nil && len(vecs) != len(texts) {
@@ -614,8 +673,8 @@ func ingest(ctx context.Context, ds *Dataset, path string, o Options) error {
 		}
 		ins := make([]mnemo.Input, len(docs))
 		for i, d := range docs {
-			ins[i] = mnemo.Input{ID: d.ID, Content: d.Text, Profile: Profile, Session: d.Scope, CreatedAt: d.Time,
-				Embedding: vecs[i], EmbeddingModel: o.Embedder.Model()}
+			ins[i] = mnemo.Input{ID: d.ID, Content: o.Ingest.content(d), Profile: Profile, Project: d.Scope, Session: sessionOf(d),
+				Actor: d.Actor, Seq: d.Seq, CreatedAt: d.Time, OccurredAt: d.Time, Embedding: vecs[i], EmbeddingModel: o.Embedder.Model()}
 		}
 		if _, err := e.RememberBatch(ctx, ins); err != nil {
 			e.Close()
@@ -629,6 +688,25 @@ func ingest(ctx context.Context, ds *Dataset, path string, o Options) error {
 		}
 	}
 	return e.Close()
+}
+
+type turn struct {
+	session string
+	seq     int64
+}
+
+func turnOf(d Doc) turn { return turn{d.Scope + "\x00" + d.Session, d.Seq} }
+
+// sessionOf is the session of d's memory: its scope's session ("" when
+// the document has none; the scope alone when unscoped).
+func sessionOf(d Doc) string {
+	switch {
+	case d.Session == "":
+		return ""
+	case d.Scope == "":
+		return d.Session
+	}
+	return d.Scope + "/" + d.Session
 }
 
 // batchIndex reads the index from RememberBatch's "memory N: ..." errors.
@@ -712,10 +790,7 @@ func recallAll(ctx context.Context, e *mnemo.Engine, qs []Query, c Config, limit
 			defer wg.Done()
 			for i := range next {
 				q := qs[i]
-				mq := mnemo.Query{Text: q.Text, Profile: Profile, Limit: limit}
-				if q.Scope != "" {
-					mq.Sessions = []string{q.Scope}
-				}
+				mq := mnemo.Query{Text: q.Text, Profile: Profile, Limit: limit, Project: q.Scope}
 				res, err := e.Recall(ctx, mq)
 				mu.Lock()
 				if err != nil {

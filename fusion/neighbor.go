@@ -14,14 +14,17 @@ type Lend struct {
 }
 
 // LendToNeighbors returns a copy of res in which each result lends
-// share/distance of its score to the turns around it (lends): the answer
-// to a question is often the turn after the one that matches it. A
+// share/distance of its score above floor to the turns around it (lends):
+// the answer to a question is often the turn after the one that matches
+// it. floor is the score of the last result of the lending window (what
+// no lender scores below), so that a lend measures how far its lender
+// stands out, whatever base the legs' normalisation put the scores on. A
 // neighbour's score grows by the largest lend it receives, shown as
 // Legs[mnemotype.LegNeighbor].Contribution; a neighbour not in res joins
 // with that lend as its score, ranked after the results it ties with.
 // Lends are computed from res's scores, so they never compound. The copy
 // is re-sorted (see Sort); res is not modified.
-func LendToNeighbors(res []Result, lends []Lend, share float64) []Result {
+func LendToNeighbors(res []Result, lends []Lend, share, floor float64) []Result {
 	out := make([]Result, len(res))
 	copy(out, res)
 	if share <= 0 {
@@ -38,7 +41,7 @@ func LendToNeighbors(res []Result, lends []Lend, share float64) []Result {
 		if !ok || l.Distance < 1 || l.ID == l.Of {
 			continue
 		}
-		v := share * out[i].Score / float64(l.Distance)
+		v := share * (out[i].Score - floor) / float64(l.Distance)
 		if v <= 0 {
 			continue
 		}

@@ -38,7 +38,7 @@ func TestLendToNeighbors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			in := res()
-			out := LendToNeighbors(in, tc.lends, tc.share)
+			out := LendToNeighbors(in, tc.lends, tc.share, 0)
 			got := map[string]Result{}
 			var order []string
 			for i, r := range out {
@@ -64,6 +64,9 @@ func TestLendToNeighbors(t *testing.T) {
 			if in[0].Score != 1 || len(in[0].Legs) != 1 || len(in) != 3 {
 				t.Error("the input was modified")
 			}
+			if in[0].Score != 1 {
+				t.Error("the input was modified")
+			}
 			for _, l := range tc.lends {
 				if r, ok := got[l.ID]; ok && tc.share > 0 && tc.want[l.ID] != 0 {
 					if _, ok := r.Legs[mnemotype.LegNeighbor]; !ok && r.Legs != nil {
@@ -72,5 +75,24 @@ func TestLendToNeighbors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestLendToNeighbors_Floor: a lend measures its lender above the floor
+// (the score of the window's last result): the floor's own result lends
+// nothing.
+func TestLendToNeighbors_Floor(t *testing.T) {
+	t.Parallel()
+	res := []Result{{ID: "q", Score: 1, BestRank: 1}, {ID: "x", Score: 0.5, BestRank: 2}, {ID: "y", Score: 0.2, BestRank: 3}}
+	out := LendToNeighbors(res, []Lend{{ID: "a", Of: "q", Distance: 1}, {ID: "b", Of: "y", Distance: 1}}, 0.5, 0.2)
+	got := map[string]float64{}
+	for _, r := range out {
+		got[r.ID] = r.Score
+	}
+	if math.Abs(got["a"]-0.4) > 1e-12 {
+		t.Errorf("a scores %v, want 0.5 × (1 - 0.2) = 0.4", got["a"])
+	}
+	if _, ok := got["b"]; ok {
+		t.Errorf("b got a lend from the floor's result: %v", out)
 	}
 }

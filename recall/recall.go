@@ -418,7 +418,7 @@ func Run(ctx context.Context, src Source, vec Vectors, req Request) (*Response, 
 				lendersAt = len(top)
 				tr.Timings["neighbors"] = ms(time.Since(t1))
 			}
-			fusedList = fusion.LendToNeighbors(fusedList, lends, o.NeighborShare)
+			fusedList = fusion.LendToNeighbors(fusedList, lends, o.NeighborShare, top[len(top)-1].Score)
 		}
 		fused = fusion.ApplyImportance(fusedList, importance, o.Importance, out.K)
 		if len(fused) > req.Limit {

@@ -58,6 +58,10 @@ func cmdEval(ctx context.Context, a *app, args []string) error {
 	embedder := fs.String("embedder", "", "embedder: "+strings.Join(embedderNames, ", ")+" (default $MNEMO_EMBEDDER, else "+defaultEmbedder+")")
 	baseline := fs.String("baseline", eval.DefaultBaseline, "configuration the others are compared with")
 	ks := fs.String("k", "5,10", "recall cutoffs, comma-separated, each at most --limit")
+	contextTurns := fs.Int("context-turns", 0, "previous turns of its session indexed with each memory (0: the store's default, -1: none)")
+	embedActor := fs.Bool("embed-actor", false, "embed \"actor: content\" instead of the content alone")
+	captions := fs.Bool("captions", false, "append each document's image_caption to its content")
+	embedContext := fs.Bool("embed-context", false, "embed each document with the previous turn of its session")
 	limit := fs.Int("limit", eval.DefaultLimit, "memories every query recalls, whatever the cutoffs (at least 10; figures at one limit are not comparable with another's)")
 	scopeField := fs.String("scope-field", "", "query and corpus field scoping each query (default: conversation when the queries have it; none: no scoping)")
 	jsonOut := fs.String("json", "", "write the results as JSON to this file")
@@ -81,7 +85,8 @@ func cmdEval(ctx context.Context, a *app, args []string) error {
 	if len(pos) != 1 {
 		return usagef("usage: mnemo eval DATASET_DIR [flags] (see mnemo eval -h)")
 	}
-	opts := eval.Options{Baseline: *baseline, Limit: *limit, LimitQueries: *limitQueries, Seed: *seed, Resamples: *resamples, Workers: *workers}
+	opts := eval.Options{Baseline: *baseline, Limit: *limit, LimitQueries: *limitQueries, Seed: *seed, Resamples: *resamples, Workers: *workers,
+		Ingest: eval.IngestOptions{ContextTurns: *contextTurns, EmbedActor: *embedActor, Captions: *captions, EmbedContext: *embedContext}}
 	if *seed == 0 {
 		return usagef("--seed must be > 0")
 	}

@@ -213,7 +213,7 @@ static void mnemoBm25(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_con
 		double norm[MNEMO_MAX_FIELDS];
 		for (int c = 0; rc == SQLITE_OK && c < p->nField; c++) {
 			norm[c] = 1.0;
-			if (p->w[c] != 0.0 && p->b[c] != 0.0) {
+			if (p->w[c] != 0.0 && p->b[c] != 0.0 && p->avgdl[c] > 0.0) { // an empty field everywhere: no length to normalise
 				double D = 0.0;
 				rc = mnemoLength(api, fts, nVal, apVal, c, &D);
 				norm[c] = 1 - p->b[c] + p->b[c] * D / p->avgdl[c];

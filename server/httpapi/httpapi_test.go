@@ -384,7 +384,9 @@ func TestServe_Search(t *testing.T) {
 	b := setup(t, opts{})
 	ids := map[string]string{}
 	for _, m := range []struct{ session, content string }{
-		{"1", "JWT auth fix deployed"}, {"2", "auth tokens rotate weekly"}, {"3", "auth for the staging cluster"}, {"1", "groceries"},
+		// groceries in a session of its own: after the JWT fix in session
+		// 1, it would be found by "auth" through its context field.
+		{"1", "JWT auth fix deployed"}, {"2", "auth tokens rotate weekly"}, {"3", "auth for the staging cluster"}, {"4", "groceries"},
 	} {
 		ids[m.content] = b.create(b.alice, map[string]any{"content": m.content, "session": m.session, "importance": 1})
 	}

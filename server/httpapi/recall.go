@@ -212,8 +212,10 @@ func (s *Server) searchLeg(leg string) handlerFunc {
 // out; boolean switches are turned off and numeric bonuses set to 0 when
 // the engine accepts it.
 func singleLeg(cur mnemo.Settings, leg string) map[string]string {
+	// One leg's own list: no importance prior, no switches, no neighbour
+	// expansion (the lexical leg keeps its fields: they are how it searches).
 	over := map[string]string{"keywordWeight": "0", "semanticWeight": "0", "recencyWeight": "0", "accessWeight": "0",
-		"strategy": "rrf", "importanceMode": "off", "candidatePolicy": "scope"}
+		"strategy": "rrf", "importanceMode": "off", "candidatePolicy": "scope", "neighborRadius": "0"}
 	if key, ok := mnemo.LegWeightKey(leg); ok {
 		over[key] = "1"
 	}

@@ -100,7 +100,7 @@ func (g *goScorer) score(fields [ftsFields]string) (float64, bool) {
 	var norm [ftsFields]float64
 	for c := range ftsFields {
 		norm[c] = 1.0
-		if g.weights[c] != 0 && fieldBs[c] != 0 {
+		if g.weights[c] != 0 && fieldBs[c] != 0 && g.avgdl[c] > 0 { // an empty field everywhere: no length to normalise
 			norm[c] = 1 - fieldBs[c] + fieldBs[c]*length[c]/g.avgdl[c]
 		}
 	}

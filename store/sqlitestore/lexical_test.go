@@ -621,3 +621,55 @@ func jsonEqual(a, b []byte) bool {
 	}
 	return reflect.DeepEqual(x, y)
 }
+
+// TestStore_OnlyScoresAsRanked: scoring listed memories from their fields
+// (Only) gives the scores the ranked query gives them — BM25F over
+// content, actor, time and context included — so the two lists of one
+// recall can be merged.
+func TestStore_OnlyScoresAsRanked(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "mnemo.db"), Options{CommonTermRatio: -1, ContextTurns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	rng := rand.New(rand.NewPCG(21, 22))
+	alice := profileCorpus(rng, "alice", 0, 300)
+	actors := []string{"Caroline", "Melanie", "river", ""}
+	for i := range alice {
+		alice[i].Actor = actors[i%len(actors)]
+		alice[i].OccurredAt = time.Date(2023, time.Month(1+i%12), 1+i%28, 10, 0, 0, 0, time.UTC)
+	}
+	if err := s.Insert(ctx, alice); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Insert(ctx, profileCorpus(rng, "bob", 3, 100)); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, m := range alice {
+		ids = append(ids, m.ID)
+	}
+	compared := 0
+	for _, w := range []store.FieldWeights{{}, {Content: 1, Actor: 1, Time: 1, Context: 0.5}, {Content: 0.5, Context: 2}} {
+		for _, m := range lexicalQueries(rng, 40) {
+			m.Terms = append(m.Terms, []string{"caroline", "may", "river", "2023"}[rng.IntN(4)])
+			ranked, err := s.Lexical(ctx, store.LexicalParams{Scope: mnemotype.Scope{Profile: "alice"}, Match: m, Fields: w})
+			if err != nil {
+				t.Fatal(err)
+			}
+			only, err := s.Lexical(ctx, store.LexicalParams{Scope: mnemotype.Scope{Profile: "alice"}, Match: m, Fields: w, Only: ids})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !sameHits(only, ranked, false) {
+				t.Fatalf("fields %+v, %q all=%v:\nranked %v\n  only %v", w, m.Terms, m.All, ranked, only)
+			}
+			compared += len(ranked)
+		}
+	}
+	if compared < 500 {
+		t.Fatalf("only %d hits compared", compared)
+	}
+}
