@@ -50,11 +50,19 @@ const exitSomeRejected = 3
 // lines without one (see importer.lineID).
 var importNamespace = uuid.MustParse("7a0f3c52-4c1e-4b8e-9d2a-6a1f0e5b9c31")
 
-// knownImportFields are mapped onto memory fields; any other field of a line
-// is kept in the memory's metadata.
+// The fields an import line may name the actor and the time it happened
+// by, the first found winning.
+var (
+	actorImportFields    = []string{"actor", "speaker", "role", "name"}
+	occurredImportFields = []string{"occurred_at", "timestamp", "date"}
+)
+
+// knownImportFields are mapped onto memory fields, as is the field an
+// actor, an occurrence time or a turn number is taken from; any other field
+// of a line is kept in the memory's metadata.
 var knownImportFields = map[string]bool{
 	"id": true, "text": true, "content": true, "profile": true, "project": true, "session": true, "kind": true,
-	"importance": true, "created_at": true, "timestamp": true, "metadata": true,
+	"importance": true, "created_at": true, "metadata": true,
 }
 
 const importUsage = "usage: mnemo import FILE.jsonl [--profile P] [--session-field NAME] [--strict]"
@@ -70,8 +78,10 @@ func cmdImport(ctx context.Context, a *app, args []string) error {
 		fmt.Fprintf(a.stderr, `%s
 
 Lines: {id?, text|content, profile?, project?, session?, kind?, importance?,
-created_at|timestamp?, metadata?}, other fields kept in metadata; FILE - reads
-stdin. A line is at most %d bytes.
+actor|speaker|role|name?, occurred_at|timestamp|date?, seq|turn?, created_at?,
+metadata?}, other fields kept in metadata (the first of each | list is taken;
+created_at defaults to the time it occurred); FILE - reads stdin. A line is at
+most %d bytes.
 
 A bad line (malformed, invalid, too long) is reported with its number and
 skipped; --strict aborts at the first one with nothing written. A line
@@ -393,13 +403,42 @@ func (im *importer) parse(raw []byte, line int) (mnemo.Input, error) {
 		}
 	}
 	in.Kind = str("kind")
-	tsField := "created_at"
-	ts := str("created_at")
-	if ts == "" {
-		tsField, ts = "timestamp", str("timestamp")
+	used := map[string]bool{}
+	first := func(keys ...string) (string, string) {
+		for _, k := range keys {
+			if v := str(k); v != "" {
+				used[k] = true
+				return k, v
+			}
+		}
+		return "", ""
 	}
+	_, in.Actor = first(actorImportFields...)
+	occField, occ := first(occurredImportFields...)
+	seqField, seq := first("seq", "turn")
+	created := str("created_at")
 	if err != nil {
 		return in, err
+	}
+	if seq != "" {
+		n, err := strconv.ParseInt(seq, 10, 64)
+		if err != nil || n < 1 {
+			return in, fmt.Errorf("field %s = %q: must be a positive integer", seqField, seq)
+		}
+		in.Seq = n
+	}
+	if occ != "" {
+		t, err := parseTime(occField, occ)
+		if err != nil {
+			return in, err
+		}
+		in.OccurredAt = t
+	}
+	// Without created_at, a memory is taken as stored when it happened (as
+	// imports of histories did before occurred_at existed).
+	tsField, ts := "created_at", created
+	if ts == "" {
+		tsField, ts = occField, occ
 	}
 	if in.Profile == "" {
 		in.Profile = im.profile
@@ -431,7 +470,7 @@ func (im *importer) parse(raw []byte, line int) (mnemo.Input, error) {
 		}
 	}
 	for k, v := range obj {
-		if !knownImportFields[k] {
+		if !knownImportFields[k] && !used[k] {
 			if _, taken := meta[k]; !taken {
 				meta[k] = v
 			}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mnemo-dev/mnemo"
 )
@@ -182,5 +183,58 @@ func TestImport_ExitCodes(t *testing.T) {
 	}
 	if code, _, errs := c.run("", "import", "-h"); code != 0 || !strings.Contains(errs, "Exit codes") {
 		t.Errorf("import -h: exit %d: %s", code, errs)
+	}
+}
+
+// TestImport_MapsConversationFields: the common names of who said it, when
+// it happened and its turn become actor, occurred_at and seq (the first of
+// each list present wins; the others stay in metadata); bad values are
+// rejected naming the field.
+func TestImport_MapsConversationFields(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	lines := []string{
+		`{"id":"a","text":"first","session":"s1","speaker":"Caroline","role":"user","timestamp":"2023-05-08T13:56:00","dia_id":"D1:1"}`,
+		`{"id":"b","text":"second","session":"s1","role":"assistant","occurred_at":"2023-05-09T10:00:00Z","created_at":"2024-01-01T00:00:00Z"}`,
+		`{"id":"c","text":"third","session":"s1","name":"Bob","date":"2023-05-10","turn":7}`,
+		`{"id":"d","text":"fourth","session":"s1","actor":"Dana","speaker":"ignored","seq":9}`,
+		`{"id":"e","text":"bad turn","seq":-2}`,
+		`{"id":"f","text":"bad time","occurred_at":"0000-01-01T00:00:00Z"}`,
+	}
+	code, out, errs := c.run("", "import", writeLines(t, lines), "--profile", "me")
+	if code != exitSomeRejected || !strings.Contains(out, "imported 4 memories") {
+		t.Fatalf("exit %d, %q: %s", code, out, errs)
+	}
+	for _, want := range []string{"line 5: rejected: field seq", "line 6: rejected: field occurred_at"} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errs)
+		}
+	}
+	get := func(id string) mnemo.Memory {
+		var m mnemo.Memory
+		if err := json.Unmarshal([]byte(c.ok("get", "--profile", "me", id)), &m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	day := func(d, h int) time.Time { return time.Date(2023, 5, d, h, 0, 0, 0, time.UTC) }
+	for _, tc := range []struct {
+		id, actor         string
+		occurred, created time.Time
+		seq               int64
+		meta, metaAbsent  string
+	}{
+		{"a", "Caroline", day(8, 13).Add(56 * time.Minute), day(8, 13).Add(56 * time.Minute), 1, `"role":"user"`, "speaker"},
+		{"b", "assistant", day(9, 10), time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC), 2, "", "role"},
+		{"c", "Bob", day(10, 0), day(10, 0), 7, "", "name"},
+		{"d", "Dana", time.Time{}, time.Time{}, 9, `"speaker":"ignored"`, "actor"},
+	} {
+		m := get(tc.id)
+		if m.Actor != tc.actor || m.Seq != tc.seq || (!tc.occurred.IsZero() && (!m.OccurredAt.Equal(tc.occurred) || !m.CreatedAt.Equal(tc.created))) {
+			t.Errorf("%s: actor %q seq %d occurred %v created %v; want %q %d %v %v", tc.id, m.Actor, m.Seq, m.OccurredAt, m.CreatedAt, tc.actor, tc.seq, tc.occurred, tc.created)
+		}
+		if meta := compact(m.Metadata); (tc.meta != "" && !strings.Contains(meta, tc.meta)) || strings.Contains(meta, `"`+tc.metaAbsent+`"`) {
+			t.Errorf("%s: metadata %s; want %s kept and %s taken", tc.id, meta, tc.meta, tc.metaAbsent)
+		}
 	}
 }

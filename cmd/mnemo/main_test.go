@@ -223,8 +223,10 @@ func TestCLI_Import(t *testing.T) {
 	}
 	var m mnemo.Memory
 	json.Unmarshal([]byte(c.ok("get", "--profile", "me", "m1")), &m)
+	// speaker is the actor; timestamp when it occurred (and, without
+	// created_at, when it was stored).
 	if m.Content != "first line about kayaks" || !m.CreatedAt.Equal(time.Date(2023, 5, 8, 13, 56, 0, 0, time.UTC)) ||
-		!strings.Contains(compact(m.Metadata), `"speaker":"Ann"`) || m.Session != "1" {
+		!m.OccurredAt.Equal(m.CreatedAt) || m.Actor != "Ann" || strings.Contains(compact(m.Metadata), `speaker`) || m.Session != "1" {
 		t.Fatalf("imported memory: %+v", m)
 	}
 	out = c.ok("recall", "--profile", "me", "--session", "conv-1", "line", "--json")
