@@ -522,7 +522,7 @@ func parseTime(field, s string) (time.Time, error) {
 		sec := math.Floor(f)
 		return time.Unix(int64(sec), int64((f-sec)*1e9)).UTC(), nil
 	}
-	return time.Time{}, fmt.Errorf("field %s = %q: must be RFC 3339 (2023-05-08T13:56:00Z) or Unix seconds", field, s)
+	return time.Time{}, mnemotype.Invalidf("field %s = %q: must be RFC 3339 (2023-05-08T13:56:00Z), a date or Unix seconds", field, s)
 }
 
 // lineTooLongError reports a line longer than the reader's limit; the

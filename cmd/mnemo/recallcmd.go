@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/mnemo-dev/mnemo"
 	"github.com/mnemo-dev/mnemo/mnemotype"
@@ -64,6 +65,10 @@ func cmdRecall(ctx context.Context, a *app, args []string) error {
 	fs.Var(&sessions, "session", "restrict to a session (repeatable, or comma-separated)")
 	fs.Var(&kinds, "kind", "restrict to a kind: episodic, semantic, identity (repeatable)")
 	fs.Var(&exclude, "exclude", "ids not to return, comma-separated")
+	var actors listFlag
+	fs.Var(&actors, "actor", "restrict to memories of this actor (repeatable, or comma-separated)")
+	after := fs.String("after", "", "restrict to memories that occurred at or after this time (RFC 3339 or a date)")
+	before := fs.String("before", "", "restrict to memories that occurred before this time (RFC 3339 or a date)")
 	limit := fs.Int("limit", mnemo.DefaultLimit, "number of memories to return")
 	weights := fs.String("weights", "", "leg weights, e.g. lexical=1,dense=1,recency=0,access=0 (each in [0, 5])")
 	var k optFloat
@@ -76,7 +81,7 @@ func cmdRecall(ctx context.Context, a *app, args []string) error {
 	trace := fs.Bool("trace", false, "explain: each leg's list, per-result contributions, per-stage timings")
 	asJSON := fs.Bool("json", false, "print JSON")
 	fs.Usage = func() {
-		fmt.Fprintln(a.stderr, "usage: mnemo recall --profile P [--project X] [--session S]... [--kind K] [--limit N] [--exclude ID,...] [--weights lexical=1,dense=1,recency=0,access=0] [--k 60] [--trace] [--json] QUERY")
+		fmt.Fprintln(a.stderr, "usage: mnemo recall --profile P [--project X] [--session S]... [--kind K] [--actor A]... [--after T] [--before T] [--limit N] [--exclude ID,...] [--weights lexical=1,dense=1,recency=0,access=0] [--k 60] [--trace] [--json] QUERY")
 		fs.PrintDefaults()
 	}
 	pos, err := parseInterleaved(fs, args)
@@ -112,8 +117,20 @@ func cmdRecall(ctx context.Context, a *app, args []string) error {
 	if kparam.set {
 		over["kParam"] = strconv.FormatFloat(kparam.v, 'g', -1, 64)
 	}
-	q := mnemo.Query{Text: query, Profile: *profile, Project: *project, Sessions: sessions, Exclude: exclude,
+	q := mnemo.Query{Text: query, Profile: *profile, Project: *project, Sessions: sessions, Exclude: exclude, Actors: actors,
 		Limit: *limit, Overrides: over, Trace: *trace}
+	for _, b := range []struct {
+		flag, v string
+		into    *time.Time
+	}{{"--after", *after, &q.After}, {"--before", *before, &q.Before}} {
+		if b.v != "" {
+			t, err := parseTime(b.flag, b.v)
+			if err != nil {
+				return err
+			}
+			*b.into = t
+		}
+	}
 	for _, s := range kinds {
 		kd, err := mnemotype.ParseKind(s)
 		if err != nil {
