@@ -2,6 +2,7 @@ package mnemo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -194,9 +195,14 @@ func (e *Engine) Recall(ctx context.Context, q Query) (*RecallResult, error) {
 	return out, nil
 }
 
-// embedQuery embeds the query text, checking the embedder's output.
+// embedQuery embeds the query text within Config.QueryEmbedTimeout,
+// checking the embedder's output.
 func (e *Engine) embedQuery(ctx context.Context, text string) ([]float32, error) {
-	vs, err := e.emb.Embed(ctx, []string{text})
+	vs, err := e.embedWithin(ctx, e.cfg.QueryEmbedTimeout, []string{text})
+	var timeout *EmbedTimeoutError
+	if errors.As(err, &timeout) {
+		return nil, err // it names the model and the deadline
+	}
 	if err != nil {
 		return nil, fmt.Errorf("embed query with %s: %w", e.emb.Model(), err)
 	}
