@@ -2,6 +2,8 @@ package mnemo_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -191,4 +193,56 @@ func TestEngine_EmbedTimeouts(t *testing.T) {
 func stubVectors(texts []string, dim int) [][]float32 {
 	vecs, _ := embed.NewHash(dim).Embed(context.Background(), texts)
 	return vecs
+}
+
+// TestEngine_WithOpenBreaker: once the breaker in front of a hung provider
+// opens, writes store without an embedding and recalls skip the dense leg
+// at once, the trace saying the embedder is unavailable; when a probe sees
+// the provider answer, writes are embedded again.
+func TestEngine_WithOpenBreaker(t *testing.T) {
+	t.Parallel()
+	fake := fakeprovider.New(t, 16)
+	fake.Set(fakeprovider.Hang)
+	emb, err := openai.New(openai.Config{Model: "test-model", BaseURL: fake.URL, Dimensions: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := embed.NewBreaker(emb, &embed.BreakerConfig{MinProbeInterval: 50 * time.Millisecond, ProbeTimeout: 200 * time.Millisecond})
+	defer b.Close()
+	e, err := mnemo.Open(filepath.Join(t.TempDir(), "mnemo.db"), &mnemo.Config{Embedder: b, AccessFlushInterval: -1,
+		WriteEmbedTimeout: 100 * time.Millisecond, QueryEmbedTimeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ctx := t.Context()
+	for i := range embed.DefaultBreakerFailures {
+		res, err := e.Write(ctx, []mnemo.Input{{Profile: "me", Content: fmt.Sprintf("memory %d about kayaks", i)}})
+		if err != nil || res.Deferred != 1 {
+			t.Fatalf("write %d: %+v, %v", i, res, err)
+		}
+	}
+	if !b.State().Open {
+		t.Fatal("breaker closed after three timed-out writes")
+	}
+	sent := fake.Requests() - fake.Seen(embed.DefaultProbeText)
+	res, err := e.Write(ctx, []mnemo.Input{{Profile: "me", Content: "written while the circuit is open"}})
+	if err != nil || res.Deferred != 1 || !errors.Is(res.EmbedErr, embed.ErrUnavailable) {
+		t.Fatalf("write while open: %+v, %v", res, err)
+	}
+	rr, err := e.Recall(ctx, mnemo.Query{Profile: "me", Text: "kayaks", Trace: true})
+	if err != nil || len(rr.Results) == 0 {
+		t.Fatalf("recall while open: %+v, %v", rr, err)
+	}
+	if why := rr.Trace.Skipped["dense"]; !strings.Contains(why, "embedder unavailable") || !strings.Contains(why, "circuit open since") {
+		t.Errorf("skipped.dense = %q, want it to say the circuit is open", why)
+	}
+	if n := fake.Requests() - fake.Seen(embed.DefaultProbeText); n != sent {
+		t.Errorf("%d calls reached the provider while the circuit was open", n-sent)
+	}
+	fake.Set(fakeprovider.OK)
+	waitFor(t, "a probe closes the circuit", func() bool { return !b.State().Open })
+	if res, err := e.Write(ctx, []mnemo.Input{{Profile: "me", Content: "written after recovery"}}); err != nil || res.Deferred != 0 {
+		t.Fatalf("write after recovery: %+v, %v", res, err)
+	}
 }

@@ -45,6 +45,7 @@ type Server struct {
 	mode   Mode
 	status int
 	dim    int
+	seen   map[string]int // requests per input text
 
 	requests, texts, hung, abandoned atomic.Int64
 }
@@ -53,7 +54,7 @@ type Server struct {
 // test ends (hung requests are released first).
 func New(tb testing.TB, dim int) *Server {
 	tb.Helper()
-	s := &Server{dim: dim, status: http.StatusServiceUnavailable, release: make(chan struct{})}
+	s := &Server{dim: dim, status: http.StatusServiceUnavailable, release: make(chan struct{}), seen: map[string]int{}}
 	s.srv = httptest.NewServer(s)
 	s.URL = s.srv.URL
 	tb.Cleanup(s.srv.Close)
@@ -81,6 +82,13 @@ func (s *Server) Requests() int { return int(s.requests.Load()) }
 // Texts is the number of texts answered with vectors.
 func (s *Server) Texts() int { return int(s.texts.Load()) }
 
+// Seen is the number of requests, in any mode, whose input held text.
+func (s *Server) Seen(text string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.seen[text]
+}
+
 // Hung is the number of requests currently held without an answer.
 func (s *Server) Hung() int { return int(s.hung.Load()) }
 
@@ -105,6 +113,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.requests.Add(1)
 	s.mu.Lock()
 	mode, status, dim := s.mode, s.status, s.dim
+	counted := map[string]bool{}
+	for _, t := range req.Input {
+		if !counted[t] {
+			s.seen[t]++
+			counted[t] = true
+		}
+	}
 	s.mu.Unlock()
 	switch mode {
 	case Fail:
