@@ -18,6 +18,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -225,6 +226,18 @@ type Input struct {
 	// embedder's model name.
 	Embedding      []float32 `json:"embedding,omitempty"`
 	EmbeddingModel string    `json:"embedding_model,omitempty"`
+}
+
+// idempotencyNamespace is the UUIDv5 namespace of IdempotentID's ids.
+const idempotencyNamespace = "a116ed81-4ea6-4b80-a5df-2bd424af4ddd"
+
+// IdempotentID returns the id of the memory at index in a write named by
+// an idempotency key (index 0 for a single memory): a UUIDv5 of profile,
+// key and index. A retried write that derives its ids this way maps to the
+// memories of its first attempt, and Write stores them once.
+func IdempotentID(profile, key string, index int) string {
+	name := profile + "\x00" + key + "\x00" + strconv.Itoa(index)
+	return uuid.NewSHA1(uuid.MustParse(idempotencyNamespace), []byte(name)).String()
 }
 
 // memory validates in and turns it into a Memory (without embedding).

@@ -139,3 +139,30 @@ func TestCLI_EmbedTimeoutErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestCLI_AddRetriedID: adding the same memory under its id again reports
+// the stored one (exit 0, nothing changed); another memory under that id is
+// refused (exit 2) naming the id and the field.
+func TestCLI_AddRetriedID(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	args := []string{"add", "--profile", "me", "--id", "m1", "--session", "s1", "kayaks on the lake"}
+	if out := strings.TrimSpace(c.ok(args...)); out != "m1" {
+		t.Fatalf("first add printed %q", out)
+	}
+	code, out, errs := c.run("", args...)
+	if code != 0 || strings.TrimSpace(out) != "m1" || !strings.Contains(errs, "already stored") {
+		t.Fatalf("add again: exit %d, %q, %q", code, out, errs)
+	}
+	var js added
+	if err := json.Unmarshal([]byte(c.ok(append(args, "--json")...)), &js); err != nil || js.ID != "m1" || !js.Replayed {
+		t.Fatalf("add again --json: %+v, %v", js, err)
+	}
+	code, _, errs = c.run("", "add", "--profile", "me", "--id", "m1", "--session", "s1", "canoes on the river")
+	if code != 2 || !strings.Contains(errs, `"m1"`) || !strings.Contains(errs, "content") {
+		t.Fatalf("another memory under m1: exit %d, %q", code, errs)
+	}
+	if out := c.ok("recall", "--profile", "me", "--json", "kayaks canoes"); strings.Count(out, `"id"`) != 1 || !strings.Contains(out, "kayaks") {
+		t.Errorf("after the retries: %s", out)
+	}
+}

@@ -379,10 +379,10 @@ type errorBody struct {
 	Code  string `json:"code"`
 }
 
-// writeError maps err to a status: ErrInvalid 400, ErrNotFound 404 (also
-// for another profile's ids), a body over the limit 413, a closed engine or
-// an expired deadline 503, anything else 500 with the details only in the
-// log.
+// writeError maps err to a status: ErrExists 409 (an id already stored
+// with another memory), ErrInvalid 400, ErrNotFound 404 (also for another
+// profile's ids), a body over the limit 413, a closed engine or an expired
+// deadline 503, anything else 500 with the details only in the log.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	var ae *apiError
 	var mbe *http.MaxBytesError
@@ -391,6 +391,8 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.As(err, &mbe):
 		ae = &apiError{status: http.StatusRequestEntityTooLarge, code: "too_large",
 			msg: fmt.Sprintf("request body is larger than %d bytes", mbe.Limit)}
+	case errors.Is(err, mnemotype.ErrExists):
+		ae = &apiError{status: http.StatusConflict, code: "conflict", msg: strings.TrimPrefix(err.Error(), mnemotype.ErrInvalid.Error()+": ")}
 	case errors.Is(err, mnemotype.ErrInvalid):
 		ae = &apiError{status: http.StatusBadRequest, code: "invalid", msg: strings.TrimPrefix(err.Error(), mnemotype.ErrInvalid.Error()+": ")}
 	case errors.Is(err, mnemotype.ErrDimensionMismatch):
