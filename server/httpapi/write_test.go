@@ -78,13 +78,21 @@ func TestServe_HungEmbedder(t *testing.T) {
 	}
 }
 
+// in returns b reporting to t (a subtest).
+func (b *bundle) in(t *testing.T) *bundle {
+	c := *b
+	c.t = t
+	return &c
+}
+
 // TestServe_IdempotentWrites: a POST retried with the same Idempotency-Key
 // or the same id stores one memory and answers 200 with
 // Idempotent-Replayed; the same key or id with another memory is 409.
 func TestServe_IdempotentWrites(t *testing.T) {
 	b := setup(t, opts{})
 	withKey := func(k string) http.Header { return http.Header{"Idempotency-Key": {k}} }
-	count := func(profile string) int {
+	count := func(t *testing.T, profile string) int {
+		t.Helper()
 		n, err := b.e.Count(t.Context(), profile)
 		if err != nil {
 			t.Fatal(err)
@@ -93,6 +101,7 @@ func TestServe_IdempotentWrites(t *testing.T) {
 	}
 
 	t.Run("IdempotencyKey", func(t *testing.T) {
+		b := b.in(t)
 		body := map[string]any{"content": "deployed v2.3", "session": "s1"}
 		first := b.doWith("POST", "/v1/memories", b.alice, body, withKey("req-1"))
 		if first.status != 201 || first.header.Get("Idempotent-Replayed") != "" {
@@ -110,7 +119,7 @@ func TestServe_IdempotentWrites(t *testing.T) {
 				t.Fatalf("retry %d answered id %s, first %s", i, c.ID, a.ID)
 			}
 		}
-		if n := count("alice"); n != 1 {
+		if n := count(t, "alice"); n != 1 {
 			t.Fatalf("%d memories after retries, want 1", n)
 		}
 		// The key is the profile's: bob's same key is another memory.
@@ -125,13 +134,14 @@ func TestServe_IdempotentWrites(t *testing.T) {
 		if conflict.status != 409 || !strings.Contains(conflict.errMsg(t), a.ID) || !strings.Contains(conflict.errMsg(t), "content") {
 			t.Errorf("same key, other content: %d %s; want 409 naming the id and the field", conflict.status, conflict.body)
 		}
-		if n := count("alice"); n != 1 {
+		if n := count(t, "alice"); n != 1 {
 			t.Errorf("the conflicting POST stored something: %d memories", n)
 		}
 	})
 
 	t.Run("Batch", func(t *testing.T) {
-		before := count("alice")
+		b := b.in(t)
+		before := count(t, "alice")
 		body := map[string]any{"memories": []map[string]any{{"content": "one"}, {"content": "two"}, {"id": "own-id", "content": "three"}}}
 		var first, again struct{ IDs []string }
 		b.must(201, "POST", "/v1/memories", b.alice, body, &first)
@@ -154,12 +164,13 @@ func TestServe_IdempotentWrites(t *testing.T) {
 		if fmt.Sprint(first.IDs) != fmt.Sprint(again.IDs) || len(first.IDs) != 2 || first.IDs[0] == first.IDs[1] {
 			t.Errorf("batch ids %v, retry's %v", first.IDs, again.IDs)
 		}
-		if n := count("alice") - before; n != 7 {
+		if n := count(t, "alice") - before; n != 7 {
 			t.Errorf("%d memories stored, want 7 (3, 2 again, then 2 with a key)", n)
 		}
 	})
 
 	t.Run("BodyID", func(t *testing.T) {
+		b := b.in(t)
 		body := map[string]any{"id": "client-1", "content": "bought groceries", "importance": 0.7}
 		b.must(201, "POST", "/v1/memories", b.alice, body, nil)
 		r := b.must(200, "POST", "/v1/memories", b.alice, body, nil)
@@ -178,7 +189,8 @@ func TestServe_IdempotentWrites(t *testing.T) {
 	})
 
 	t.Run("BadKey", func(t *testing.T) {
-		before := count("alice")
+		b := b.in(t)
+		before := count(t, "alice")
 		for name, h := range map[string]http.Header{
 			"TooLong":  withKey(strings.Repeat("k", 256)),
 			"Blank":    withKey("  "),
@@ -190,7 +202,7 @@ func TestServe_IdempotentWrites(t *testing.T) {
 				t.Errorf("%s: %d %s; want 400 naming the header", name, r.status, r.body)
 			}
 		}
-		if n := count("alice"); n != before {
+		if n := count(t, "alice"); n != before {
 			t.Errorf("refused POSTs stored %d memories", n-before)
 		}
 	})
