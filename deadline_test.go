@@ -98,6 +98,27 @@ func TestEngine_RememberWithHungEmbedder(t *testing.T) {
 	}
 }
 
+// TestEngine_UpdateWithHungEmbedder: a new content is stored after the
+// write deadline without an embedding (never with the old text's vector).
+func TestEngine_UpdateWithHungEmbedder(t *testing.T) {
+	t.Parallel()
+	e, fake := hungEngine(t)
+	fake.Set(fakeprovider.OK)
+	m := remember(t, e, mnemo.Input{Profile: "me", Content: "the old text"})
+	if m.EmbeddingModel == "" {
+		t.Fatal("memory not embedded while the provider answers")
+	}
+	fake.Set(fakeprovider.Hang)
+	var got mnemo.Memory
+	var err error
+	within(t, 5*time.Second, "Update", func() {
+		got, err = e.Update(t.Context(), "me", m.ID, mnemo.Patch{Content: ptr("the new text")})
+	})
+	if err != nil || got.Content != "the new text" || got.EmbeddingModel != "" {
+		t.Fatalf("Update with a hung provider: %+v, %v", got, err)
+	}
+}
+
 // TestEngine_RecallWithHungEmbedder: the query's embedding is given up after
 // QueryEmbedTimeout; the other legs answer and the trace says why the dense
 // leg is missing.
