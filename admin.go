@@ -151,7 +151,8 @@ func (e *Engine) Update(ctx context.Context, profile, id string, p Patch) (Memor
 				if ctx.Err() != nil {
 					return Memory{}, ctx.Err()
 				}
-				e.log.Warn("embedding failed; keeping the updated memory without an embedding", "id", id, "model", e.emb.Model(), "err", err)
+				e.log.Log(ctx, embedFailureLevel(err), "embedding failed; keeping the updated memory without an embedding",
+					"id", id, "model", e.emb.Model(), "err", err)
 			} else {
 				up.Embedding = vecs[0]
 			}

@@ -390,7 +390,7 @@ func (e *Engine) Write(ctx context.Context, ins []Input) (*WriteResult, error) {
 				return nil, ctx.Err()
 			}
 			res.EmbedErr = err
-			e.log.Warn("embedding failed; storing memories without embeddings (the backfill embeds them later)",
+			e.log.Log(ctx, embedFailureLevel(err), "embedding failed; storing memories without embeddings (the backfill embeds them later)",
 				"model", e.emb.Model(), "count", len(texts), "err", err)
 		} else {
 			for j, i := range toEmbed {
@@ -548,6 +548,16 @@ func (e *Engine) embedWithin(ctx context.Context, d time.Duration, texts []strin
 		return nil, &EmbedTimeoutError{Model: e.emb.Model(), After: d, Err: err}
 	}
 	return vecs, err
+}
+
+// embedFailureLevel is the level an embedder's failure is logged at:
+// Warn, but Info while its circuit breaker is open (the breaker warned once
+// when it opened; each refused call is expected until it closes).
+func embedFailureLevel(err error) slog.Level {
+	if errors.Is(err, embed.ErrUnavailable) {
+		return slog.LevelInfo
+	}
+	return slog.LevelWarn
 }
 
 // EmbedTimeoutError reports an embedder that did not answer within the

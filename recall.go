@@ -149,7 +149,7 @@ func (e *Engine) Recall(ctx context.Context, q Query) (*RecallResult, error) {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
-			e.log.Warn("query embedding unavailable; recalling without the dense leg", "err", req.VectorErr)
+			e.log.Log(ctx, embedFailureLevel(req.VectorErr), "query embedding unavailable; recalling without the dense leg", "err", req.VectorErr)
 		}
 	}
 	resp, err := recall.Run(ctx, e.st, idx, req)
