@@ -563,9 +563,11 @@ func compare(r, base *run, name, baseName string, metrics []string, idx []int, o
 
 // openEngine opens the evaluation store. Access statistics are written only
 // on Close (AccessFlushInterval < 0), so queries never write to the store.
+// The embedding deadlines are off: a measurement must never lose its dense
+// leg to a slow moment.
 func openEngine(path string, emb embed.Embedder) (*mnemo.Engine, error) {
 	e, err := mnemo.Open(path, &mnemo.Config{
-		Embedder: emb, AccessFlushInterval: -1,
+		Embedder: emb, AccessFlushInterval: -1, WriteEmbedTimeout: -1, QueryEmbedTimeout: -1,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {
