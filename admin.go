@@ -92,10 +92,11 @@ type Patch struct {
 
 // Update applies p to one memory of profile and returns it as stored. When
 // the content changes the memory is embedded again (if the embedder fails,
-// it is kept without an embedding, as Remember does, so a stale vector never
-// describes new text). Returns ErrNotFound if the id is not in the profile
-// and an ErrInvalid error naming the field if p is invalid (out of range,
-// or text that is not valid UTF-8); nothing is written then.
+// or does not answer within Config.WriteEmbedTimeout, it is kept without
+// an embedding, as Write does, so a stale vector never describes new
+// text). Returns ErrNotFound if the id is not in the profile and an
+// ErrInvalid error naming the field if p is invalid (out of range, or text
+// that is not valid UTF-8); nothing is written then.
 func (e *Engine) Update(ctx context.Context, profile, id string, p Patch) (Memory, error) {
 	done, err := e.enter()
 	if err != nil {
@@ -156,7 +157,7 @@ func (e *Engine) Update(ctx context.Context, profile, id string, p Patch) (Memor
 		if cur[0].Content != *p.Content {
 			// A model name with no vector clears the embedding.
 			up.EmbeddingModel = e.emb.Model()
-			vecs, err := e.emb.Embed(ctx, []string{*p.Content})
+			vecs, err := e.embedWrite(ctx, []string{*p.Content})
 			if err == nil && (len(vecs) != 1 || len(vecs[0]) != e.emb.Dim()) {
 				err = fmt.Errorf("embedder %s returned a malformed vector", e.emb.Model())
 			}
@@ -164,7 +165,8 @@ func (e *Engine) Update(ctx context.Context, profile, id string, p Patch) (Memor
 				if ctx.Err() != nil {
 					return Memory{}, ctx.Err()
 				}
-				e.log.Warn("embedding failed; keeping the updated memory without an embedding", "id", id, "model", e.emb.Model(), "err", err)
+				e.log.Log(ctx, embedFailureLevel(err), "embedding failed; keeping the updated memory without an embedding",
+					"id", id, "model", e.emb.Model(), "err", err)
 			} else {
 				up.Embedding = vecs[0]
 			}

@@ -10,6 +10,7 @@
 package mnemo
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,6 +18,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -51,6 +53,7 @@ var (
 	ErrClosed            = mnemotype.ErrClosed
 	ErrDimensionMismatch = mnemotype.ErrDimensionMismatch
 	ErrInvalid           = mnemotype.ErrInvalid
+	ErrExists            = mnemotype.ErrExists
 )
 
 // Defaults.
@@ -66,6 +69,14 @@ const (
 	// MaxListItems bounds each list of a Query's scope (Exclude,
 	// Sessions, Kinds): longer lists are refused.
 	MaxListItems = 100_000
+	// DefaultWriteEmbedTimeout is Config.WriteEmbedTimeout's default.
+	DefaultWriteEmbedTimeout = time.Second
+	// DefaultQueryEmbedTimeout is Config.QueryEmbedTimeout's default.
+	DefaultQueryEmbedTimeout = time.Second
+	// WriteEmbedTimeoutTexts is the number of texts one
+	// Config.WriteEmbedTimeout covers: a larger batch may wait once more
+	// for every further WriteEmbedTimeoutTexts texts (or part of them).
+	WriteEmbedTimeoutTexts = 100
 )
 
 // Config configures an Engine. The zero value (or nil) is ready to use.
@@ -86,6 +97,21 @@ type Config struct {
 	// Logger receives warnings (e.g. an embedder failure). Defaults to
 	// discarding.
 	Logger *slog.Logger
+	// WriteEmbedTimeout bounds how long a write (Write, Remember,
+	// RememberBatch, Update) waits for the embedder, per
+	// WriteEmbedTimeoutTexts texts. Past it the embedder's call is
+	// cancelled and the memories are stored at once without embeddings, as
+	// when the embedder fails: a warning is logged, WriteResult.Deferred
+	// counts them, and Reembed (the background backfill of `mnemo serve`)
+	// embeds them later. Defaults to DefaultWriteEmbedTimeout; a negative
+	// value waits as long as the caller's context allows.
+	WriteEmbedTimeout time.Duration
+	// QueryEmbedTimeout bounds how long Recall waits for the embedding of
+	// its query. Past it the embedder's call is cancelled, the dense leg
+	// is skipped (the trace says it timed out) and the other legs answer.
+	// Defaults to DefaultQueryEmbedTimeout; a negative value waits as long
+	// as the caller's context allows.
+	QueryEmbedTimeout time.Duration
 }
 
 func (c *Config) withDefaults() Config {
@@ -105,6 +131,12 @@ func (c *Config) withDefaults() Config {
 	}
 	if out.Logger == nil {
 		out.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if out.WriteEmbedTimeout == 0 {
+		out.WriteEmbedTimeout = DefaultWriteEmbedTimeout
+	}
+	if out.QueryEmbedTimeout == 0 {
+		out.QueryEmbedTimeout = DefaultQueryEmbedTimeout
 	}
 	return out
 }
@@ -205,6 +237,18 @@ type Input struct {
 	EmbeddingModel string    `json:"embedding_model,omitempty"`
 }
 
+// idempotencyNamespace is the UUIDv5 namespace of IdempotentID's ids.
+const idempotencyNamespace = "a116ed81-4ea6-4b80-a5df-2bd424af4ddd"
+
+// IdempotentID returns the id of the memory at index in a write named by
+// an idempotency key (index 0 for a single memory): a UUIDv5 of profile,
+// key and index. A retried write that derives its ids this way maps to the
+// memories of its first attempt, and Write stores them once.
+func IdempotentID(profile, key string, index int) string {
+	name := profile + "\x00" + key + "\x00" + strconv.Itoa(index)
+	return uuid.NewSHA1(uuid.MustParse(idempotencyNamespace), []byte(name)).String()
+}
+
 // memory validates in and turns it into a Memory (without embedding).
 func (in *Input) memory(now time.Time) (mnemotype.Memory, error) {
 	kind, err := mnemotype.ParseKind(in.Kind)
@@ -242,21 +286,66 @@ func (in *Input) memory(now time.Time) (mnemotype.Memory, error) {
 	return m, nil
 }
 
-// Remember stores one memory and returns it as stored.
+// Remember stores one memory and returns it as stored (see Write).
 func (e *Engine) Remember(ctx context.Context, in Input) (Memory, error) {
-	ms, err := e.RememberBatch(ctx, []Input{in})
+	res, err := e.Write(ctx, []Input{in})
 	if err != nil {
 		return Memory{}, err
 	}
-	return ms[0], nil
+	return res.Memories[0], nil
 }
 
-// RememberBatch stores memories atomically (all or none), embedding those
-// without a precomputed embedding in one batch. If the embedder fails, the
-// memories are stored without embeddings (the other legs still find them)
-// and a warning is logged. An invalid input is an ErrInvalid error naming
-// its index and field; nothing is written.
+// RememberBatch stores memories atomically (all or none) and returns them
+// as stored, in input order (see Write).
 func (e *Engine) RememberBatch(ctx context.Context, ins []Input) ([]Memory, error) {
+	res, err := e.Write(ctx, ins)
+	if err != nil {
+		return nil, err
+	}
+	return res.Memories, nil
+}
+
+// WriteResult is what Write did.
+type WriteResult struct {
+	// Memories are the memories as stored, in input order; a replayed one
+	// as it was already stored.
+	Memories []Memory
+	// Replayed[i] reports that memory i was already stored under its id
+	// with the same content: nothing was written for it (a retried write).
+	Replayed []bool
+	// Created is the number of memories written (the others were replayed).
+	Created int
+	// Deferred is the number of memories written without an embedding
+	// because the embedder failed or did not answer within
+	// Config.WriteEmbedTimeout; Reembed embeds them later.
+	Deferred int
+	// EmbedErr is the embedder's error when Deferred > 0, else nil.
+	EmbedErr error
+}
+
+// AllReplayed reports whether every memory was already stored, so that the
+// write changed nothing.
+func (r *WriteResult) AllReplayed() bool { return r.Created == 0 && len(r.Memories) > 0 }
+
+// Write stores memories atomically (all or none), embedding those without
+// a precomputed embedding in one batch, and reports what it did.
+//
+// The embedder never holds a write up for long: if it fails, or does not
+// answer within Config.WriteEmbedTimeout, the memories are stored at once
+// without embeddings (the other legs still find them, and Reembed embeds
+// them later), a warning is logged and WriteResult.Deferred counts them.
+//
+// Writes are idempotent by id, so a client may retry a write whose answer
+// it lost: a memory whose id (given by the caller) its profile already
+// holds with the same content, kind, project, session, importance,
+// metadata and, when given, creation time is not written again; it is
+// returned as stored and flagged in WriteResult.Replayed. The same id with
+// anything else different is an error wrapping both ErrInvalid and
+// ErrExists that names the id and the field.
+//
+// An invalid input is an ErrInvalid error naming its index and field.
+// Nothing is written when Write returns an error.
+func (e *Engine) Write(ctx context.Context, ins []Input) (*WriteResult, error) {
 	done, err := e.enter()
 	if err != nil {
 		return nil, err
@@ -265,7 +354,6 @@ func (e *Engine) RememberBatch(ctx context.Context, ins []Input) ([]Memory, erro
 	now := time.Now().UTC()
 	mems := make([]mnemotype.Memory, len(ins))
 	seen := make(map[string]int, len(ins))
-	var toEmbed []int
 	for i := range ins {
 		m, err := ins[i].memory(now)
 		if err != nil {
@@ -290,17 +378,25 @@ func (e *Engine) RememberBatch(ctx context.Context, ins []Input) ([]Memory, erro
 			if m.EmbeddingModel == "" {
 				m.EmbeddingModel = e.emb.Model()
 			}
-		} else {
-			toEmbed = append(toEmbed, i)
 		}
 		mems[i] = m
+	}
+	res := &WriteResult{Memories: mems, Replayed: make([]bool, len(mems))}
+	if _, err := e.replay(ctx, ins, res); err != nil {
+		return nil, err
+	}
+	var toEmbed []int
+	for i := range mems {
+		if !res.Replayed[i] && len(ins[i].Embedding) == 0 {
+			toEmbed = append(toEmbed, i)
+		}
 	}
 	if len(toEmbed) > 0 {
 		texts := make([]string, len(toEmbed))
 		for j, i := range toEmbed {
 			texts[j] = mems[i].Content
 		}
-		vecs, err := e.emb.Embed(ctx, texts)
+		vecs, err := e.embedWrite(ctx, texts)
 		if err == nil && len(vecs) != len(texts) {
 			err = fmt.Errorf("embedder %s returned %d vectors for %d texts", e.emb.Model(), len(vecs), len(texts))
 		}
@@ -308,23 +404,202 @@ func (e *Engine) RememberBatch(ctx context.Context, ins []Input) ([]Memory, erro
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
-			e.log.Warn("embedding failed; storing memories without embeddings", "model", e.emb.Model(), "count", len(texts), "err", err)
+			res.EmbedErr = err
+			e.log.Log(ctx, embedFailureLevel(err), "embedding failed; storing memories without embeddings (the backfill embeds them later)",
+				"model", e.emb.Model(), "count", len(texts), "err", err)
 		} else {
 			for j, i := range toEmbed {
 				mems[i].Embedding, mems[i].EmbeddingModel = vecs[j], e.emb.Model()
 			}
 		}
 	}
-	if err := e.st.Insert(ctx, mems); err != nil {
+	for attempt := 1; ; attempt++ {
+		fresh := make([]mnemotype.Memory, 0, len(mems))
+		for i, m := range mems {
+			if !res.Replayed[i] {
+				fresh = append(fresh, m)
+			}
+		}
+		if len(fresh) == 0 {
+			break
+		}
+		err := e.st.Insert(ctx, fresh)
+		if err == nil {
+			break
+		}
 		if errors.Is(err, ErrDimensionMismatch) {
 			// The store checks inside its transaction, so a concurrent
 			// migration or writer cannot slip another dimension in.
 			return nil, fmt.Errorf("%w; switch the embedder back, or migrate the profile with `mnemo reembed --all` (Engine.Reembed with All)", err)
 		}
-		return nil, err
+		if !errors.Is(err, ErrExists) || attempt == 3 {
+			return nil, err
+		}
+		// A concurrent write of the same id committed after replay looked:
+		// compare with it as with any earlier write.
+		n, rerr := e.replay(ctx, ins, res)
+		if rerr != nil {
+			return nil, rerr
+		}
+		if n == 0 {
+			return nil, err
+		}
 	}
-	return mems, nil
+	for i, m := range mems {
+		if res.Replayed[i] {
+			continue
+		}
+		res.Created++
+		if len(m.Embedding) == 0 {
+			res.Deferred++
+		}
+	}
+	if res.Deferred == 0 {
+		res.EmbedErr = nil
+	}
+	return res, nil
 }
+
+// replay looks up the ids the caller gave that are not yet known to be
+// replayed, and marks those the profile already holds as replayed,
+// replacing their memory with the stored one; it returns how many it
+// marked. A stored memory that differs from the input is an error wrapping
+// ErrInvalid and ErrExists.
+func (e *Engine) replay(ctx context.Context, ins []Input, res *WriteResult) (int, error) {
+	byProfile := map[string][]int{}
+	for i, m := range res.Memories {
+		if !res.Replayed[i] && strings.TrimSpace(ins[i].ID) != "" {
+			byProfile[m.Profile] = append(byProfile[m.Profile], i)
+		}
+	}
+	marked := 0
+	for profile, idx := range byProfile {
+		ids := make([]string, len(idx))
+		pos := make(map[string]int, len(idx))
+		for j, i := range idx {
+			ids[j] = res.Memories[i].ID
+			pos[ids[j]] = i
+		}
+		stored, err := e.st.Get(ctx, store.GetParams{Profile: profile, IDs: ids})
+		if err != nil {
+			return 0, err
+		}
+		for _, s := range stored {
+			i := pos[s.ID]
+			if field := differs(&ins[i], &res.Memories[i], &s); field != "" {
+				return 0, batchErr(len(ins), i, fmt.Errorf("%w: memory %q %w with a different %s "+
+					"(a retried write must repeat the first one; store another memory under a new id, or change this one with an update)",
+					ErrInvalid, s.ID, ErrExists, field))
+			}
+			res.Memories[i], res.Replayed[i] = s, true
+			marked++
+		}
+	}
+	return marked, nil
+}
+
+// differs names the first field in which a write's memory m (validated
+// from in) differs from the stored memory s, or returns "" when the write
+// repeats it. A field in defaults to (the creation time) is compared only
+// when in sets it; a precomputed embedding is not compared.
+func differs(in *Input, m, s *Memory) string {
+	switch {
+	case m.Content != s.Content:
+		return "content"
+	case m.Kind != s.Kind:
+		return "kind"
+	case m.Project != s.Project:
+		return "project"
+	case m.Session != s.Session:
+		return "session"
+	case m.Actor != s.Actor:
+		return "actor"
+	case in.Seq != 0 && m.Seq != s.Seq:
+		return "seq"
+	case !in.OccurredAt.IsZero() && !m.OccurredAt.Equal(s.OccurredAt):
+		return "occurred_at"
+	case m.Importance != s.Importance:
+		return "importance"
+	case !sameJSON(m.Metadata, s.Metadata):
+		return "metadata"
+	case !in.CreatedAt.IsZero() && !m.CreatedAt.Equal(s.CreatedAt):
+		return "creation time"
+	}
+	return ""
+}
+
+// sameJSON reports whether a and b are the same JSON text up to
+// insignificant white space ("" and null both meaning none).
+func sameJSON(a, b json.RawMessage) bool {
+	norm := func(r json.RawMessage) string {
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, r); err != nil {
+			return string(r)
+		}
+		if s := buf.String(); s != "null" {
+			return s
+		}
+		return ""
+	}
+	return norm(a) == norm(b)
+}
+
+// embedWrite embeds the texts of a write within Config.WriteEmbedTimeout
+// per WriteEmbedTimeoutTexts texts.
+func (e *Engine) embedWrite(ctx context.Context, texts []string) ([][]float32, error) {
+	d := e.cfg.WriteEmbedTimeout
+	if d > 0 {
+		d *= time.Duration((len(texts) + WriteEmbedTimeoutTexts - 1) / WriteEmbedTimeoutTexts)
+	}
+	return e.embedWithin(ctx, d, texts)
+}
+
+// embedWithin calls the embedder with a deadline d from now (none when
+// d ≤ 0), so that its call, and the request it makes to a provider, is
+// cancelled when d has passed. A call cut by d returns an
+// *EmbedTimeoutError.
+func (e *Engine) embedWithin(ctx context.Context, d time.Duration, texts []string) ([][]float32, error) {
+	if d <= 0 {
+		return e.emb.Embed(ctx, texts)
+	}
+	ectx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	vecs, err := e.emb.Embed(ectx, texts)
+	if err != nil && ctx.Err() == nil && errors.Is(ectx.Err(), context.DeadlineExceeded) {
+		return nil, &EmbedTimeoutError{Model: e.emb.Model(), After: d, Err: err}
+	}
+	return vecs, err
+}
+
+// embedFailureLevel is the level an embedder's failure is logged at:
+// Warn, but Info while its circuit breaker is open (the breaker warned once
+// when it opened; each refused call is expected until it closes).
+func embedFailureLevel(err error) slog.Level {
+	if errors.Is(err, embed.ErrUnavailable) {
+		return slog.LevelInfo
+	}
+	return slog.LevelWarn
+}
+
+// EmbedTimeoutError reports an embedder that did not answer within the
+// engine's deadline (Config.WriteEmbedTimeout or QueryEmbedTimeout). It
+// unwraps to the embedder's error, itself wrapping
+// context.DeadlineExceeded.
+type EmbedTimeoutError struct {
+	// Model is the embedder's model.
+	Model string
+	// After is the deadline that passed.
+	After time.Duration
+	// Err is the embedder's error.
+	Err error
+}
+
+func (e *EmbedTimeoutError) Error() string {
+	return fmt.Sprintf("embedder %s timed out after %v", e.Model, e.After)
+}
+
+// Unwrap returns the embedder's error.
+func (e *EmbedTimeoutError) Unwrap() error { return e.Err }
 
 func batchErr(n, i int, err error) error {
 	if n == 1 {

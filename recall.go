@@ -2,6 +2,7 @@ package mnemo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -143,7 +144,7 @@ func (e *Engine) Recall(ctx context.Context, q Query) (*RecallResult, error) {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
-			e.log.Warn("query embedding unavailable; recalling without the dense leg", "err", req.VectorErr)
+			e.log.Log(ctx, embedFailureLevel(req.VectorErr), "query embedding unavailable; recalling without the dense leg", "err", req.VectorErr)
 		}
 	}
 	resp, err := recall.Run(ctx, e.st, idx, req)
@@ -189,9 +190,14 @@ func (e *Engine) Recall(ctx context.Context, q Query) (*RecallResult, error) {
 	return out, nil
 }
 
-// embedQuery embeds the query text, checking the embedder's output.
+// embedQuery embeds the query text within Config.QueryEmbedTimeout,
+// checking the embedder's output.
 func (e *Engine) embedQuery(ctx context.Context, text string) ([]float32, error) {
-	vs, err := e.emb.Embed(ctx, []string{text})
+	vs, err := e.embedWithin(ctx, e.cfg.QueryEmbedTimeout, []string{text})
+	var timeout *EmbedTimeoutError
+	if errors.As(err, &timeout) {
+		return nil, err // it names the model and the deadline
+	}
 	if err != nil {
 		return nil, fmt.Errorf("embed query with %s: %w", e.emb.Model(), err)
 	}

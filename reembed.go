@@ -8,6 +8,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/mnemo-dev/mnemo/embed"
 	"github.com/mnemo-dev/mnemo/mnemotype"
 	"github.com/mnemo-dev/mnemo/store"
 )
@@ -94,7 +95,9 @@ func (s ReembedStats) OtherCount() int {
 // writers are left to them.
 //
 // A batch the embedder fails on is counted in Failed and skipped; after
-// three failed batches in a row Reembed stops.
+// three failed batches in a row Reembed stops, and at once when the
+// embedder is unavailable (embed.ErrUnavailable: its circuit breaker is
+// open).
 //
 // Dimensions are never mixed within a model in a profile: if the embedder
 // returns vectors of another dimension than the profile's embeddings of
@@ -263,6 +266,11 @@ func (r *reembedder) batch(ctx context.Context, mems []Memory) error {
 		r.st.Failed += len(mems)
 		r.failures++
 		r.lastErr = err
+		if errors.Is(err, embed.ErrUnavailable) {
+			// The embedder's circuit is open: no batch will get through
+			// until its probe sees the provider answer.
+			return fmt.Errorf("reembed profile %s: stopping: %w", r.p.Profile, err)
+		}
 		e.log.Warn("reembed: embedding failed; memories left as they were", "profile", r.p.Profile, "model", r.st.Model,
 			"count", len(mems), "err", err)
 		if r.failures >= reembedMaxFailedBatches {

@@ -282,6 +282,27 @@ func TestEngine_Reembed_EmbedderFailures(t *testing.T) {
 		}
 	})
 
+	t.Run("StopsAtOnceWhenUnavailable", func(t *testing.T) {
+		t.Parallel()
+		emb := newStub("stub", 16)
+		emb.down()
+		e := openAt(t, filepath.Join(t.TempDir(), "mnemo.db"), emb)
+		for _, s := range []string{"u1", "u2", "u3", "u4"} {
+			remember(t, e, mnemo.Input{Profile: "me", Content: s})
+		}
+		emb.setEmbed(func(context.Context, []string) ([][]float32, error) {
+			return nil, fmt.Errorf("%w: stub: circuit open", embed.ErrUnavailable)
+		})
+		before := len(emb.calls())
+		st, err := e.Reembed(t.Context(), mnemo.ReembedParams{Profile: "me", BatchSize: 2})
+		if !errors.Is(err, embed.ErrUnavailable) || st.Failed != 2 || st.Embedded != 0 {
+			t.Errorf("Reembed = %+v, %v; want a stop after the first batch", st, err)
+		}
+		if n := len(emb.calls()) - before; n != 1 {
+			t.Errorf("%d embedder calls, want 1", n)
+		}
+	})
+
 	t.Run("OneBadBatch", func(t *testing.T) {
 		t.Parallel()
 		emb := newStub("stub", 16)

@@ -1,6 +1,7 @@
 // Package embed defines the Embedder port and mnemo's embedders: the
 // deterministic hashing embedder ("hash") and, in subpackages, the built-in
-// and remote providers.
+// and remote providers; and Breaker, a circuit breaker that stops calling a
+// remote provider that keeps failing.
 package embed
 
 import (

@@ -615,13 +615,15 @@ func (o IngestOptions) embedText(d Doc) string {
 
 // openEngine opens the evaluation store. Access statistics are written only
 // on Close (AccessFlushInterval < 0), so queries never write to the store.
+// The embedding deadlines are off: a measurement must never lose its dense
+// leg to a slow moment.
 func openEngine(path string, emb embed.Embedder, in IngestOptions) (*mnemo.Engine, error) {
 	st, err := sqlitestore.Open(context.Background(), path, sqlitestore.Options{ContextTurns: in.ContextTurns})
 	if err != nil {
 		return nil, fmt.Errorf("eval: open store: %w", err)
 	}
 	e, err := mnemo.Open(path, &mnemo.Config{
-		Embedder: emb, AccessFlushInterval: -1, Store: st,
+		Embedder: emb, AccessFlushInterval: -1, Store: st, WriteEmbedTimeout: -1, QueryEmbedTimeout: -1,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {

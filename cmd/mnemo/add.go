@@ -54,10 +54,10 @@ func cmdAdd(ctx context.Context, a *app, args []string) error {
 	kind := fs.String("kind", "episodic", "kind: episodic, semantic or identity")
 	var importance optFloat
 	fs.Var(&importance, "importance", "importance in [0, 1] (default 0.5)")
-	id := fs.String("id", "", "memory id (default: a new UUIDv7)")
+	id := fs.String("id", "", "memory id (default: a new UUIDv7); adding the same memory under its id again changes nothing, another one under it is refused")
 	at := fs.String("at", "", "creation time, RFC 3339 (default: now)")
 	metadata := fs.String("metadata", "", "metadata, a JSON object")
-	asJSON := fs.Bool("json", false, "print {\"id\": ...} as JSON")
+	asJSON := fs.Bool("json", false, "print {\"id\": ...} as JSON (with \"replayed\": true for a memory already stored, \"embedding_deferred\": true for one stored without an embedding)")
 	fs.Usage = func() {
 		fmt.Fprintln(a.stderr, "usage: mnemo add --profile P [--project X] [--session S] [--kind K] [--importance F] [--id ID] [--at RFC3339] [--json] TEXT")
 		fs.PrintDefaults()
@@ -98,16 +98,30 @@ func cmdAdd(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	m, rerr := e.Remember(ctx, in)
+	res, rerr := e.Write(ctx, []mnemo.Input{in})
 	if err := e.Close(); rerr == nil && err != nil {
 		return err
 	}
 	if rerr != nil {
 		return rerr
 	}
-	if *asJSON {
-		return writeJSON(a, map[string]string{"id": m.ID})
+	out := added{ID: res.Memories[0].ID, Replayed: res.AllReplayed(), EmbeddingDeferred: res.Deferred > 0}
+	if out.Replayed {
+		fmt.Fprintf(a.stderr, "mnemo add: memory %s was already stored with this content; nothing changed\n", out.ID)
 	}
-	_, err = fmt.Fprintln(a.stdout, m.ID)
+	if *asJSON {
+		return writeJSON(a, out)
+	}
+	_, err = fmt.Fprintln(a.stdout, out.ID)
 	return err
+}
+
+// added is add's --json output.
+type added struct {
+	ID string `json:"id"`
+	// Replayed: --id named a memory already stored with this content.
+	Replayed bool `json:"replayed,omitempty"`
+	// EmbeddingDeferred: stored without an embedding (mnemo reembed or
+	// serve embeds it later).
+	EmbeddingDeferred bool `json:"embedding_deferred,omitempty"`
 }

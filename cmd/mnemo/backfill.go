@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mnemo-dev/mnemo"
+	"github.com/mnemo-dev/mnemo/embed"
 )
 
 // defaultReembedEvery is how often mnemo serve embeds the memories stored
@@ -58,6 +59,13 @@ func backfill(ctx context.Context, e *mnemo.Engine, log *slog.Logger) {
 		}
 		st, err := e.Reembed(ctx, mnemo.ReembedParams{Profile: c.Profile})
 		if ctx.Err() != nil || errors.Is(err, mnemo.ErrClosed) {
+			return
+		}
+		if errors.Is(err, embed.ErrUnavailable) {
+			// The circuit is open: every profile would fail the same way
+			// until the breaker's probe sees the provider answer.
+			log.Info("reembed: the embedder is unavailable; memories stored without an embedding wait for the next run",
+				"profile", c.Profile, "err", err)
 			return
 		}
 		if err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -66,8 +67,10 @@ var embedderNames = []string{"glove", "hash", "openai:MODEL[@DIM]", "ollama:MODE
 // openEmbedder returns the embedder called name: "glove" (the model file
 // installed by `mnemo models pull`; without it the error wraps
 // glove.ErrModelMissing and says to run that command), "hash", or a remote
-// provider, "openai:MODEL" or "ollama:MODEL" (see remoteEmbedder), wrapped
-// in the on-disk embedding cache.
+// provider, "openai:MODEL" or "ollama:MODEL" (see remoteEmbedder), behind a
+// circuit breaker (embed.Breaker) and the on-disk embedding cache: cached
+// vectors are served even while the provider is down, and probes reach the
+// provider itself.
 func (a *app) openEmbedder(name string) (embed.Embedder, error) {
 	return a.openEmbedderCache(name, true)
 }
@@ -90,10 +93,16 @@ func (a *app) openEmbedderCache(name string, cached bool) (embed.Embedder, error
 		return embed.NewHash(embed.DefaultHashDim), nil
 	case strings.HasPrefix(name, openai.ModelPrefix), strings.HasPrefix(name, ollama.ModelPrefix):
 		emb, err := a.remoteEmbedder(name)
-		if err != nil || !cached {
-			return emb, err
+		if err != nil {
+			return nil, err
 		}
-		return a.cached(emb)
+		b := embed.NewBreaker(emb, &embed.BreakerConfig{
+			Logger: slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))})
+		a.onExit(b.Close)
+		if !cached {
+			return b, nil
+		}
+		return a.cached(b)
 	default:
 		return nil, usagef("embedder %q: must be one of %s", name, strings.Join(embedderNames, ", "))
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/mnemo-dev/mnemo"
 )
@@ -14,11 +15,61 @@ import (
 type engineFlags struct {
 	db       string
 	embedder string
+	// writeTimeout and queryTimeout are the embedding deadlines as typed
+	// ("" when not given).
+	writeTimeout, queryTimeout string
 }
+
+// Environment variables of the embedding deadlines.
+const (
+	envWriteEmbedTimeout = "MNEMO_WRITE_EMBED_TIMEOUT"
+	envQueryEmbedTimeout = "MNEMO_QUERY_EMBED_TIMEOUT"
+)
 
 func (f *engineFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.db, "db", "", "database file (default $MNEMO_DB, else $MNEMO_HOME/mnemo.db)")
 	fs.StringVar(&f.embedder, "embedder", "", "embedder: "+strings.Join(embedderNames, ", ")+" (default $MNEMO_EMBEDDER, else "+defaultEmbedder+"; see mnemo help)")
+	fs.StringVar(&f.writeTimeout, "write-embed-timeout", "", fmt.Sprintf("longest a write waits for its embedding, e.g. 2s; past it the memory is stored without one, "+
+		"embedded later by mnemo reembed or serve; 0 waits for the provider (default $%s, else %v)", envWriteEmbedTimeout, mnemo.DefaultWriteEmbedTimeout))
+	fs.StringVar(&f.queryTimeout, "query-embed-timeout", "", fmt.Sprintf("longest a recall waits for the query's embedding, e.g. 2s; past it the dense leg is skipped; "+
+		"0 waits for the provider (default $%s, else %v)", envQueryEmbedTimeout, mnemo.DefaultQueryEmbedTimeout))
+}
+
+// config returns the engine configuration the flags and the environment
+// describe, with its embedder.
+func (f *engineFlags) config(a *app) (mnemo.Config, error) {
+	var c mnemo.Config
+	var err error
+	if c.WriteEmbedTimeout, err = a.embedTimeout("--write-embed-timeout", f.writeTimeout, envWriteEmbedTimeout); err != nil {
+		return c, err
+	}
+	if c.QueryEmbedTimeout, err = a.embedTimeout("--query-embed-timeout", f.queryTimeout, envQueryEmbedTimeout); err != nil {
+		return c, err
+	}
+	c.Embedder, err = a.openEmbedder(a.embedderName(f.embedder))
+	return c, err
+}
+
+// embedTimeout resolves an embedding deadline: the flag's value, else the
+// environment variable's, else 0 (the engine's default). A typed 0 means
+// no deadline (the engine's negative).
+func (a *app) embedTimeout(flagName, flagValue, env string) (time.Duration, error) {
+	what, v := fmt.Sprintf("%s %q", flagName, flagValue), strings.TrimSpace(flagValue)
+	if v == "" {
+		v = strings.TrimSpace(a.getenv(env))
+		what = fmt.Sprintf("%s=%q", env, v)
+	}
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return 0, usagef("%s: must be a duration such as 1s or 500ms, or 0 for none", what)
+	}
+	if d == 0 {
+		return -1, nil
+	}
+	return d, nil
 }
 
 // open opens the engine the flags describe.
@@ -27,12 +78,13 @@ func (f *engineFlags) open(a *app) (*mnemo.Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	emb, err := a.openEmbedder(a.embedderName(f.embedder))
+	cfg, err := f.config(a)
 	if err != nil {
 		return nil, err
 	}
-	log := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	return mnemo.Open(path, &mnemo.Config{Embedder: emb, Logger: log, AccessFlushInterval: -1})
+	cfg.Logger = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	cfg.AccessFlushInterval = -1
+	return mnemo.Open(path, &cfg)
 }
 
 // writeJSON prints v as indented JSON.

@@ -46,8 +46,13 @@ remote embedders read:
   MNEMO_EMBEDDER_TIMEOUT  per attempt, e.g. 30s (default: provider's)
   MNEMO_EMBEDDER_RETRIES  retries on 429/5xx/network errors (default: provider's)
 and cache their vectors in $MNEMO_HOME/cache/embeddings.db (safe to delete).
-Memories added while the provider fails are stored without an embedding:
-mnemo reembed (and mnemo serve, every minute) embeds them later.`
+A write waits at most --write-embed-timeout (MNEMO_WRITE_EMBED_TIMEOUT, 1s)
+for its embedding and a recall --query-embed-timeout (MNEMO_QUERY_EMBED_TIMEOUT,
+1s) for its query's; 0 waits for the provider's own timeout. After 3 failed
+or timed-out calls in a row a provider is not called again (writes store at
+once, recalls skip the dense leg) until a background probe sees it answer.
+Memories added while the provider fails or is too slow are stored without an
+embedding: mnemo reembed (and mnemo serve, every minute) embeds them later.`
 
 // remoteConfig is what the remote embedders share, read from the
 // environment.

@@ -29,11 +29,12 @@ func (f *engineFlags) openServing(a *app, log *slog.Logger) (*mnemo.Engine, erro
 	if err != nil {
 		return nil, err
 	}
-	emb, err := a.openEmbedder(a.embedderName(f.embedder))
+	cfg, err := f.config(a)
 	if err != nil {
 		return nil, err
 	}
-	return mnemo.Open(path, &mnemo.Config{Embedder: emb, Logger: log})
+	cfg.Logger = log
+	return mnemo.Open(path, &cfg)
 }
 
 func cmdServe(ctx context.Context, a *app, args []string) error {

@@ -468,10 +468,11 @@ type errorBody struct {
 	Code  string `json:"code"`
 }
 
-// writeError maps err to a status: ErrInvalid 400, ErrNotFound 404 (also
-// for another profile's ids), a body over the limit 413, a full disk or
-// database 507, a closed engine or an expired deadline 503, anything else
-// 500; the details of 507 and 500 go only to the log.
+// writeError maps err to a status: ErrExists 409 (an id already stored
+// with another memory), ErrInvalid 400, ErrNotFound 404 (also for another
+// profile's ids), a body over the limit 413, a full disk or database 507,
+// a closed engine or an expired deadline 503, anything else 500; the
+// details of 507 and 500 go only to the log.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	var ae *apiError
 	var mbe *http.MaxBytesError
@@ -483,6 +484,8 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, mnemotype.ErrStorageFull):
 		s.log.Error("storage full", "method", r.Method, "path", r.URL.Path, "err", err)
 		ae = &apiError{status: http.StatusInsufficientStorage, code: "storage_full", msg: "storage full: nothing was written"}
+	case errors.Is(err, mnemotype.ErrExists):
+		ae = &apiError{status: http.StatusConflict, code: "conflict", msg: strings.TrimPrefix(err.Error(), mnemotype.ErrInvalid.Error()+": ")}
 	case errors.Is(err, mnemotype.ErrInvalid):
 		ae = &apiError{status: http.StatusBadRequest, code: "invalid", msg: strings.TrimPrefix(err.Error(), mnemotype.ErrInvalid.Error()+": ")}
 	case errors.Is(err, mnemotype.ErrDimensionMismatch):

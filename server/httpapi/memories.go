@@ -51,13 +51,51 @@ type createRequest struct {
 
 type createdOne struct {
 	ID string `json:"id"`
+	// EmbeddingDeferred reports that the memory was stored without an
+	// embedding (the embedder failed or was too slow); the server embeds it
+	// in the background.
+	EmbeddingDeferred bool `json:"embedding_deferred,omitempty"`
 }
 
 type createdMany struct {
 	IDs []string `json:"ids"`
+	// EmbeddingDeferred reports that the memories were stored without
+	// embeddings (see createdOne).
+	EmbeddingDeferred bool `json:"embedding_deferred,omitempty"`
+}
+
+// Idempotent writes (an IETF httpapi draft's header names).
+const (
+	// headerIdempotencyKey names a write so that its retries store it once.
+	headerIdempotencyKey = "Idempotency-Key"
+	// headerReplayed marks an answer to a write that was already stored.
+	headerReplayed = "Idempotent-Replayed"
+	// maxIdempotencyKey bounds the key's length.
+	maxIdempotencyKey = 255
+)
+
+// idempotencyKey returns the request's Idempotency-Key ("" when absent).
+func idempotencyKey(r *http.Request) (string, error) {
+	vs := r.Header.Values(headerIdempotencyKey)
+	if len(vs) == 0 {
+		return "", nil
+	}
+	k := strings.TrimSpace(vs[0])
+	ok := len(vs) == 1 && k != "" && len(k) <= maxIdempotencyKey
+	for i := 0; ok && i < len(k); i++ {
+		ok = k[i] >= 0x20 && k[i] < 0x7f
+	}
+	if !ok {
+		return "", badRequest("%s header: must be given once, as 1 to %d printable ASCII characters", headerIdempotencyKey, maxIdempotencyKey)
+	}
+	return k, nil
 }
 
 func (s *Server) createMemories(w http.ResponseWriter, r *http.Request, profile string) error {
+	key, err := idempotencyKey(r)
+	if err != nil {
+		return err
+	}
 	var req createRequest
 	if err := decodeJSON(r, &req); err != nil {
 		return err
@@ -87,23 +125,32 @@ func (s *Server) createMemories(w http.ResponseWriter, r *http.Request, profile 
 			}
 			return err
 		}
+		if key != "" && strings.TrimSpace(in.ID) == "" {
+			in.ID = mnemo.IdempotentID(profile, key, i)
+		}
 		ins[i] = in
 	}
-	ms, err := s.e.RememberBatch(r.Context(), ins)
+	res, err := s.e.Write(r.Context(), ins)
 	if err != nil {
 		return err
 	}
-	s.m.wrote(len(ms))
+	s.m.wrote(res.Created)
+	status := http.StatusCreated
+	if res.AllReplayed() {
+		status = http.StatusOK
+		w.Header().Set(headerReplayed, "true")
+	}
+	deferred := res.Deferred > 0
 	if !batch {
-		w.Header().Set("Location", "/v1/memories/"+url.PathEscape(ms[0].ID))
-		writeJSON(w, http.StatusCreated, createdOne{ID: ms[0].ID})
+		w.Header().Set("Location", "/v1/memories/"+url.PathEscape(res.Memories[0].ID))
+		writeJSON(w, status, createdOne{ID: res.Memories[0].ID, EmbeddingDeferred: deferred})
 		return nil
 	}
-	out := createdMany{IDs: make([]string, len(ms))}
-	for i := range ms {
-		out.IDs[i] = ms[i].ID
+	out := createdMany{IDs: make([]string, len(res.Memories)), EmbeddingDeferred: deferred}
+	for i := range res.Memories {
+		out.IDs[i] = res.Memories[i].ID
 	}
-	writeJSON(w, http.StatusCreated, out)
+	writeJSON(w, status, out)
 	return nil
 }
 

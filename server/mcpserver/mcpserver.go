@@ -66,11 +66,18 @@ type StoreInput struct {
 	Kind       string         `json:"kind,omitempty" jsonschema:"episodic (default), semantic or identity"`
 	Importance *float64       `json:"importance,omitempty" jsonschema:"importance in [0, 1], default 0.5"`
 	Metadata   map[string]any `json:"metadata,omitempty" jsonschema:"a JSON object stored with the memory"`
+	// ID and IdempotencyKey make a retried call store the memory once.
+	ID             string `json:"id,omitempty" jsonschema:"the memory's id, to store it once when the call is retried (default: a new id)"`
+	IdempotencyKey string `json:"idempotency_key,omitempty" jsonschema:"a name for this call: a retry with the same key and content stores the memory once"`
 }
 
 // StoreOutput is memory_store's structured output.
 type StoreOutput struct {
-	ID string `json:"id" jsonschema:"the new memory's id"`
+	ID string `json:"id" jsonschema:"the memory's id"`
+	// Replayed reports a retried call: the memory was already stored.
+	Replayed bool `json:"replayed,omitempty" jsonschema:"true when the memory was already stored by an earlier call (nothing changed)"`
+	// EmbeddingDeferred reports a memory stored without an embedding.
+	EmbeddingDeferred bool `json:"embedding_deferred,omitempty" jsonschema:"true when the memory was stored without an embedding (embedded later)"`
 }
 
 // RecallInput is memory_recall's input.
@@ -137,7 +144,7 @@ func New(e *mnemo.Engine, profile ProfileFunc, opts *Options) *mcp.Server {
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        ToolStore,
 		Title:       "Store a memory",
-		Description: "Remember a piece of text (an event, a fact, a decision) for later recall.",
+		Description: "Remember a piece of text (an event, a fact, a decision) for later recall. Give an id or an idempotency_key to make a retried call store it once.",
 	}, observe(h, ToolStore, h.store))
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        ToolRecall,
@@ -192,12 +199,20 @@ func (h *handlers) store(ctx context.Context, req *mcp.CallToolRequest, in Store
 			return nil, StoreOutput{}, fmt.Errorf("metadata: %w", err)
 		}
 	}
-	m, err := h.e.Remember(ctx, mnemo.Input{Profile: profile, Content: in.Content, Session: in.Session,
-		Project: in.Project, Kind: in.Kind, Importance: in.Importance, Metadata: md})
+	id := strings.TrimSpace(in.ID)
+	if key := strings.TrimSpace(in.IdempotencyKey); id == "" && key != "" {
+		id = mnemo.IdempotentID(profile, key, 0)
+	}
+	res, err := h.e.Write(ctx, []mnemo.Input{{ID: id, Profile: profile, Content: in.Content, Session: in.Session,
+		Project: in.Project, Kind: in.Kind, Importance: in.Importance, Metadata: md}})
 	if err != nil {
 		return nil, StoreOutput{}, toolError(err)
 	}
-	return text("Stored memory " + m.ID + "."), StoreOutput{ID: m.ID}, nil
+	out := StoreOutput{ID: res.Memories[0].ID, Replayed: res.AllReplayed(), EmbeddingDeferred: res.Deferred > 0}
+	if out.Replayed {
+		return text("Memory " + out.ID + " was already stored with this content; nothing changed."), out, nil
+	}
+	return text("Stored memory " + out.ID + "."), out, nil
 }
 
 func (h *handlers) recall(ctx context.Context, req *mcp.CallToolRequest, in RecallInput) (*mcp.CallToolResult, RecallOutput, error) {
@@ -271,7 +286,7 @@ func text(s string) *mcp.CallToolResult {
 // observe logs.
 func toolError(err error) error {
 	switch {
-	case errors.Is(err, mnemotype.ErrInvalid):
+	case errors.Is(err, mnemotype.ErrInvalid): // also an id stored with another memory (ErrExists)
 		return errors.New(strings.TrimPrefix(err.Error(), mnemotype.ErrInvalid.Error()+": "))
 	case errors.Is(err, mnemotype.ErrDimensionMismatch):
 		return err // names the dimensions and the migration command
