@@ -83,6 +83,10 @@ metadata?}, other fields kept in metadata (the first of each | list is taken;
 created_at defaults to the time it occurred); FILE - reads stdin. A line is at
 most %d bytes.
 
+An import waits for its embeddings unless --write-embed-timeout (or
+MNEMO_WRITE_EMBED_TIMEOUT) is given; a provider that keeps failing is no
+longer called (its memories are stored without embeddings for mnemo reembed).
+
 A bad line (malformed, invalid, too long) is reported with its number and
 skipped; --strict aborts at the first one with nothing written. A line
 without an id gets one derived from its profile, its bytes and how many
@@ -114,6 +118,11 @@ or every line bad), 1 internal error.
 			size = st.Size()
 		}
 		r = f
+	}
+	if ef.writeTimeout == "" && a.getenv(envWriteEmbedTimeout) == "" {
+		// A bulk job waits for its embeddings (a hung provider still
+		// stops being called: the circuit breaker).
+		ef.writeTimeout = "0"
 	}
 	e, err := ef.open(a)
 	if err != nil {
@@ -239,41 +248,30 @@ func (im *importer) run(ctx context.Context, r io.Reader) error {
 	return nil
 }
 
-// fresh returns the lines of batch whose ids are not stored yet, counting
-// the others as already stored.
-func (im *importer) fresh(ctx context.Context, batch []pending) ([]pending, error) {
-	out := batch[:0:0]
-	for _, p := range batch {
-		_, err := im.e.Get(ctx, p.in.Profile, p.in.ID)
-		switch {
-		case err == nil:
-			im.already++
-		case errors.Is(err, mnemo.ErrNotFound):
-			out = append(out, p)
-		default:
-			return nil, err
-		}
+// write stores batch in one transaction and counts what was created and
+// what was already stored (a replayed line: a re-run after a crash).
+func (im *importer) write(ctx context.Context, batch []pending) error {
+	ins := make([]mnemo.Input, len(batch))
+	for i, p := range batch {
+		ins[i] = p.in
 	}
-	return out, nil
+	res, err := im.e.Write(ctx, ins)
+	if err != nil {
+		return err
+	}
+	im.stored += res.Created
+	im.already += len(batch) - res.Created
+	return nil
 }
 
 // flushStrict writes every line in one transaction, or nothing.
 func (im *importer) flushStrict(ctx context.Context, all []pending) error {
-	all, err := im.fresh(ctx, all)
-	if err != nil {
-		return err
-	}
 	if len(all) == 0 {
 		return nil
 	}
-	ins := make([]mnemo.Input, len(all))
-	for i, p := range all {
-		ins[i] = p.in
-	}
-	if _, err := im.e.RememberBatch(ctx, ins); err != nil {
+	if err := im.write(ctx, all); err != nil {
 		return fmt.Errorf("%w (nothing was written)", lineErr(err, all))
 	}
-	im.stored = len(all)
 	return nil
 }
 
@@ -286,34 +284,25 @@ func lineErr(err error, batch []pending) error {
 	return err
 }
 
-// flush writes the lines of batch not stored yet in one transaction. If
-// the batch is rejected (an invalid line, or an id stored meanwhile by
-// another process), it is retried line by line so only the bad lines are
-// rejected.
+// flush writes batch in one transaction (lines already stored as they are
+// count as such). If the batch is rejected (an invalid line, or an id
+// stored with other content), it is retried line by line so only the bad
+// lines are rejected.
 func (im *importer) flush(ctx context.Context, batch []pending) error {
-	batch, err := im.fresh(ctx, batch)
-	if err != nil || len(batch) == 0 {
-		return err
+	if len(batch) == 0 {
+		return nil
 	}
-	ins := make([]mnemo.Input, len(batch))
-	for i, p := range batch {
-		ins[i] = p.in
-	}
-	_, err = im.e.RememberBatch(ctx, ins)
+	err := im.write(ctx, batch)
 	if err == nil {
-		im.stored += len(batch)
 		return nil
 	}
 	if !errors.Is(err, mnemo.ErrInvalid) && !errors.Is(err, mnemo.ErrDimensionMismatch) {
 		return err
 	}
 	for _, p := range batch {
-		_, err := im.e.Remember(ctx, p.in)
+		err := im.write(ctx, []pending{p})
 		switch {
 		case err == nil:
-			im.stored++
-		case errors.Is(err, mnemotype.ErrExists):
-			im.already++
 		case errors.Is(err, mnemo.ErrInvalid), errors.Is(err, mnemo.ErrDimensionMismatch):
 			im.reject(p.line, err)
 		default:
