@@ -28,6 +28,9 @@ type goScorer struct {
 	weights [ftsFields]float64
 	classic bool
 	all     bool
+	// scratch, reused from row to row
+	doc  docTokens
+	freq [][ftsFields]float64
 }
 
 func (q *lexQuery) newGoScorer(terms []string, df map[string]int64, all bool) *goScorer {
@@ -48,25 +51,65 @@ func (q *lexQuery) newGoScorer(terms []string, df map[string]int64, all bool) *g
 	return g
 }
 
+// docTokens holds one field's tokens in a reused arena: token i is
+// arena[ends[i-1]:ends[i]].
+type docTokens struct {
+	tk    ftstoken.Tokenizer
+	arena []byte
+	ends  []int
+}
+
+func (d *docTokens) load(text string) {
+	d.arena, d.ends = d.arena[:0], d.ends[:0]
+	d.tk.Tokenize(text, func(tok []byte, _ int) {
+		d.arena = append(d.arena, tok...)
+		d.ends = append(d.ends, len(d.arena))
+	})
+}
+
+func (d *docTokens) token(i int) []byte {
+	start := 0
+	if i > 0 {
+		start = d.ends[i-1]
+	}
+	return d.arena[start:d.ends[i]]
+}
+
+// count returns how many times ph occurs at consecutive positions.
+func (d *docTokens) count(ph []string) float64 {
+	n := 0.0
+	for p := 0; p+len(ph) <= len(d.ends); p++ {
+		j := 0
+		for j < len(ph) && string(d.token(p+j)) == ph[j] {
+			j++
+		}
+		if j == len(ph) {
+			n++
+		}
+	}
+	return n
+}
+
 // score returns the BM25(F) of a row's fields (lower is better, as FTS5's),
 // or ok false when the row does not match the query in a weighted field.
 func (g *goScorer) score(fields [ftsFields]string) (float64, bool) {
-	freq := make([][ftsFields]float64, len(g.phrases))
+	if len(g.freq) != len(g.phrases) {
+		g.freq = make([][ftsFields]float64, len(g.phrases))
+	}
+	freq := g.freq
 	var length [ftsFields]float64
 	for c, text := range fields {
+		for i := range freq {
+			freq[i][c] = 0
+		}
 		if g.weights[c] == 0 {
 			continue
 		}
-		doc := ftstoken.Tokens(text)
-		length[c] = float64(len(doc))
+		g.doc.load(text)
+		length[c] = float64(len(g.doc.ends))
 		for i, ph := range g.phrases {
-			if len(ph) == 0 {
-				continue
-			}
-			for p := 0; p+len(ph) <= len(doc); p++ {
-				if slices.Equal(doc[p:p+len(ph)], ph) {
-					freq[i][c]++
-				}
+			if len(ph) > 0 {
+				freq[i][c] = g.doc.count(ph)
 			}
 		}
 	}
