@@ -82,7 +82,15 @@ type Patch struct {
 	// Kind is episodic, semantic or identity.
 	Kind    *string
 	Project *string
+	// Session moves the memory to another session; without Seq it becomes
+	// that session's last turn.
 	Session *string
+	// Actor is who said or did it; "" clears it.
+	Actor *string
+	// Seq is the memory's place in its session; 0 makes it the last turn.
+	Seq *int64
+	// OccurredAt is when it happened.
+	OccurredAt *time.Time
 	// Importance in [0, 1].
 	Importance *float64
 	// Metadata replaces the metadata (a JSON object); an empty value or
@@ -109,7 +117,7 @@ func (e *Engine) Update(ctx context.Context, profile, id string, p Patch) (Memor
 	for _, f := range []struct {
 		name string
 		v    *string
-	}{{"content", p.Content}, {"kind", p.Kind}, {"project", p.Project}, {"session", p.Session}} {
+	}{{"content", p.Content}, {"kind", p.Kind}, {"project", p.Project}, {"session", p.Session}, {"actor", p.Actor}} {
 		if f.v != nil {
 			if err := mnemotype.CheckText(f.name, *f.v); err != nil {
 				return Memory{}, err
@@ -120,7 +128,14 @@ func (e *Engine) Update(ctx context.Context, profile, id string, p Patch) (Memor
 		return Memory{}, mnemotype.Invalidf("metadata is not valid UTF-8")
 	}
 	up := store.UpdateParams{Profile: profile, ID: id, Content: p.Content, Project: p.Project, Session: p.Session,
-		Importance: p.Importance}
+		Actor: p.Actor, Seq: p.Seq, Importance: p.Importance}
+	if p.OccurredAt != nil {
+		at := p.OccurredAt.UTC()
+		if err := mnemotype.CheckTime("occurred_at", at); err != nil {
+			return Memory{}, err
+		}
+		up.OccurredAt = &at
+	}
 	if p.Kind != nil {
 		k, err := mnemotype.ParseKind(*p.Kind)
 		if err != nil {

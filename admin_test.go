@@ -193,6 +193,28 @@ func TestEngine_Update(t *testing.T) {
 		}
 	})
 
+	t.Run("ConversationFields", func(t *testing.T) {
+		e := openAdmin(t, nil)
+		m := addAdmin(t, e, mnemo.Input{Profile: "alice", Session: "s", Actor: "Caroline", Content: "I adopted a puppy"})
+		addAdmin(t, e, mnemo.Input{Profile: "alice", Session: "s", Content: "what is its name?"})
+		when := time.Date(2023, 5, 8, 13, 56, 0, 0, time.FixedZone("", 2*3600))
+		got, err := e.Update(ctx, "alice", m.ID, mnemo.Patch{Actor: ref("Melanie"), OccurredAt: &when, Seq: ref(int64(5))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Actor != "Melanie" || !got.OccurredAt.Equal(when) || got.OccurredAt.Location() != time.UTC || got.Seq != 5 {
+			t.Errorf("Update returned actor %q occurred_at %v seq %d", got.Actor, got.OccurredAt, got.Seq)
+		}
+		res, err := e.Recall(ctx, mnemo.Query{Profile: "alice", Text: "puppy", Actors: []string{"Melanie"}, Before: when.Add(time.Second)})
+		if err != nil || len(res.Results) != 1 || res.Results[0].ID != m.ID {
+			t.Errorf("recall by the new actor and time: %+v, %v", res, err)
+		}
+		res, err = e.Recall(ctx, mnemo.Query{Profile: "alice", Text: "puppy", Actors: []string{"Caroline"}})
+		if err != nil || len(res.Results) != 0 {
+			t.Errorf("recall by the old actor: %+v, %v", res, err)
+		}
+	})
+
 	t.Run("ClearsMetadata", func(t *testing.T) {
 		e := openAdmin(t, nil)
 		m := addAdmin(t, e, mnemo.Input{Profile: "alice", Content: "x", Metadata: json.RawMessage(`{"a":1}`)})
@@ -253,6 +275,10 @@ func TestEngine_Update(t *testing.T) {
 			{"BadKind", "alice", m.ID, mnemo.Patch{Kind: ref("dream")}, mnemo.ErrInvalid},
 			{"ImportanceHigh", "alice", m.ID, mnemo.Patch{Importance: ref(1.5)}, mnemo.ErrInvalid},
 			{"MetadataNotObject", "alice", m.ID, mnemo.Patch{Metadata: ref(json.RawMessage(`[1]`))}, mnemo.ErrInvalid},
+			{"ActorTooLong", "alice", m.ID, mnemo.Patch{Actor: ref(strings.Repeat("a", mnemotype.MaxActorBytes+1))}, mnemo.ErrInvalid},
+			{"ActorNotUTF8", "alice", m.ID, mnemo.Patch{Actor: ref("\xff")}, mnemo.ErrInvalid},
+			{"SeqNegative", "alice", m.ID, mnemo.Patch{Seq: ref(int64(-2))}, mnemo.ErrInvalid},
+			{"OccurredAtYear10000", "alice", m.ID, mnemo.Patch{OccurredAt: ref(time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC))}, mnemo.ErrInvalid},
 		}
 		for _, c := range cases {
 			if _, err := e.Update(ctx, c.profile, c.id, c.p); !errors.Is(err, c.want) {

@@ -32,8 +32,11 @@ type Store interface {
 	// asked, skipping ids that do not exist. Embeddings are included only if
 	// p.WithEmbedding.
 	Get(ctx context.Context, p GetParams) ([]mnemotype.Memory, error)
-	// Update changes the fields set in p of one memory. Returns ErrNotFound
-	// if the id is not in the profile, ErrConflict if p's condition fails.
+	// Update changes the fields set in p of one memory and re-indexes it
+	// (and the turns whose context it is). A Seq of 0, or a new Session
+	// without a Seq, makes it its session's next turn. Returns ErrNotFound
+	// if the id is not in the profile, ErrConflict if p's condition fails,
+	// an ErrInvalid error naming the field if the result is invalid.
 	Update(ctx context.Context, p UpdateParams) (mnemotype.Memory, error)
 	// Delete removes one memory. Returns ErrNotFound if the id is not in the
 	// profile.

@@ -1,7 +1,8 @@
 // Package jsonutf8 locates invalid UTF-8 in a JSON document. encoding/json
 // silently replaces invalid bytes in strings with U+FFFD; callers that must
 // refuse such input check the raw bytes first and name the field at fault
-// with FirstInvalid.
+// with FirstInvalid. FieldOfString names the field holding a value that a
+// decoder refused without saying where.
 package jsonutf8
 
 import (
@@ -45,6 +46,53 @@ type frame struct {
 // fieldAt returns the path of the key or string value of doc spanning byte
 // offset off, or "" if off is in no such token.
 func fieldAt(doc []byte, off int64) string {
+	return walk(doc, func(path func() string, tok json.Token, end int64, key bool) (string, bool) {
+		if end <= off {
+			return "", false
+		}
+		if key {
+			// The decoded key has lost its invalid bytes: the caller
+			// names the object holding it.
+			return "a key of " + path(), true
+		}
+		if _, isString := tok.(string); isString {
+			return path(), true
+		}
+		return "", false
+	})
+}
+
+// FieldOfString returns the path ("memories[1].occurred_at") of the first
+// string value of doc equal to value, or "" if there is none: how a caller
+// names the field whose value a decoder refused without saying where
+// (encoding/json returns a json.Unmarshaler's error without its field).
+func FieldOfString(doc []byte, value string) string {
+	return walk(doc, func(path func() string, tok json.Token, _ int64, key bool) (string, bool) {
+		if s, ok := tok.(string); ok && !key && s == value {
+			return path(), true
+		}
+		return "", false
+	})
+}
+
+// ValueAt returns the path of the scalar value of doc (string, number,
+// boolean or null) whose token ends at byte offset end, as
+// json.UnmarshalTypeError.Offset reports it, or "" if none does.
+func ValueAt(doc []byte, end int64) string {
+	return walk(doc, func(path func() string, _ json.Token, e int64, key bool) (string, bool) {
+		if e != end || key {
+			return "", e >= end
+		}
+		return path(), true
+	})
+}
+
+// walk calls visit with every scalar token and key of doc, in order, with
+// the path of the value it belongs to (for a key, of the object holding
+// it) and the offset where the token ends, until visit reports done; it
+// returns what visit returned then, or "" when doc ends or stops being
+// JSON first.
+func walk(doc []byte, visit func(path func() string, tok json.Token, end int64, key bool) (string, bool)) string {
 	var stack []frame
 	path := func() string {
 		var b strings.Builder
@@ -87,13 +135,13 @@ func fieldAt(doc []byte, off int64) string {
 			continue
 		}
 		if top != nil && top.obj && top.wantKey {
-			if end > off {
-				// The decoded key has lost its invalid bytes: name the
-				// object holding it.
-				stack = stack[:len(stack)-1]
-				return "a key of " + path()
+			stack = stack[:len(stack)-1]
+			out, done := visit(path, tok, end, true)
+			stack = append(stack, *top)
+			if done {
+				return out
 			}
-			top.key, top.wantKey = fmt.Sprint(tok), false
+			stack[len(stack)-1].key, stack[len(stack)-1].wantKey = fmt.Sprint(tok), false
 			continue
 		}
 		if top != nil && !top.obj {
@@ -105,8 +153,8 @@ func fieldAt(doc []byte, off int64) string {
 		case '[':
 			stack = append(stack, frame{idx: -1})
 		default:
-			if _, isString := tok.(string); isString && end > off {
-				return path()
+			if out, done := visit(path, tok, end, false); done {
+				return out
 			}
 			if top != nil && top.obj {
 				top.wantKey = true

@@ -1,6 +1,9 @@
 package jsonutf8
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestFirstInvalid(t *testing.T) {
 	t.Parallel()
@@ -27,5 +30,46 @@ func TestFirstInvalid(t *testing.T) {
 				t.Errorf("FirstInvalid(%q) = %q, %d; want %q, %d", c.doc, field, off, c.field, c.offset)
 			}
 		})
+	}
+}
+
+func TestFieldOfString(t *testing.T) {
+	t.Parallel()
+	doc := []byte(`{"when": 3, "memories": [{"content": "yesterday"}, {"occurred_at": "yesterday", "tags": ["a", "yesterday"]}], "yesterday": "x"}`)
+	for _, c := range []struct{ value, want string }{
+		{"yesterday", "memories[0].content"},
+		{"x", "yesterday"},
+		{"a", "memories[1].tags[0]"},
+		{"when", ""},
+		{"3", ""},
+		{"absent", ""},
+	} {
+		if got := FieldOfString(doc, c.value); got != c.want {
+			t.Errorf("FieldOfString(%q) = %q, want %q", c.value, got, c.want)
+		}
+	}
+	if got := FieldOfString([]byte(`{"a": [{"b": "v"}], "c": {"d": "w"}}`), "w"); got != "c.d" {
+		t.Errorf("after a closed array: %q, want c.d", got)
+	}
+	if got := FieldOfString([]byte(`{"a": "v"`), "v"); got != "a" {
+		t.Errorf("in a truncated document: %q, want a", got)
+	}
+}
+
+func TestValueAt(t *testing.T) {
+	t.Parallel()
+	doc := `{"a": 5, "memories": [{"importance": "high"}, {"importance": true}], "n": null}`
+	for _, c := range []struct{ after, want string }{
+		{`5`, "a"},
+		{`"high"`, "memories[0].importance"},
+		{`true`, "memories[1].importance"},
+		{`null`, "n"},
+		{`"a"`, ""}, // a key
+		{`[`, ""},
+	} {
+		end := int64(strings.Index(doc, c.after) + len(c.after))
+		if got := ValueAt([]byte(doc), end); got != c.want {
+			t.Errorf("ValueAt(after %s) = %q, want %q", c.after, got, c.want)
+		}
 	}
 }

@@ -562,7 +562,7 @@ func decodeJSON(r *http.Request, v any) error {
 			// where reading stopped.
 			offset = body.n
 		}
-		return jsonError(err, offset)
+		return jsonError(err, offset, raw)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		var mbe *http.MaxBytesError
@@ -598,11 +598,19 @@ func (c *countingReader) Read(p []byte) (int, error) {
 }
 
 // jsonError turns a decoding error into a 400 that gives the byte offset.
-func jsonError(err error, offset int64) error {
+func jsonError(err error, offset int64, body []byte) error {
 	var syn *json.SyntaxError
 	var typ *json.UnmarshalTypeError
 	var mbe *http.MaxBytesError
+	var tpe *time.ParseError
 	switch {
+	case errors.As(err, &tpe):
+		field := jsonutf8.FieldOfString(body, tpe.Value)
+		if field == "" {
+			field = "a time"
+		}
+		return badRequest("%s = %q: must be an RFC 3339 time in years %04d-%04d, such as 2023-05-08T13:56:00Z",
+			field, tpe.Value, mnemotype.MinYear, mnemotype.MaxYear)
 	case errors.As(err, &mbe):
 		return err
 	case errors.Is(err, io.EOF):
@@ -612,7 +620,14 @@ func jsonError(err error, offset int64) error {
 	case errors.As(err, &syn):
 		return badRequest("malformed JSON at offset %d: %s", syn.Offset, syn.Error())
 	case errors.As(err, &typ):
-		field := typ.Field
+		field := jsonutf8.ValueAt(body, typ.Offset)
+		if field == "" {
+			field = typ.Field
+		}
+		if i := strings.LastIndex(field, "memoryIn."); i >= 0 {
+			// A field of the embedded single memory: name it as sent.
+			field = field[:i] + field[i+len("memoryIn."):]
+		}
 		if field == "" {
 			field = "the body"
 		}

@@ -714,7 +714,10 @@ func TestServe_RequestErrors(t *testing.T) {
 			{"BatchItemInvalid", `{"memories": [{"content": "ok"}, {"content": ""}]}`, "memory 1"},
 			{"BadImportance", `{"content": "x", "importance": 2}`, "importance"},
 			{"BadKind", `{"content": "x", "kind": "dream"}`, "kind"},
-			{"BadTime", `{"content": "x", "created_at": "yesterday"}`, "offset"},
+			{"BadTime", `{"content": "x", "created_at": "yesterday"}`, `created_at = "yesterday": must be an RFC 3339 time`},
+			{"BadTimeInBatch", `{"memories": [{"content": "x"}, {"content": "y", "occurred_at": "May 2023"}]}`, `memories[1].occurred_at = "May 2023"`},
+			{"ImportanceNotNumber", `{"content": "x", "importance": "high"}`, "offset 37: importance must be a number, not string"},
+			{"BatchImportanceNotNumber", `{"memories": [{"content": "x", "importance": "high"}]}`, "memories[0].importance must be a number"},
 		} {
 			r := b.do("POST", "/v1/memories", b.alice, c.body)
 			if r.status != 400 || !strings.Contains(r.errMsg(t), c.want) {
@@ -1133,4 +1136,105 @@ func TestServe_IDWithSlash(t *testing.T) {
 	b.must(200, "PATCH", "/v1/memories/conv-26%2FD1:3", b.alice, map[string]any{"importance": 0.9}, nil)
 	b.must(204, "DELETE", "/v1/memories/conv-26%2FD1:3", b.alice, nil, nil)
 	b.must(404, "GET", "/v1/memories/conv-26%2FD1:3", b.alice, nil, nil)
+}
+
+// TestServe_ConversationFields: actor, occurred_at and seq are stored by
+// POST, changed by PATCH, returned by GET, list and recall, and filter
+// recall and search (actors, after, before); bad values are a 400 naming
+// the field with nothing written.
+func TestServe_ConversationFields(t *testing.T) {
+	b := setup(t, opts{})
+	type turn struct {
+		ID         string `json:"id"`
+		Actor      string `json:"actor"`
+		Seq        int64  `json:"seq"`
+		OccurredAt string `json:"occurred_at"`
+		CreatedAt  string `json:"created_at"`
+	}
+	var ids struct{ IDs []string }
+	b.must(201, "POST", "/v1/memories", b.alice, map[string]any{"memories": []map[string]any{
+		{"content": "I went to the support group yesterday", "session": "c1", "actor": "Caroline", "occurred_at": "2023-05-08T13:56:00Z"},
+		{"content": "How was the support group?", "session": "c1", "actor": "Melanie", "occurred_at": "2023-05-08T13:57:00+02:00"},
+		{"content": "The support group met again in June", "session": "c1", "actor": "Caroline", "occurred_at": "2023-06-09T10:00:00Z", "seq": 10},
+	}}, &ids)
+	var got turn
+	b.must(200, "GET", "/v1/memories/"+ids.IDs[1], b.alice, nil, &got)
+	if got.Actor != "Melanie" || got.Seq != 2 || got.OccurredAt != "2023-05-08T11:57:00Z" || got.CreatedAt == got.OccurredAt {
+		t.Errorf("GET = %+v", got)
+	}
+	var page struct{ Memories []turn }
+	b.must(200, "GET", "/v1/memories?session=c1", b.alice, nil, &page)
+	if len(page.Memories) != 3 || page.Memories[2].Seq != 10 && page.Memories[0].Seq != 10 {
+		t.Errorf("list = %+v", page.Memories)
+	}
+	recall := func(body map[string]any) []string {
+		t.Helper()
+		body["query"] = "support group"
+		var rec recallOut
+		b.must(200, "POST", "/v1/recall", b.alice, body, &rec)
+		return resultIDs(rec.Results)
+	}
+	if r := recall(map[string]any{"actors": []string{"Caroline"}}); !sameIDs(r, ids.IDs[0], ids.IDs[2]) {
+		t.Errorf("actors Caroline = %v", r)
+	}
+	if r := recall(map[string]any{"after": "2023-06-01T00:00:00Z"}); !sameIDs(r, ids.IDs[2]) {
+		t.Errorf("after June = %v", r)
+	}
+	if r := recall(map[string]any{"before": "2023-05-08T12:00:00Z", "actors": []string{"Caroline", "Melanie"}}); !sameIDs(r, ids.IDs[1]) {
+		t.Errorf("before 12:00 = %v", r)
+	}
+	var search struct{ Results []httpapi.RecallResult }
+	b.must(200, "GET", "/v1/search/lexical?q=support&actors=Melanie&after=2023-05-01T00:00:00Z", b.alice, nil, &search)
+	if len(search.Results) != 1 || search.Results[0].ID != ids.IDs[1] || search.Results[0].Actor != "Melanie" {
+		t.Errorf("search by actor = %+v", search.Results)
+	}
+	b.must(200, "PATCH", "/v1/memories/"+ids.IDs[1], b.alice, map[string]any{"actor": "Mel", "occurred_at": "2024-01-01T00:00:00Z", "seq": 7}, &got)
+	if got.Actor != "Mel" || got.Seq != 7 || got.OccurredAt != "2024-01-01T00:00:00Z" {
+		t.Errorf("PATCH = %+v", got)
+	}
+	if r := recall(map[string]any{"actors": []string{"Mel"}, "after": "2023-12-31T00:00:00Z"}); !sameIDs(r, ids.IDs[1]) {
+		t.Errorf("after the PATCH = %v", r)
+	}
+	for _, c := range []struct {
+		name, method, path string
+		body               map[string]any
+		field              string
+	}{
+		{"LongActor", "POST", "/v1/memories", map[string]any{"content": "x", "actor": strings.Repeat("a", 257)}, "actor"},
+		{"OccurredYear0", "POST", "/v1/memories", map[string]any{"content": "x", "occurred_at": "0000-01-01T00:00:00Z"}, "occurred_at"},
+		{"OccurredNotATime", "POST", "/v1/memories", map[string]any{"content": "x", "occurred_at": "May 2023"}, "occurred_at"},
+		{"NegativeSeq", "POST", "/v1/memories", map[string]any{"content": "x", "seq": -1}, "seq"},
+		{"SeqNotANumber", "POST", "/v1/memories", map[string]any{"content": "x", "seq": "first"}, "seq"},
+		{"PatchLongActor", "PATCH", "/v1/memories/" + ids.IDs[0], map[string]any{"actor": strings.Repeat("a", 257)}, "actor"},
+		{"PatchOccurredYear10000", "PATCH", "/v1/memories/" + ids.IDs[0], map[string]any{"occurred_at": "+10000-01-01T00:00:00Z"}, "occurred_at"},
+		{"RecallAfterNotATime", "POST", "/v1/recall", map[string]any{"query": "x", "after": "yesterday"}, "after"},
+		{"RecallActorsNotAList", "POST", "/v1/recall", map[string]any{"query": "x", "actors": "Caroline"}, "actors"},
+		{"RecallBeforeYear0", "POST", "/v1/recall", map[string]any{"query": "x", "before": "0000-01-01T00:00:00Z"}, "before"},
+	} {
+		r := b.do(c.method, c.path, b.alice, c.body)
+		if r.status != 400 || !strings.Contains(r.errMsg(t), c.field) {
+			t.Errorf("%s: status %d, %s; want 400 naming %s", c.name, r.status, r.body, c.field)
+		}
+	}
+	if r := b.do("GET", "/v1/search/lexical?q=x&before=yesterday", b.alice, nil); r.status != 400 || !strings.Contains(r.errMsg(t), "before") {
+		t.Errorf("search before=yesterday: %d %s", r.status, r.body)
+	}
+	b.must(200, "GET", "/v1/memories?limit=100", b.alice, nil, &page)
+	b.must(200, "GET", "/v1/memories/"+ids.IDs[0], b.alice, nil, &got)
+	if len(page.Memories) != 3 || got.Actor != "Caroline" {
+		t.Errorf("after the refused requests: %d memories, first actor %q", len(page.Memories), got.Actor)
+	}
+}
+
+// sameIDs reports whether got holds exactly want, in any order.
+func sameIDs(got []string, want ...string) bool {
+	if len(got) != len(want) {
+		return false
+	}
+	for _, w := range want {
+		if !slices.Contains(got, w) {
+			return false
+		}
+	}
+	return true
 }

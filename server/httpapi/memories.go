@@ -18,6 +18,9 @@ type memoryIn struct {
 	Kind       string          `json:"kind,omitempty"`
 	Project    string          `json:"project,omitempty"`
 	Session    string          `json:"session,omitempty"`
+	Actor      string          `json:"actor,omitempty"`
+	Seq        int64           `json:"seq,omitempty"`
+	OccurredAt *time.Time      `json:"occurred_at,omitempty"`
 	Importance *float64        `json:"importance,omitempty"`
 	CreatedAt  *time.Time      `json:"created_at,omitempty"`
 	Metadata   json.RawMessage `json:"metadata,omitempty"`
@@ -31,9 +34,12 @@ func (m *memoryIn) input(profile string) (mnemo.Input, error) {
 		return mnemo.Input{}, errProfileInBody
 	}
 	in := mnemo.Input{ID: m.ID, Content: m.Content, Kind: m.Kind, Profile: profile, Project: m.Project,
-		Session: m.Session, Importance: m.Importance, Embedding: m.Embedding}
+		Session: m.Session, Actor: m.Actor, Seq: m.Seq, Importance: m.Importance, Embedding: m.Embedding}
 	if m.CreatedAt != nil {
 		in.CreatedAt = *m.CreatedAt
+	}
+	if m.OccurredAt != nil {
+		in.OccurredAt = *m.OccurredAt
 	}
 	if md := strings.TrimSpace(string(m.Metadata)); md != "" && md != "null" {
 		in.Metadata = m.Metadata
@@ -104,6 +110,7 @@ func (s *Server) createMemories(w http.ResponseWriter, r *http.Request, profile 
 	if batch {
 		one := req.memoryIn
 		if one.Content != "" || one.ID != "" || one.Kind != "" || one.Project != "" || one.Session != "" ||
+			one.Actor != "" || one.Seq != 0 || one.OccurredAt != nil ||
 			one.Importance != nil || one.CreatedAt != nil || len(one.Metadata) > 0 || len(one.Embedding) > 0 {
 			return badRequest("send either one memory or {\"memories\": [...]}, not both")
 		}
@@ -165,11 +172,14 @@ func (s *Server) getMemory(w http.ResponseWriter, r *http.Request, profile strin
 
 // patchRequest is PATCH /v1/memories/{id}: the fields to change.
 type patchRequest struct {
-	Content    *string  `json:"content,omitempty"`
-	Kind       *string  `json:"kind,omitempty"`
-	Project    *string  `json:"project,omitempty"`
-	Session    *string  `json:"session,omitempty"`
-	Importance *float64 `json:"importance,omitempty"`
+	Content    *string    `json:"content,omitempty"`
+	Kind       *string    `json:"kind,omitempty"`
+	Project    *string    `json:"project,omitempty"`
+	Session    *string    `json:"session,omitempty"`
+	Actor      *string    `json:"actor,omitempty"`
+	Seq        *int64     `json:"seq,omitempty"`
+	OccurredAt *time.Time `json:"occurred_at,omitempty"`
+	Importance *float64   `json:"importance,omitempty"`
 	// Metadata replaces the metadata; null clears it. A RawMessage sees
 	// the null that a pointer would swallow.
 	Metadata json.RawMessage `json:"metadata,omitempty"`
@@ -184,13 +194,14 @@ func (s *Server) updateMemory(w http.ResponseWriter, r *http.Request, profile st
 	if req.Profile != nil {
 		return badRequest("profile cannot change: it is set by the API key")
 	}
-	p := mnemo.Patch{Content: req.Content, Kind: req.Kind, Project: req.Project, Session: req.Session, Importance: req.Importance}
+	p := mnemo.Patch{Content: req.Content, Kind: req.Kind, Project: req.Project, Session: req.Session, Actor: req.Actor,
+		Seq: req.Seq, OccurredAt: req.OccurredAt, Importance: req.Importance}
 	if req.Metadata != nil {
 		md := req.Metadata
 		p.Metadata = &md
 	}
 	if p == (mnemo.Patch{}) {
-		return badRequest("nothing to change: give at least one of content, kind, project, session, importance, metadata")
+		return badRequest("nothing to change: give at least one of content, kind, project, session, actor, seq, occurred_at, importance, metadata")
 	}
 	m, err := s.e.Update(r.Context(), profile, r.PathValue("id"), p)
 	if err != nil {

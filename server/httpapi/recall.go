@@ -3,6 +3,7 @@ package httpapi
 import (
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,7 +20,13 @@ type recallRequest struct {
 	Sessions []string `json:"sessions,omitempty"`
 	Kinds    []string `json:"kinds,omitempty"`
 	Exclude  []string `json:"exclude,omitempty"`
-	Limit    int      `json:"limit,omitempty"`
+	// Actors restricts recall to these actors ("" for memories without one).
+	Actors []string `json:"actors,omitempty"`
+	// After and Before restrict recall to memories that occurred in
+	// [after, before).
+	After  *time.Time `json:"after,omitempty"`
+	Before *time.Time `json:"before,omitempty"`
+	Limit  int        `json:"limit,omitempty"`
 	// Strategy, Weights and K override the profile's settings for this
 	// request; Settings overrides any setting by name.
 	Strategy string                     `json:"strategy,omitempty"`
@@ -40,6 +47,9 @@ type RecallResult struct {
 	Kind           string                     `json:"kind"`
 	Project        string                     `json:"project,omitempty"`
 	Session        string                     `json:"session,omitempty"`
+	Actor          string                     `json:"actor,omitempty"`
+	Seq            int64                      `json:"seq,omitempty"`
+	OccurredAt     time.Time                  `json:"occurred_at"`
 	Importance     float64                    `json:"importance"`
 	CreatedAt      time.Time                  `json:"created_at"`
 	Metadata       json.RawMessage            `json:"metadata,omitempty"`
@@ -75,7 +85,8 @@ func results(res *mnemo.RecallResult, counterfactual bool) []RecallResult {
 	out := make([]RecallResult, 0, len(res.Results))
 	for _, r := range res.Results {
 		out = append(out, RecallResult{ID: r.ID, Content: r.Content, Score: r.Score, Rank: r.Rank, Kind: string(r.Kind),
-			Project: r.Project, Session: r.Session, Importance: r.Importance, CreatedAt: r.CreatedAt, Metadata: r.Metadata,
+			Project: r.Project, Session: r.Session, Actor: r.Actor, Seq: r.Seq, OccurredAt: r.OccurredAt,
+			Importance: r.Importance, CreatedAt: r.CreatedAt, Metadata: r.Metadata,
 			Legs: r.Legs})
 		if counterfactual {
 			out[len(out)-1].Counterfactual = r.Counterfactual
@@ -122,7 +133,13 @@ func (s *Server) recall(w http.ResponseWriter, r *http.Request, profile string) 
 		over["strategy"] = req.Strategy
 	}
 	q := mnemo.Query{Text: req.Query, Profile: profile, Project: req.Project, Sessions: req.Sessions,
-		Exclude: req.Exclude, Limit: req.Limit, Overrides: over, Trace: req.Trace, Timings: true}
+		Exclude: req.Exclude, Actors: req.Actors, Limit: req.Limit, Overrides: over, Trace: req.Trace, Timings: true}
+	if req.After != nil {
+		q.After = *req.After
+	}
+	if req.Before != nil {
+		q.Before = *req.Before
+	}
 	for i, k := range req.Kinds {
 		kd, err := mnemotype.ParseKind(k)
 		if err != nil || k == "" {
@@ -169,7 +186,7 @@ func (s *Server) observeRecall(endpoint string, res *mnemo.RecallResult) {
 func (s *Server) searchLeg(leg string) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request, profile string) error {
 		q := r.URL.Query()
-		if err := onlyParams(q, "q", "sessions", "sessionIds", "project", "kinds", "exclude", "limit"); err != nil {
+		if err := onlyParams(q, "q", "sessions", "sessionIds", "project", "kinds", "exclude", "actors", "after", "before", "limit"); err != nil {
 			return err
 		}
 		text := q.Get("q")
@@ -185,7 +202,13 @@ func (s *Server) searchLeg(leg string) handlerFunc {
 			return err
 		}
 		query := mnemo.Query{Text: text, Profile: profile, Project: q.Get("project"), Sessions: listParam(q, "sessions", "sessionIds"),
-			Exclude: listParam(q, "exclude"), Limit: limit, Overrides: singleLeg(cur, leg), Timings: true}
+			Exclude: listParam(q, "exclude"), Actors: listParam(q, "actors"), Limit: limit, Overrides: singleLeg(cur, leg), Timings: true}
+		if query.After, err = timeParam(q, "after"); err != nil {
+			return err
+		}
+		if query.Before, err = timeParam(q, "before"); err != nil {
+			return err
+		}
 		for i, k := range listParam(q, "kinds") {
 			kd, err := mnemotype.ParseKind(k)
 			if err != nil {
@@ -241,4 +264,17 @@ func singleLeg(cur mnemo.Settings, leg string) map[string]string {
 		}
 	}
 	return over
+}
+
+// timeParam parses an RFC 3339 query parameter; absent gives the zero time.
+func timeParam(q url.Values, name string) (time.Time, error) {
+	v := q.Get(name)
+	if v == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return time.Time{}, badRequest("%s = %q: must be an RFC 3339 time such as 2023-05-08T13:56:00Z", name, v)
+	}
+	return t, nil
 }

@@ -661,6 +661,19 @@ func (s *Store) Update(ctx context.Context, p store.UpdateParams) (mnemotype.Mem
 	if err := m.Validate(); err != nil {
 		return mnemotype.Memory{}, err
 	}
+	if p.OccurredAt != nil {
+		if err := mnemotype.CheckTime("occurred_at", m.OccurredAt); err != nil {
+			return mnemotype.Memory{}, err
+		}
+	}
+	if m.Seq == 0 || (m.Session != old.Session && p.Seq == nil) {
+		// Seq 0, or a move to another session without a seq: the
+		// session's next turn, as Insert numbers it.
+		if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(session_seq), 0) + 1 FROM memories WHERE profile = ? AND session = ? AND rid <> ?`,
+			m.Profile, m.Session, rid).Scan(&m.Seq); err != nil {
+			return mnemotype.Memory{}, fmt.Errorf("update memory %s: number its turn: %w", p.ID, err)
+		}
+	}
 	seq, err := nextSeq(ctx, tx, 1)
 	if err != nil {
 		return mnemotype.Memory{}, err

@@ -1,7 +1,9 @@
 package storetest
 
 import (
+	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -153,6 +155,61 @@ func exerciseConversation(t *testing.T, open OpenFunc) {
 		}
 		if got := search(b, withContext, "pottery"); len(got) != 0 {
 			t.Errorf("after the question was deleted: %v, want none", got)
+		}
+	})
+	t.Run("UpdateConversationFields", func(t *testing.T) {
+		b := setup(t, open)
+		b.insert(fillers("alice", 6)...)
+		b.insert(mem("alice", "t1", "the first turn", session("s1"), actor("A")), mem("alice", "t2", "the second turn", session("s1"), actor("B")))
+		b.insert(mem("alice", "u1", "another session's turn", session("s2")))
+		when := time.Date(2024, 2, 29, 10, 0, 0, 0, time.UTC)
+		m, err := b.s.Update(b.ctx, store.UpdateParams{Profile: "alice", ID: "t1", Actor: ptr("Zoe"), OccurredAt: &when})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Actor != "Zoe" || !m.OccurredAt.Equal(when) || m.Seq != 1 {
+			t.Errorf("Update returned actor %q, occurred_at %v, seq %d; want Zoe, %v, 1", m.Actor, m.OccurredAt, m.Seq, when)
+		}
+		if got := b.getOne("alice", "t1"); got.Actor != "Zoe" || !got.OccurredAt.Equal(when) {
+			t.Errorf("stored actor %q, occurred_at %v; want Zoe, %v", got.Actor, got.OccurredAt, when)
+		}
+		if got := search(b, store.FieldWeights{Actor: 1}, "zoe"); !slices.Equal(got, []string{"t1"}) {
+			t.Errorf("actor field after the update: %v, want [t1]", got)
+		}
+		if got := search(b, store.FieldWeights{Actor: 1}, "a"); len(got) != 0 {
+			t.Errorf("the old actor still indexed: %v", got)
+		}
+		if got := search(b, store.FieldWeights{Time: 1}, "february"); !slices.Equal(got, []string{"t1"}) {
+			t.Errorf("time field after the update: %v, want [t1]", got)
+		}
+		// Moved to another session without a seq: it becomes that session's last turn.
+		if m, err = b.s.Update(b.ctx, store.UpdateParams{Profile: "alice", ID: "t2", Session: ptr("s2")}); err != nil {
+			t.Fatal(err)
+		}
+		if m.Session != "s2" || m.Seq != 2 {
+			t.Errorf("moved turn: session %q seq %d, want s2 2", m.Session, m.Seq)
+		}
+		if m, err = b.s.Update(b.ctx, store.UpdateParams{Profile: "alice", ID: "t1", Seq: ptr(int64(7))}); err != nil || m.Seq != 7 {
+			t.Errorf("given seq: %d, %v; want 7", m.Seq, err)
+		}
+		got, err := b.s.Neighbors(b.ctx, mnemotype.Scope{Profile: "alice"}, []string{"u1"}, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := []store.Neighbor{{ID: "t2", Of: "u1", Distance: 1}}; !sameNeighbors(got, want) {
+			t.Errorf("Neighbors after the move = %v, want %v", got, want)
+		}
+		for _, bad := range []store.UpdateParams{
+			{Profile: "alice", ID: "t1", Actor: ptr(strings.Repeat("x", mnemotype.MaxActorBytes+1))},
+			{Profile: "alice", ID: "t1", Seq: ptr(int64(-1))},
+			{Profile: "alice", ID: "t1", OccurredAt: ptr(time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC))},
+		} {
+			if _, err := b.s.Update(b.ctx, bad); !errors.Is(err, mnemotype.ErrInvalid) {
+				t.Errorf("Update %+v: %v, want ErrInvalid", bad, err)
+			}
+		}
+		if got := b.getOne("alice", "t1"); got.Actor != "Zoe" || got.Seq != 7 {
+			t.Errorf("a refused update changed the memory: %+v", got)
 		}
 	})
 	t.Run("Neighbors", func(t *testing.T) {
