@@ -64,6 +64,9 @@ type StoreInput struct {
 	Session    string         `json:"session,omitempty" jsonschema:"the session it belongs to"`
 	Project    string         `json:"project,omitempty" jsonschema:"the project it belongs to"`
 	Kind       string         `json:"kind,omitempty" jsonschema:"episodic (default), semantic or identity"`
+	Actor      string         `json:"actor,omitempty" jsonschema:"who said or did it: a speaker's name, user or assistant"`
+	OccurredAt string         `json:"occurred_at,omitempty" jsonschema:"when it happened, an RFC 3339 time such as 2023-05-08T13:56:00Z (default: now)"`
+	Seq        int64          `json:"seq,omitempty" jsonschema:"its place in the session (default: after the session's last memory)"`
 	Importance *float64       `json:"importance,omitempty" jsonschema:"importance in [0, 1], default 0.5"`
 	Metadata   map[string]any `json:"metadata,omitempty" jsonschema:"a JSON object stored with the memory"`
 	// ID and IdempotencyKey make a retried call store the memory once.
@@ -82,10 +85,13 @@ type StoreOutput struct {
 
 // RecallInput is memory_recall's input.
 type RecallInput struct {
-	Query   string `json:"query" jsonschema:"what to recall"`
-	Session string `json:"session,omitempty" jsonschema:"restrict to this session"`
-	Project string `json:"project,omitempty" jsonschema:"restrict to this project"`
-	Limit   int    `json:"limit,omitempty" jsonschema:"number of memories to return, default 5, at most 1000"`
+	Query   string   `json:"query" jsonschema:"what to recall"`
+	Session string   `json:"session,omitempty" jsonschema:"restrict to this session"`
+	Project string   `json:"project,omitempty" jsonschema:"restrict to this project"`
+	Actors  []string `json:"actors,omitempty" jsonschema:"restrict to memories of these actors (speakers)"`
+	After   string   `json:"after,omitempty" jsonschema:"restrict to memories that occurred at or after this RFC 3339 time"`
+	Before  string   `json:"before,omitempty" jsonschema:"restrict to memories that occurred before this RFC 3339 time"`
+	Limit   int      `json:"limit,omitempty" jsonschema:"number of memories to return, default 5, at most 1000"`
 }
 
 // Recalled is one memory in memory_recall's structured output.
@@ -97,6 +103,9 @@ type Recalled struct {
 	Kind       string    `json:"kind"`
 	Project    string    `json:"project,omitempty"`
 	Session    string    `json:"session,omitempty"`
+	Actor      string    `json:"actor,omitempty"`
+	Seq        int64     `json:"seq,omitempty"`
+	OccurredAt time.Time `json:"occurred_at"`
 	Importance float64   `json:"importance"`
 	CreatedAt  time.Time `json:"created_at"`
 	// Legs maps each retrieval leg that found the memory to its rank there.
@@ -203,8 +212,12 @@ func (h *handlers) store(ctx context.Context, req *mcp.CallToolRequest, in Store
 	if key := strings.TrimSpace(in.IdempotencyKey); id == "" && key != "" {
 		id = mnemo.IdempotentID(profile, key, 0)
 	}
+	occurred, err := parseTime("occurred_at", in.OccurredAt)
+	if err != nil {
+		return nil, StoreOutput{}, err
+	}
 	res, err := h.e.Write(ctx, []mnemo.Input{{ID: id, Profile: profile, Content: in.Content, Session: in.Session,
-		Project: in.Project, Kind: in.Kind, Importance: in.Importance, Metadata: md}})
+		Project: in.Project, Kind: in.Kind, Actor: in.Actor, Seq: in.Seq, OccurredAt: occurred, Importance: in.Importance, Metadata: md}})
 	if err != nil {
 		return nil, StoreOutput{}, toolError(err)
 	}
@@ -223,7 +236,13 @@ func (h *handlers) recall(ctx context.Context, req *mcp.CallToolRequest, in Reca
 	if in.Limit == 0 {
 		in.Limit = DefaultRecallLimit
 	}
-	q := mnemo.Query{Text: in.Query, Profile: profile, Project: in.Project, Limit: in.Limit}
+	q := mnemo.Query{Text: in.Query, Profile: profile, Project: in.Project, Actors: in.Actors, Limit: in.Limit}
+	if q.After, err = parseTime("after", in.After); err != nil {
+		return nil, RecallOutput{}, err
+	}
+	if q.Before, err = parseTime("before", in.Before); err != nil {
+		return nil, RecallOutput{}, err
+	}
 	if in.Session != "" {
 		q.Sessions = []string{in.Session}
 	}
@@ -246,9 +265,12 @@ func (h *handlers) recall(ctx context.Context, req *mcp.CallToolRequest, in Reca
 			}
 		}
 		out.Results = append(out.Results, Recalled{ID: r.ID, Content: r.Content, Rank: r.Rank, Score: r.Score,
-			Kind: string(r.Kind), Project: r.Project, Session: r.Session, Importance: r.Importance,
-			CreatedAt: r.CreatedAt, Legs: legs})
-		scope := []string{r.CreatedAt.Format("2006-01-02"), string(r.Kind)}
+			Kind: string(r.Kind), Project: r.Project, Session: r.Session, Actor: r.Actor, Seq: r.Seq,
+			OccurredAt: r.OccurredAt, Importance: r.Importance, CreatedAt: r.CreatedAt, Legs: legs})
+		scope := []string{r.OccurredAt.Format("2006-01-02"), string(r.Kind)}
+		if r.Actor != "" {
+			scope = append(scope, "by "+r.Actor)
+		}
 		if r.Project != "" {
 			scope = append(scope, "project "+r.Project)
 		}
@@ -284,6 +306,18 @@ func text(s string) *mcp.CallToolResult {
 // fixed sentence for a full disk, a closed engine or a deadline, and
 // "internal error (see server log)" for anything else, whose details
 // observe logs.
+// parseTime parses an RFC 3339 argument; "" is the zero time.
+func parseTime(field, v string) (time.Time, error) {
+	if v == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%s = %q: must be an RFC 3339 time such as 2023-05-08T13:56:00Z", field, v)
+	}
+	return t, nil
+}
+
 func toolError(err error) error {
 	switch {
 	case errors.Is(err, mnemotype.ErrInvalid): // also an id stored with another memory (ErrExists)

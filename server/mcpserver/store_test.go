@@ -78,3 +78,59 @@ func TestMCP_StoreWithHungEmbedder(t *testing.T) {
 		t.Errorf("stored memory %+v, %v; want it without an embedding", m, err)
 	}
 }
+
+// TestMCP_ConversationFields: memory_store keeps actor, occurred_at and
+// seq; memory_recall filters by actors, after and before and returns the
+// fields; a time that is not RFC 3339 is refused naming the argument,
+// with nothing stored.
+func TestMCP_ConversationFields(t *testing.T) {
+	t.Parallel()
+	e := openEngine(t)
+	cs := connect(t, mcpserver.New(e, mcpserver.Fixed("alice"), nil))
+	var a, b mcpserver.StoreOutput
+	call(t, cs, mcpserver.ToolStore, map[string]any{"content": "I adopted a puppy named Oscar", "session": "c1",
+		"actor": "Caroline", "occurred_at": "2023-05-08T13:56:00Z"}, &a)
+	call(t, cs, mcpserver.ToolStore, map[string]any{"content": "Oscar the puppy chewed my shoes", "session": "c1",
+		"actor": "Melanie", "occurred_at": "2023-07-01T09:00:00Z", "seq": 5}, &b)
+	m, err := e.Get(t.Context(), "alice", b.ID)
+	if err != nil || m.Actor != "Melanie" || m.Seq != 5 || !m.OccurredAt.Equal(time.Date(2023, 7, 1, 9, 0, 0, 0, time.UTC)) {
+		t.Fatalf("stored %+v, %v", m, err)
+	}
+	for _, c := range []struct {
+		args map[string]any
+		want string
+	}{
+		{map[string]any{"actors": []string{"Caroline"}}, a.ID},
+		{map[string]any{"after": "2023-06-01T00:00:00Z"}, b.ID},
+		{map[string]any{"before": "2023-06-01T00:00:00Z"}, a.ID},
+	} {
+		c.args["query"] = "puppy Oscar"
+		var out mcpserver.RecallOutput
+		res := call(t, cs, mcpserver.ToolRecall, c.args, &out)
+		if len(out.Results) != 1 || out.Results[0].ID != c.want {
+			t.Errorf("recall %v = %+v, want only %s", c.args, out.Results, c.want)
+			continue
+		}
+		if r := out.Results[0]; r.Actor == "" || r.OccurredAt.IsZero() || r.Seq == 0 || !strings.Contains(textOf(res), "by "+r.Actor) {
+			t.Errorf("recall result %+v, text %q: want its actor, time and seq", r, textOf(res))
+		}
+	}
+	for _, c := range []struct {
+		tool  string
+		args  map[string]any
+		field string
+	}{
+		{mcpserver.ToolStore, map[string]any{"content": "x", "occurred_at": "May 2023"}, "occurred_at"},
+		{mcpserver.ToolStore, map[string]any{"content": "x", "occurred_at": "0000-01-01T00:00:00Z"}, "occurred_at"},
+		{mcpserver.ToolStore, map[string]any{"content": "x", "actor": strings.Repeat("a", 300)}, "actor"},
+		{mcpserver.ToolRecall, map[string]any{"query": "x", "after": "yesterday"}, "after"},
+	} {
+		res := call(t, cs, c.tool, c.args, nil)
+		if !res.IsError || !strings.Contains(textOf(res), c.field) {
+			t.Errorf("%s %v: %q, want an error naming %s", c.tool, c.args, textOf(res), c.field)
+		}
+	}
+	if n, _ := e.Count(t.Context(), "alice"); n != 2 {
+		t.Errorf("alice holds %d memories, want 2", n)
+	}
+}
