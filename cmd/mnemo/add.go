@@ -52,6 +52,9 @@ func cmdAdd(ctx context.Context, a *app, args []string) error {
 	project := fs.String("project", "", "project")
 	session := fs.String("session", "", "session")
 	kind := fs.String("kind", "episodic", "kind: episodic, semantic or identity")
+	actor := fs.String("actor", "", "who said or did it: a speaker's name, user or assistant")
+	occurred := fs.String("occurred-at", "", "when it happened: RFC 3339, a date or Unix seconds (default: the creation time)")
+	seq := fs.Int64("seq", 0, "its place in the session (default: after the session's last memory)")
 	var importance optFloat
 	fs.Var(&importance, "importance", "importance in [0, 1] (default 0.5)")
 	id := fs.String("id", "", "memory id (default: a new UUIDv7); adding the same memory under its id again changes nothing, another one under it is refused")
@@ -59,7 +62,7 @@ func cmdAdd(ctx context.Context, a *app, args []string) error {
 	metadata := fs.String("metadata", "", "metadata, a JSON object")
 	asJSON := fs.Bool("json", false, "print {\"id\": ...} as JSON (with \"replayed\": true for a memory already stored, \"embedding_deferred\": true for one stored without an embedding)")
 	fs.Usage = func() {
-		fmt.Fprintln(a.stderr, "usage: mnemo add --profile P [--project X] [--session S] [--kind K] [--importance F] [--id ID] [--at RFC3339] [--json] TEXT")
+		fmt.Fprintln(a.stderr, "usage: mnemo add --profile P [--project X] [--session S] [--kind K] [--actor A] [--occurred-at T] [--seq N] [--importance F] [--id ID] [--at RFC3339] [--json] TEXT")
 		fs.PrintDefaults()
 	}
 	pos, err := parseInterleaved(fs, args)
@@ -80,7 +83,13 @@ func cmdAdd(ctx context.Context, a *app, args []string) error {
 	if strings.TrimSpace(text) == "" {
 		return usagef("content is empty: pass the memory's text as the argument (or - to read stdin)")
 	}
-	in := mnemo.Input{ID: *id, Content: text, Kind: *kind, Profile: *profile, Project: *project, Session: *session}
+	in := mnemo.Input{ID: *id, Content: text, Kind: *kind, Profile: *profile, Project: *project, Session: *session,
+		Actor: *actor, Seq: *seq}
+	if *occurred != "" {
+		if in.OccurredAt, err = parseTime("--occurred-at", *occurred); err != nil {
+			return err
+		}
+	}
 	if importance.set {
 		in.Importance = &importance.v
 	}

@@ -64,3 +64,40 @@ func TestRecall_ActorAndTimeFilters(t *testing.T) {
 		t.Errorf("an empty range: exit %d, %s", code, errs)
 	}
 }
+
+// TestAdd_ConversationFields: mnemo add --actor, --occurred-at and --seq
+// store the fields; a bad value exits 2 naming the flag, storing nothing.
+func TestAdd_ConversationFields(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	id := strings.TrimSpace(c.ok("add", "--profile", "me", "--session", "s1", "--actor", "Caroline", "--occurred-at", "2023-05-08", "--seq", "4", "I adopted a puppy"))
+	var m struct {
+		Actor      string `json:"actor"`
+		Seq        int64  `json:"seq"`
+		OccurredAt string `json:"occurred_at"`
+	}
+	if err := json.Unmarshal([]byte(c.ok("get", "--profile", "me", id)), &m); err != nil {
+		t.Fatal(err)
+	}
+	if m.Actor != "Caroline" || m.Seq != 4 || m.OccurredAt != "2023-05-08T00:00:00Z" {
+		t.Errorf("stored %+v", m)
+	}
+	for _, bad := range [][]string{
+		{"--occurred-at", "last tuesday"},
+		{"--occurred-at", "10000-01-01"},
+		{"--seq", "-1"},
+		{"--actor", strings.Repeat("a", 257)},
+	} {
+		field := strings.TrimPrefix(bad[0], "--")
+		if field == "occurred-at" {
+			field = "occurred"
+		}
+		args := append([]string{"add", "--profile", "me"}, bad...)
+		if code, _, errs := c.run("", append(args, "text")...); code != 2 || !strings.Contains(errs, field) {
+			t.Errorf("add %v: exit %d, %s; want 2 naming %s", bad, code, errs, field)
+		}
+	}
+	if out := c.ok("recall", "--profile", "me", "--json", "text"); strings.Contains(out, `"content":"text"`) {
+		t.Errorf("a refused add stored its memory: %s", out)
+	}
+}
