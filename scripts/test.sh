@@ -5,8 +5,9 @@
 # (-tags sqlite_fts5, what setup.sh builds), then the SQLite store and
 # embedding cache again on the pure-Go driver (what a plain `go build`
 # links), then the retrieval quality gates (too slow under -race) in a pass
-# of their own. The gates must run here, so a missing model fails instead
-# of skipping.
+# of their own, and last every fuzz target for a bounded time
+# (scripts/fuzz.sh). The gates must run here, so a missing model fails
+# instead of skipping.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
@@ -16,3 +17,4 @@ go vet ./...
 go test -tags sqlite_fts5 -race -count=1 ./...
 go test -count=1 ./internal/sqlitedb/... ./internal/ftstoken/... ./store/... ./embed/cache/...
 go test -tags sqlite_fts5 -count=1 -run 'QualityGate' ./...
+./scripts/fuzz.sh
