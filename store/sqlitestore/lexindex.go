@@ -3,10 +3,13 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mnemo-dev/mnemo/internal/sqlitedb"
@@ -109,14 +112,33 @@ func timeWords(t time.Time) string {
 // flush writes what it added up.
 type indexer struct {
 	tx       *sql.Tx
-	turns    int   // context turns
-	firstNew int64 // rowids from here on were inserted by this transaction
+	known    *scopeIDs
+	turns    int // context turns
 	profiles map[string]int64
 	names    map[scopeKey]int64
 	delta    map[int64]*statsDelta
 	// after are the (profile, session, seq) whose next turns must be
 	// re-indexed: their context holds it.
 	after map[turnKey]bool
+	// sessions are the sessions Insert wrote to in this transaction.
+	sessions map[sessionKey]*sessionTurns
+	stmts    map[string]*sql.Stmt
+	// unmeasured are the rows indexed whose field lengths flush adds to
+	// their profile's totals (by profile id), read in one query.
+	unmeasured map[int64]int64
+}
+
+type sessionKey struct{ profile, session string }
+
+// sessionTurns is what an Insert transaction knows of a session: the
+// highest seq stored before it (stored) and since (last), and the content
+// of the turns it inserted, by seq in insertion order. A new turn whose
+// context holds no turn stored before the transaction takes its context
+// from here instead of reading it back, and one numbered after every
+// stored turn has no later turn to re-index.
+type sessionTurns struct {
+	stored, last int64
+	added        map[int64][]string
 }
 
 type scopeKey struct {
@@ -134,9 +156,105 @@ type statsDelta struct {
 	tokens [ftsFields]int64
 }
 
-func newIndexer(tx *sql.Tx, turns int) *indexer {
-	return &indexer{tx: tx, turns: turns, firstNew: 1<<63 - 1, profiles: map[string]int64{}, names: map[scopeKey]int64{},
-		delta: map[int64]*statsDelta{}, after: map[turnKey]bool{}}
+// newIndexer returns an indexer writing in tx with turns context turns;
+// known, when not nil, holds numbers of names already committed.
+func newIndexer(tx *sql.Tx, turns int, known *scopeIDs) *indexer {
+	return &indexer{tx: tx, turns: turns, known: known, profiles: map[string]int64{}, names: map[scopeKey]int64{},
+		delta: map[int64]*statsDelta{}, after: map[turnKey]bool{}, sessions: map[sessionKey]*sessionTurns{}, stmts: map[string]*sql.Stmt{},
+		unmeasured: map[int64]int64{}}
+}
+
+// stmt returns query prepared in the transaction, once per indexer (the
+// transaction closes it).
+func (ix *indexer) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
+	if st, ok := ix.stmts[query]; ok {
+		return st, nil
+	}
+	st, err := ix.tx.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	ix.stmts[query] = st
+	return st, nil
+}
+
+// session returns what the transaction knows of m's session, reading the
+// highest stored seq on first use.
+func (ix *indexer) session(ctx context.Context, m *mnemotype.Memory) (*sessionTurns, error) {
+	k := sessionKey{m.Profile, m.Session}
+	if st, ok := ix.sessions[k]; ok {
+		return st, nil
+	}
+	q, err := ix.stmt(ctx, `SELECT coalesce(max(session_seq), 0) FROM memories WHERE profile = ? AND session = ?`)
+	if err != nil {
+		return nil, err
+	}
+	st := &sessionTurns{added: map[int64][]string{}}
+	if err := q.QueryRowContext(ctx, m.Profile, m.Session).Scan(&st.stored); err != nil {
+		return nil, err
+	}
+	st.last = st.stored
+	ix.sessions[k] = st
+	return st, nil
+}
+
+// numberTurn gives a new memory without a seq the next one of its session
+// and notes the seq of every new memory; call it before the memory's row
+// is inserted, then addNew after.
+func (ix *indexer) numberTurn(ctx context.Context, m *mnemotype.Memory) error {
+	st, err := ix.session(ctx, m)
+	if err != nil {
+		return err
+	}
+	if m.Seq == 0 {
+		m.Seq = st.last + 1
+	}
+	st.last = max(st.last, m.Seq)
+	return nil
+}
+
+// scopeIDs remembers the numbers of profiles and scope names committed to
+// the database, which never change, so that a write numbers a name it has
+// met before without a query. Safe for concurrent use.
+type scopeIDs struct {
+	mu       sync.Mutex
+	profiles map[string]int64
+	names    map[scopeKey]int64
+}
+
+func newScopeIDs() *scopeIDs {
+	return &scopeIDs{profiles: map[string]int64{}, names: map[scopeKey]int64{}}
+}
+
+// learn records the numbers ix used, once its transaction has committed.
+func (c *scopeIDs) learn(ix *indexer) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	maps.Copy(c.profiles, ix.profiles)
+	maps.Copy(c.names, ix.names)
+}
+
+func (c *scopeIDs) profile(name string) (int64, bool) {
+	if c == nil {
+		return 0, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	id, ok := c.profiles[name]
+	return id, ok
+}
+
+func (c *scopeIDs) name(k scopeKey) (int64, bool) {
+	if c == nil {
+		return 0, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	id, ok := c.names[k]
+	return id, ok
 }
 
 // profileID returns name's number, creating its row if needed.
@@ -144,11 +262,12 @@ func (ix *indexer) profileID(ctx context.Context, name string) (int64, error) {
 	if id, ok := ix.profiles[name]; ok {
 		return id, nil
 	}
-	var id int64
-	err := ix.tx.QueryRowContext(ctx, `INSERT INTO profiles(name) VALUES (?)
-		ON CONFLICT(name) DO UPDATE SET name = excluded.name RETURNING id`, name).Scan(&id)
-	if err != nil {
-		return 0, fmt.Errorf("number profile %q: %w", name, mapErr(err))
+	id, ok := ix.known.profile(name)
+	if !ok {
+		var err error
+		if id, err = ix.number(ctx, `SELECT id FROM profiles WHERE name = ?`, `INSERT INTO profiles(name) VALUES (?)`, name); err != nil {
+			return 0, fmt.Errorf("number profile %q: %w", name, err)
+		}
 	}
 	ix.profiles[name] = id
 	return id, nil
@@ -164,14 +283,31 @@ func (ix *indexer) nameID(ctx context.Context, profile int64, field, name string
 	if id, ok := ix.names[k]; ok {
 		return id, nil
 	}
-	var id int64
-	err := ix.tx.QueryRowContext(ctx, `INSERT INTO scope_names(profile_id, field, name) VALUES (?, ?, ?)
-		ON CONFLICT(profile_id, field, name) DO UPDATE SET name = excluded.name RETURNING id`, profile, field, name).Scan(&id)
-	if err != nil {
-		return 0, fmt.Errorf("number %s %q: %w", field, name, mapErr(err))
+	id, ok := ix.known.name(k)
+	if !ok {
+		var err error
+		if id, err = ix.number(ctx, `SELECT id FROM scope_names WHERE profile_id = ? AND field = ? AND name = ?`,
+			`INSERT INTO scope_names(profile_id, field, name) VALUES (?, ?, ?)`, profile, field, name); err != nil {
+			return 0, fmt.Errorf("number %s %q: %w", field, name, err)
+		}
 	}
 	ix.names[k] = id
 	return id, nil
+}
+
+// number returns the id of the row that find selects by args, inserting
+// it with insert (the same args) when there is none.
+func (ix *indexer) number(ctx context.Context, find, insert string, args ...any) (int64, error) {
+	var id int64
+	err := ix.tx.QueryRowContext(ctx, find, args...).Scan(&id)
+	if !errors.Is(err, sql.ErrNoRows) {
+		return id, err
+	}
+	res, err := ix.tx.ExecContext(ctx, insert, args...)
+	if err != nil {
+		return 0, mapErr(err)
+	}
+	return res.LastInsertId()
 }
 
 // scopeText renders the scope column of a memory of profile pid.
@@ -198,13 +334,13 @@ func (ix *indexer) scopeText(ctx context.Context, pid int64, m *mnemotype.Memory
 
 // contextText is the context field of a memory: the content of the turns
 // of its session whose seq is within ix.turns before its own, oldest
-// first, one per line. Memories without a session have none.
-func contextText(ctx context.Context, q queryer, turns int, m *mnemotype.Memory) (string, error) {
+// first, one per line, read through q (contextSQL prepared). Memories
+// without a session have none.
+func contextText(ctx context.Context, q *sql.Stmt, turns int, m *mnemotype.Memory) (string, error) {
 	if turns <= 0 || m.Session == "" {
 		return "", nil
 	}
-	rows, err := q.QueryContext(ctx, `SELECT content FROM memories WHERE profile = ? AND session = ?
-		AND session_seq >= ? AND session_seq < ? ORDER BY session_seq, rid`, m.Profile, m.Session, m.Seq-int64(turns), m.Seq)
+	rows, err := q.QueryContext(ctx, m.Profile, m.Session, m.Seq-int64(turns), m.Seq)
 	if err != nil {
 		return "", fmt.Errorf("read the turns before memory %s: %w", m.ID, err)
 	}
@@ -220,9 +356,73 @@ func contextText(ctx context.Context, q queryer, turns int, m *mnemotype.Memory)
 	return strings.Join(parts, "\n"), rows.Err()
 }
 
+// contextSQL reads the turns of a memory's context (see contextText).
+const contextSQL = `SELECT content FROM memories WHERE profile = ? AND session = ?
+	AND session_seq >= ? AND session_seq < ? ORDER BY session_seq, rid`
+
 // add indexes memory m stored under rowid rid, and marks the turns after
 // it for re-indexing.
 func (ix *indexer) add(ctx context.Context, rid int64, m *mnemotype.Memory) error {
+	q, err := ix.stmt(ctx, contextSQL)
+	if err != nil {
+		return err
+	}
+	cx, err := contextText(ctx, q, ix.turns, m)
+	if err != nil {
+		return err
+	}
+	if err := ix.index(ctx, rid, m, cx); err != nil {
+		return err
+	}
+	ix.touch(m)
+	return nil
+}
+
+// addNew indexes memory m, just inserted under rowid rid by Insert after
+// numberTurn, taking its context from the turns this transaction inserted
+// when no stored turn can be part of it, and marking the turns after it
+// for re-indexing only when stored turns follow it.
+func (ix *indexer) addNew(ctx context.Context, rid int64, m *mnemotype.Memory) error {
+	if ix.turns <= 0 || m.Session == "" {
+		return ix.index(ctx, rid, m, "")
+	}
+	st, err := ix.session(ctx, m)
+	if err != nil {
+		return err
+	}
+	var cx string
+	if st.stored < m.Seq-int64(ix.turns) {
+		var parts []string
+		for s := m.Seq - int64(ix.turns); s < m.Seq; s++ {
+			parts = append(parts, st.added[s]...)
+		}
+		cx = strings.Join(parts, "\n")
+	} else {
+		q, err := ix.stmt(ctx, contextSQL)
+		if err != nil {
+			return err
+		}
+		if cx, err = contextText(ctx, q, ix.turns, m); err != nil {
+			return err
+		}
+	}
+	if err := ix.index(ctx, rid, m, cx); err != nil {
+		return err
+	}
+	st.added[m.Seq] = append(st.added[m.Seq], m.Content)
+	later := st.stored > m.Seq // a stored turn may follow it
+	for s := m.Seq + 1; s <= m.Seq+int64(ix.turns) && !later; s++ {
+		later = len(st.added[s]) > 0 // a turn inserted before it follows it
+	}
+	if later {
+		ix.touch(m)
+	}
+	return nil
+}
+
+// index writes m's row of the full-text index, with context cx, and
+// counts it in its profile's statistics.
+func (ix *indexer) index(ctx context.Context, rid int64, m *mnemotype.Memory, cx string) error {
 	pid, err := ix.profileID(ctx, m.Profile)
 	if err != nil {
 		return err
@@ -231,21 +431,69 @@ func (ix *indexer) add(ctx context.Context, rid int64, m *mnemotype.Memory) erro
 	if err != nil {
 		return err
 	}
-	cx, err := contextText(ctx, ix.tx, ix.turns, m)
+	ins, err := ix.stmt(ctx, `INSERT INTO memories_fts(rowid, content, actor, time, context, scope) VALUES (?, ?, ?, ?, ?, ?)`)
 	if err != nil {
 		return err
 	}
-	if _, err := ix.tx.ExecContext(ctx, `INSERT INTO memories_fts(rowid, content, actor, time, context, scope) VALUES (?, ?, ?, ?, ?, ?)`,
-		rid, m.Content, m.Actor, timeWords(m.OccurredAt), cx, scope); err != nil {
+	if _, err := ins.ExecContext(ctx, rid, m.Content, m.Actor, timeWords(m.OccurredAt), cx, scope); err != nil {
 		return fmt.Errorf("index memory %s: %w", m.ID, mapErr(err))
 	}
-	lens, err := fieldLengths(ctx, ix.tx, rid)
-	if err != nil {
-		return fmt.Errorf("index memory %s: %w", m.ID, err)
-	}
-	ix.change(pid, 1, lens)
-	ix.touch(m)
+	ix.change(pid, 1, [ftsFields]int64{})
+	ix.unmeasured[rid] = pid
 	return nil
+}
+
+// measure adds the field lengths of the rows indexed since the last call
+// to their profiles' totals, reading them in one query: a query per row
+// costs more than indexing it.
+func (ix *indexer) measure(ctx context.Context) error {
+	if len(ix.unmeasured) == 0 {
+		return nil
+	}
+	rids := make([]int64, 0, len(ix.unmeasured))
+	for rid := range ix.unmeasured {
+		rids = append(rids, rid)
+	}
+	list, err := json.Marshal(rids)
+	if err != nil {
+		return err
+	}
+	rows, err := ix.tx.QueryContext(ctx, `SELECT id, sz FROM memories_fts_docsize WHERE id IN (SELECT value FROM json_each(?))`, string(list))
+	if err != nil {
+		return fmt.Errorf("read the lengths of the rows indexed: %w", err)
+	}
+	defer rows.Close()
+	seen := 0
+	for rows.Next() {
+		var rid int64
+		var sz []byte
+		if err := rows.Scan(&rid, &sz); err != nil {
+			return fmt.Errorf("read the lengths of the rows indexed: %w", err)
+		}
+		lens, err := sizeRecord(sz, rid)
+		if err != nil {
+			return err
+		}
+		ix.change(ix.unmeasured[rid], 0, lens)
+		seen++
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read the lengths of the rows indexed: %w", err)
+	}
+	if seen != len(rids) {
+		return fmt.Errorf("read the lengths of the rows indexed: %d of %d rows have a size record", seen, len(rids))
+	}
+	clear(ix.unmeasured)
+	return nil
+}
+
+// fieldLengths is fieldLengths through the indexer's prepared statement.
+func (ix *indexer) fieldLengths(ctx context.Context, rid int64) ([ftsFields]int64, error) {
+	q, err := ix.stmt(ctx, fieldLengthsSQL)
+	if err != nil {
+		return [ftsFields]int64{}, err
+	}
+	return fieldLengths(ctx, q, rid)
 }
 
 // remove takes memory m, stored under rowid rid, out of the index and
@@ -255,8 +503,12 @@ func (ix *indexer) remove(ctx context.Context, rid int64, m *mnemotype.Memory) e
 	if err != nil {
 		return err
 	}
-	lens, err := fieldLengths(ctx, ix.tx, rid)
-	if err != nil {
+	var lens [ftsFields]int64
+	if _, ok := ix.unmeasured[rid]; ok {
+		// Indexed by this indexer and not yet counted: nothing to take
+		// back but the document.
+		delete(ix.unmeasured, rid)
+	} else if lens, err = ix.fieldLengths(ctx, rid); err != nil {
 		return err
 	}
 	if _, err := ix.tx.ExecContext(ctx, `DELETE FROM memories_fts WHERE rowid = ?`, rid); err != nil {
@@ -289,10 +541,8 @@ func (ix *indexer) change(pid, docs int64, lens [ftsFields]int64) {
 	}
 }
 
-// flush re-indexes the turns whose context changed (those stored before
-// this transaction: the ones it inserted were indexed with their context
-// as it is), then writes each touched profile's statistics and advances
-// its seq.
+// flush re-indexes the turns whose context changed, then writes each
+// touched profile's statistics and advances its seq.
 func (ix *indexer) flush(ctx context.Context) error {
 	after := ix.after
 	// Re-indexing a turn leaves its content as it is: the turns after it
@@ -305,7 +555,7 @@ func (ix *indexer) flush(ctx context.Context) error {
 			return err
 		}
 		for _, r := range next {
-			if done[r.rid] || r.rid >= ix.firstNew {
+			if done[r.rid] {
 				continue
 			}
 			done[r.rid] = true
@@ -318,6 +568,9 @@ func (ix *indexer) flush(ctx context.Context) error {
 		}
 	}
 	clear(ix.after)
+	if err := ix.measure(ctx); err != nil {
+		return err
+	}
 	for pid, d := range ix.delta {
 		if _, err := ix.tx.ExecContext(ctx, `UPDATE profiles SET seq = seq + 1, docs = docs + ?, content_tokens = content_tokens + ?,
 			actor_tokens = actor_tokens + ?, time_tokens = time_tokens + ?, context_tokens = context_tokens + ? WHERE id = ?`,
@@ -339,18 +592,28 @@ func (ix *indexer) turnsAfter(ctx context.Context, k turnKey) ([]ridMemory, erro
 	return scanIndexRows(rows)
 }
 
+const fieldLengthsSQL = `SELECT sz FROM memories_fts_docsize WHERE id = ?`
+
 // fieldLengths returns the length in tokens of each field of index row
-// rid, as FTS5 recorded it (zeros when the row is not indexed).
-func fieldLengths(ctx context.Context, q queryer, rid int64) ([ftsFields]int64, error) {
+// rid, as FTS5 recorded it (zeros when the row is not indexed), through q,
+// fieldLengthsSQL prepared.
+func fieldLengths(ctx context.Context, q *sql.Stmt, rid int64) ([ftsFields]int64, error) {
 	var out [ftsFields]int64
 	var sz []byte
-	err := q.QueryRowContext(ctx, `SELECT sz FROM memories_fts_docsize WHERE id = ?`, rid).Scan(&sz)
+	err := q.QueryRowContext(ctx, rid).Scan(&sz)
 	if errors.Is(err, sql.ErrNoRows) {
 		return out, nil
 	}
 	if err != nil {
 		return out, fmt.Errorf("read length of row %d: %w", rid, err)
 	}
+	return sizeRecord(sz, rid)
+}
+
+// sizeRecord decodes the field lengths of row rid from its FTS5 size
+// record.
+func sizeRecord(sz []byte, rid int64) ([ftsFields]int64, error) {
+	var out [ftsFields]int64
 	for c := range out {
 		n, ok := sqlitedb.ColumnSize(sz, c)
 		if !ok {
@@ -406,7 +669,7 @@ func ensureIndex(ctx context.Context, tx *sql.Tx, turns int) error {
 			return fmt.Errorf("rebuild the full-text index: %w", err)
 		}
 	}
-	ix := newIndexer(tx, turns)
+	ix := newIndexer(tx, turns, nil)
 	for last := int64(-1 << 63); ; {
 		rows, err := tx.QueryContext(ctx, `SELECT rid, id, profile, project, session, session_seq, actor, kind, content, occurred_at
 			FROM memories WHERE rid > ? ORDER BY rid LIMIT 5000`, last)

@@ -127,6 +127,8 @@ type Store struct {
 	// statistics. Empty (the pure-Go build): the store scores rows in Go
 	// from their text.
 	rankFn string
+	// ids are the numbers of the profiles and scope names committed.
+	ids    *scopeIDs
 	lensMu sync.Mutex
 	lens   docLengths
 	// bgCtx ends at Close, which waits for bg: background loads.
@@ -181,7 +183,7 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 		opt.ContextTurns = 0
 	}
 	s := &Store{path: path, commonRatio: opt.CommonTermRatio, commonMin: opt.CommonTermMinDocs, rareBudget: opt.RareTermBudget,
-		rankFn: sqlitedb.RankFunction, contextTurns: opt.ContextTurns}
+		rankFn: sqlitedb.RankFunction, contextTurns: opt.ContextTurns, ids: newScopeIDs()}
 	if opt.ReadOnly {
 		return s, s.openReadOnly(ctx, pragmas, opt.Readers)
 	}
@@ -391,7 +393,7 @@ func nextSeq(ctx context.Context, tx *sql.Tx, n int) (int64, error) {
 const insertSQL = `INSERT INTO memories
 	(id, profile, project, session, session_seq, actor, kind, content, importance, occurred_at, created_at, accessed_at, access_count,
 	 metadata, embedding, embedding_model, embedding_dim, seq)
-	VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING rid`
+	VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
 
 // Insert implements store.Store.
 func (s *Store) Insert(ctx context.Context, mems []mnemotype.Memory) error {
@@ -416,7 +418,7 @@ func (s *Store) Insert(ctx context.Context, mems []mnemotype.Memory) error {
 		return fmt.Errorf("insert memories: %w", err)
 	}
 	defer stmt.Close()
-	ix := newIndexer(tx, s.contextTurns)
+	ix := newIndexer(tx, s.contextTurns, s.ids)
 	dims := map[string]int{}
 	for i := range mems {
 		m := &mems[i]
@@ -458,24 +460,26 @@ func (s *Store) Insert(ctx context.Context, mems []mnemotype.Memory) error {
 				return batchErr(len(mems), i, err)
 			}
 		}
-		if m.Seq == 0 {
-			if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(session_seq), 0) + 1 FROM memories WHERE profile = ? AND session = ?`,
-				m.Profile, m.Session).Scan(&m.Seq); err != nil {
-				return fmt.Errorf("insert memory %s: number its turn: %w", m.ID, err)
-			}
+		if err := ix.numberTurn(ctx, m); err != nil {
+			return fmt.Errorf("insert memory %s: number its turn: %w", m.ID, err)
 		}
-		var rid int64
-		err := stmt.QueryRowContext(ctx, m.ID, m.Profile, m.Project, m.Session, m.Seq, m.Actor, string(m.Kind), m.Content,
+		// Exec, not a query with RETURNING: database/sql watches every
+		// query's context in a goroutine of its own, which costs more than
+		// the insert.
+		res, err := stmt.ExecContext(ctx, m.ID, m.Profile, m.Project, m.Session, m.Seq, m.Actor, string(m.Kind), m.Content,
 			m.Importance, formatTime(m.OccurredAt), formatTime(m.CreatedAt), formatTime(accessed), m.AccessCount,
-			nullJSON(m.Metadata), blob, model, dim, seq+int64(i)).Scan(&rid)
+			nullJSON(m.Metadata), blob, model, dim, seq+int64(i))
+		var rid int64
+		if err == nil {
+			rid, err = res.LastInsertId()
+		}
 		if err != nil {
 			if isUnique(err) {
 				return fmt.Errorf("%w: id %q %w", mnemotype.ErrInvalid, m.ID, mnemotype.ErrExists)
 			}
 			return fmt.Errorf("insert memory %s: %w", m.ID, mapErr(err))
 		}
-		ix.firstNew = min(ix.firstNew, rid)
-		if err := ix.add(ctx, rid, m); err != nil {
+		if err := ix.addNew(ctx, rid, m); err != nil {
 			return err
 		}
 	}
@@ -485,6 +489,7 @@ func (s *Store) Insert(ctx context.Context, mems []mnemotype.Memory) error {
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("insert memories: commit: %w", mapErr(err))
 	}
+	s.ids.learn(ix)
 	return nil
 }
 
@@ -691,11 +696,11 @@ func (s *Store) Update(ctx context.Context, p store.UpdateParams) (mnemotype.Mem
 	if err != nil {
 		return mnemotype.Memory{}, fmt.Errorf("update memory %s: %w", p.ID, mapErr(err))
 	}
+	ix := newIndexer(tx, s.contextTurns, s.ids)
 	if m.Content != old.Content || m.Kind != old.Kind || m.Project != old.Project || m.Session != old.Session ||
 		m.Actor != old.Actor || m.Seq != old.Seq || !m.OccurredAt.Equal(old.OccurredAt) {
 		// After the row's update, so that the turns re-indexed around it
 		// read its new content.
-		ix := newIndexer(tx, s.contextTurns)
 		if err := ix.remove(ctx, rid, &old); err != nil {
 			return mnemotype.Memory{}, fmt.Errorf("update memory %s: %w", p.ID, err)
 		}
@@ -709,6 +714,7 @@ func (s *Store) Update(ctx context.Context, p store.UpdateParams) (mnemotype.Mem
 	if err := tx.Commit(); err != nil {
 		return mnemotype.Memory{}, fmt.Errorf("update memory %s: commit: %w", p.ID, mapErr(err))
 	}
+	s.ids.learn(ix)
 	return m, nil
 }
 
@@ -733,7 +739,7 @@ func (s *Store) Delete(ctx context.Context, profile, id string) error {
 	if err != nil {
 		return fmt.Errorf("delete memory %s: %w", id, mapErr(err))
 	}
-	ix := newIndexer(tx, s.contextTurns)
+	ix := newIndexer(tx, s.contextTurns, s.ids)
 	if err := ix.remove(ctx, rid, &m); err != nil {
 		return fmt.Errorf("delete memory %s: %w", id, err)
 	}
@@ -750,6 +756,7 @@ func (s *Store) Delete(ctx context.Context, profile, id string) error {
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("delete memory %s: commit: %w", id, mapErr(err))
 	}
+	s.ids.learn(ix)
 	return nil
 }
 

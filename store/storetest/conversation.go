@@ -141,6 +141,12 @@ func exerciseConversation(t *testing.T, open OpenFunc) {
 		if got := search(b, withContext, "support", "group"); !slices.Equal(got, []string{"question", "answer"}) {
 			t.Errorf("with context: %v, want [question answer]: the answer is found by the turn before it, below it", got)
 		}
+		// In one batch, out of order: the answer's context is the question
+		// inserted after it.
+		b.insert(mem("alice", "answer2", "Sure, on Friday", session("s2"), seq(2)), mem("alice", "question2", "Will you come to the zumba lesson?", session("s2"), seq(1)))
+		if got := search(b, withContext, "zumba"); !slices.Equal(got, []string{"question2", "answer2"}) {
+			t.Errorf("a batch out of order: %v, want [question2 answer2]", got)
+		}
 		if _, err := b.s.Update(b.ctx, store.UpdateParams{Profile: "alice", ID: "question", Content: ptr("Did you visit the pottery class?")}); err != nil {
 			t.Fatal(err)
 		}
