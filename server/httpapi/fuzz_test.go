@@ -281,7 +281,9 @@ func FuzzListCursor(f *testing.F) {
 		s.do(f, "POST", "/v1/memories", `{"content": "memory `+string(rune('a'+i))+`"}`)
 	}
 	_, page := s.do(f, "GET", "/v1/memories?limit=2", "")
-	var first struct{ NextCursor string `json:"next_cursor"` }
+	var first struct {
+		NextCursor string `json:"next_cursor"`
+	}
 	if err := json.Unmarshal(page, &first); err != nil || first.NextCursor == "" {
 		f.Fatalf("first page %s", page)
 	}
