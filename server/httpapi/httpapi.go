@@ -76,6 +76,11 @@ type Config struct {
 	// MaxBodyBytes bounds request bodies; larger ones get 413. Defaults to
 	// DefaultMaxBodyBytes.
 	MaxBodyBytes int64
+	// MaxRecallBodyBytes bounds the body of POST /v1/recall, whose lists
+	// (exclude, sessions, actors) may hold up to mnemo.MaxListItems ids
+	// each. Defaults to MaxBodyBytes plus room for one such list of ids of
+	// the longest length.
+	MaxRecallBodyBytes int64
 	// HandlerTimeout bounds each /v1 request's handling; past it the client
 	// gets 503. Defaults to DefaultHandlerTimeout.
 	HandlerTimeout time.Duration
@@ -119,6 +124,8 @@ type route struct {
 	admin bool
 	// stream routes are not wrapped in the handler timeout (MCP streams).
 	stream bool
+	// bigBody routes take bodies up to Config.MaxRecallBodyBytes.
+	bigBody bool
 	h      handlerFunc
 }
 
@@ -136,6 +143,11 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.MaxRecallBodyBytes <= 0 {
+		// An id of MaxIDBytes, quoted and escaped at worst 6 bytes per
+		// byte, is rarely sent: room for quoting and commas is enough.
+		cfg.MaxRecallBodyBytes = cfg.MaxBodyBytes + int64(mnemo.MaxListItems)*(mnemotype.MaxIDBytes+4)
 	}
 	if cfg.HandlerTimeout <= 0 {
 		cfg.HandlerTimeout = DefaultHandlerTimeout
@@ -159,7 +171,7 @@ func New(cfg Config) (*Server, error) {
 		{method: "GET", path: "/v1/memories/{id}", h: s.getMemory},
 		{method: "PATCH", path: "/v1/memories/{id}", h: s.updateMemory},
 		{method: "DELETE", path: "/v1/memories/{id}", h: s.deleteMemory},
-		{method: "POST", path: "/v1/recall", h: s.recall},
+		{method: "POST", path: "/v1/recall", bigBody: true, h: s.recall},
 		{method: "GET", path: "/v1/search/lexical", h: s.searchLeg(mnemotype.LegLexical)},
 		{method: "GET", path: "/v1/search/dense", h: s.searchLeg(mnemotype.LegDense)},
 		{method: "GET", path: "/v1/settings", h: s.getSettings},
@@ -309,7 +321,11 @@ func (s *Server) wrap(rt route) http.Handler {
 		defer s.m.inflight.Add(-1)
 		sw := &statusWriter{ResponseWriter: w}
 		if r.Body != nil && !rt.stream { // the MCP handler applies the same limit itself
-			r.Body = http.MaxBytesReader(sw, r.Body, s.cfg.MaxBodyBytes)
+			limit := s.cfg.MaxBodyBytes
+			if rt.bigBody {
+				limit = s.cfg.MaxRecallBodyBytes
+			}
+			r.Body = http.MaxBytesReader(sw, r.Body, limit)
 		}
 		h.ServeHTTP(sw, r)
 		if sw.code == 0 {

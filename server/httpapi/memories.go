@@ -2,6 +2,8 @@ package httpapi
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -9,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mnemo-dev/mnemo"
+	"github.com/mnemo-dev/mnemo/mnemotype"
 )
 
 // memoryIn is one memory in a POST /v1/memories body.
@@ -138,6 +141,14 @@ func (s *Server) createMemories(w http.ResponseWriter, r *http.Request, profile 
 		ins[i] = in
 	}
 	res, err := s.e.Write(r.Context(), ins)
+	var i int
+	if err != nil && batch && errors.Is(err, mnemo.ErrInvalid) && !errors.Is(err, mnemotype.ErrExists) {
+		if _, serr := fmt.Sscanf(err.Error(), "memory %d:", &i); serr == nil && i >= 0 && i < len(ins) {
+			// Name the memory as the body does.
+			msg := strings.TrimPrefix(err.Error(), fmt.Sprintf("memory %d: ", i))
+			return badRequest("memories[%d]: %s", i, strings.TrimPrefix(msg, mnemo.ErrInvalid.Error()+": "))
+		}
+	}
 	if err != nil {
 		return err
 	}
