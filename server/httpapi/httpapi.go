@@ -126,7 +126,7 @@ type route struct {
 	stream bool
 	// bigBody routes take bodies up to Config.MaxRecallBodyBytes.
 	bigBody bool
-	h      handlerFunc
+	h       handlerFunc
 }
 
 // handlerFunc handles one request for profile ("" on public routes). An
