@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mnemo-dev/mnemo/internal/testenv"
 	"github.com/mnemo-dev/mnemo/server/mcpserver"
 )
 
@@ -40,7 +41,7 @@ func TestMCP_StdioInProcess(t *testing.T) {
 	c := newCLI(t)
 	clientIn, serverOut := io.Pipe()
 	serverIn, clientOut := io.Pipe()
-	stderr := &syncBuffer{}
+	stderr := &testenv.SyncBuffer{}
 	a := &app{stdin: serverIn, stdout: serverOut, stderr: stderr, getenv: func(k string) string { return c.env[k] }}
 	done := make(chan int, 1)
 	go func() {

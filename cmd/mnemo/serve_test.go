@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -19,25 +18,8 @@ import (
 	"time"
 
 	"github.com/mnemo-dev/mnemo"
+	"github.com/mnemo-dev/mnemo/internal/testenv"
 )
-
-// syncBuffer is a bytes.Buffer safe for a writer and a poller.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 var listeningRe = regexp.MustCompile(`listening on (http://\S+)`)
 
@@ -47,7 +29,7 @@ var listeningRe = regexp.MustCompile(`listening on (http://\S+)`)
 func startServe(t *testing.T, c *cli, args ...string) (string, func() (int, string)) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	stderr := &syncBuffer{}
+	stderr := &testenv.SyncBuffer{}
 	a := &app{stdin: strings.NewReader(""), stdout: io.Discard, stderr: stderr, getenv: func(k string) string { return c.env[k] }}
 	done := make(chan int, 1)
 	go func() { done <- run(ctx, a, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)) }()

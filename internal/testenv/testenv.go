@@ -3,9 +3,11 @@
 package testenv
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 )
 
@@ -67,4 +69,25 @@ func Model[M any](tb testing.TB, path func(home string) string, load func(string
 		tb.Fatal(err)
 	}
 	return m
+}
+
+// SyncBuffer is a bytes.Buffer safe for concurrent writes and reads: a
+// logger's or a subprocess's output that a test polls.
+type SyncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+// Write appends p.
+func (s *SyncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+// String returns what was written so far.
+func (s *SyncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

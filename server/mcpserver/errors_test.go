@@ -1,17 +1,16 @@
 package mcpserver_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/mnemo-dev/mnemo"
+	"github.com/mnemo-dev/mnemo/internal/testenv"
 	"github.com/mnemo-dev/mnemo/mnemotype"
 	"github.com/mnemo-dev/mnemo/server/mcpserver"
 	"github.com/mnemo-dev/mnemo/store"
@@ -39,24 +38,6 @@ func (f *failingStore) Lexical(ctx context.Context, p store.LexicalParams) ([]mn
 	return f.Store.Lexical(ctx, p)
 }
 
-// syncBuffer is a bytes.Buffer safe for a logger's concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestTools_StableErrorMessages checks that a tool call failing inside the
 // engine shows the client a stable message, never the internal error's
 // text, which goes to the log; a full disk and validation errors keep
@@ -74,7 +55,7 @@ func TestTools_StableErrorMessages(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.Close() })
-	var logs syncBuffer
+	var logs testenv.SyncBuffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	cs := connect(t, mcpserver.New(e, mcpserver.Fixed("me"), &mcpserver.Options{Logger: log}))
 
