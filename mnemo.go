@@ -112,6 +112,13 @@ type Config struct {
 	// Defaults to DefaultQueryEmbedTimeout; a negative value waits as long
 	// as the caller's context allows.
 	QueryEmbedTimeout time.Duration
+	// ContextTurns is how many previous turns of its session the SQLite
+	// store indexes with each memory, for the contextFieldWeight setting
+	// (sqlitestore.Options.ContextTurns): 0 keeps what the database is
+	// indexed with (a new database: sqlitestore.DefaultContextTurns), -1 none; another number than
+	// the database's rebuilds its full-text index on Open. Ignored with
+	// Store.
+	ContextTurns int
 }
 
 func (c *Config) withDefaults() Config {
@@ -174,7 +181,7 @@ func Open(path string, cfg *Config) (*Engine, error) {
 		if path == "" {
 			return nil, mnemotype.Invalidf("database path is empty")
 		}
-		s, err := sqlitestore.Open(context.Background(), path, sqlitestore.Options{})
+		s, err := sqlitestore.Open(context.Background(), path, sqlitestore.Options{ContextTurns: c.ContextTurns})
 		if err != nil {
 			return nil, err
 		}

@@ -120,10 +120,9 @@ func DefaultSettings() Settings {
 }
 
 // Defaults of the conversation-aware settings, chosen by the evaluation on
-// locomo-dev (docs/eval/README.md): each in the middle of a plateau where
-// its neighbours score within 0.005 nDCG@10, together recall@10 0.612 ->
-// 0.770 and nDCG@10 0.465 -> 0.580 against the settings without them,
-// SciFact unchanged.
+// locomo-dev (docs/eval/README.md, which has the figures). The context
+// field scores only in a store that indexes context (sqlitestore's
+// Options.ContextTurns; one turn in a new database).
 const (
 	DefaultActorFieldWeight   = 1.0
 	DefaultTimeFieldWeight    = 1.0

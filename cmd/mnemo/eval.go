@@ -58,7 +58,7 @@ func cmdEval(ctx context.Context, a *app, args []string) error {
 	embedder := fs.String("embedder", "", "embedder: "+strings.Join(embedderNames, ", ")+" (default $MNEMO_EMBEDDER, else "+defaultEmbedder+")")
 	baseline := fs.String("baseline", eval.DefaultBaseline, "configuration the others are compared with")
 	ks := fs.String("k", "5,10", "recall cutoffs, comma-separated, each at most --limit")
-	contextTurns := fs.Int("context-turns", 0, "previous turns of its session indexed with each memory (0: the store's default, -1: none)")
+	contextTurns := fs.Int("context-turns", 0, "previous turns of its session indexed with each memory (0: the default of a new database, -1: none)")
 	embedActor := fs.Bool("embed-actor", false, "embed \"actor: content\" instead of the content alone")
 	captions := fs.Bool("captions", false, "append each document's image_caption to its content")
 	embedContext := fs.Bool("embed-context", false, "embed each document with the previous turn of its session")

@@ -5,10 +5,12 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/mnemo-dev/mnemo"
+	"github.com/mnemo-dev/mnemo/store/sqlitestore"
 )
 
 // engineFlags are the flags every command that opens the engine shares.
@@ -18,13 +20,19 @@ type engineFlags struct {
 	// writeTimeout and queryTimeout are the embedding deadlines as typed
 	// ("" when not given).
 	writeTimeout, queryTimeout string
+	// contextTurns is --context-turns as typed ("" when not given).
+	contextTurns string
 }
 
 // Environment variables of the embedding deadlines.
 const (
 	envWriteEmbedTimeout = "MNEMO_WRITE_EMBED_TIMEOUT"
 	envQueryEmbedTimeout = "MNEMO_QUERY_EMBED_TIMEOUT"
+	envContextTurns      = "MNEMO_CONTEXT_TURNS"
 )
+
+// maxContextTurns bounds --context-turns.
+const maxContextTurns = 10
 
 func (f *engineFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.db, "db", "", "database file (default $MNEMO_DB, else $MNEMO_HOME/mnemo.db)")
@@ -33,6 +41,8 @@ func (f *engineFlags) register(fs *flag.FlagSet) {
 		"embedded later by mnemo reembed or serve; 0 waits for the provider (default $%s, else %v)", envWriteEmbedTimeout, mnemo.DefaultWriteEmbedTimeout))
 	fs.StringVar(&f.queryTimeout, "query-embed-timeout", "", fmt.Sprintf("longest a recall waits for the query's embedding, e.g. 2s; past it the dense leg is skipped; "+
 		"0 waits for the provider (default $%s, else %v)", envQueryEmbedTimeout, mnemo.DefaultQueryEmbedTimeout))
+	fs.StringVar(&f.contextTurns, "context-turns", "", fmt.Sprintf("previous turns of its session the full-text index keeps with each memory, "+
+		"scored by the contextFieldWeight setting; 0 for none; kept in the database, changing it rebuilds the index (default $%s, else the database's: %d for a new one)", envContextTurns, sqlitestore.DefaultContextTurns))
 }
 
 // config returns the engine configuration the flags and the environment
@@ -46,8 +56,33 @@ func (f *engineFlags) config(a *app) (mnemo.Config, error) {
 	if c.QueryEmbedTimeout, err = a.embedTimeout("--query-embed-timeout", f.queryTimeout, envQueryEmbedTimeout); err != nil {
 		return c, err
 	}
+	if c.ContextTurns, err = a.contextTurns(f.contextTurns); err != nil {
+		return c, err
+	}
 	c.Embedder, err = a.openEmbedder(a.embedderName(f.embedder))
 	return c, err
+}
+
+// contextTurns resolves --context-turns: the flag's value, else the
+// environment variable's, as the engine's Config.ContextTurns (0 when
+// neither is given: the database's).
+func (a *app) contextTurns(flagValue string) (int, error) {
+	what, v := fmt.Sprintf("--context-turns %q", flagValue), strings.TrimSpace(flagValue)
+	if v == "" {
+		v = strings.TrimSpace(a.getenv(envContextTurns))
+		what = fmt.Sprintf("%s=%q", envContextTurns, v)
+	}
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 || n > maxContextTurns {
+		return 0, usagef("%s: must be a whole number of turns in [0, %d]", what, maxContextTurns)
+	}
+	if n == 0 {
+		return -1, nil
+	}
+	return n, nil
 }
 
 // embedTimeout resolves an embedding deadline: the flag's value, else the

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/mnemo-dev/mnemo"
 )
 
 // TestRecall_AllZeroWeightsRefused checks that --weights leaving every leg
@@ -99,5 +101,58 @@ func TestAdd_ConversationFields(t *testing.T) {
 	}
 	if out := c.ok("recall", "--profile", "me", "--json", "text"); strings.Contains(out, `"content":"text"`) {
 		t.Errorf("a refused add stored its memory: %s", out)
+	}
+}
+
+// TestCLI_ContextTurns: a new database indexes each turn with the one
+// before it (the answer is then in the lexical leg of a recall naming the
+// question's words); --context-turns 0 turns that off, the number stays
+// with the database, 1 turns it back on; a bad value exits 2 naming the
+// flag or the variable.
+func TestCLI_ContextTurns(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	lines := []string{
+		`{"id":"q","text":"Will you come to the zumba lesson?","session":"s1","speaker":"Caroline"}`,
+		`{"id":"a","text":"Sure, on Friday","session":"s1","speaker":"Melanie"}`,
+	}
+	c.ok("import", writeLines(t, lines), "--profile", "me")
+	lexical := func(args ...string) []string {
+		t.Helper()
+		var out struct {
+			Trace struct {
+				Legs map[string][]mnemo.Hit `json:"legs"`
+			}
+		}
+		if err := json.Unmarshal([]byte(c.ok(append([]string{"recall", "--profile", "me", "--json", "--trace"}, append(args, "zumba")...)...)), &out); err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, h := range out.Trace.Legs["lexical"] {
+			ids = append(ids, h.ID)
+		}
+		return ids
+	}
+	for _, step := range []struct {
+		args []string
+		want []string
+	}{
+		{nil, []string{"q", "a"}},
+		{[]string{"--context-turns", "0"}, []string{"q"}},
+		{nil, []string{"q"}},
+		{[]string{"--context-turns", "1"}, []string{"q", "a"}},
+	} {
+		if got := lexical(step.args...); !slices.Equal(got, step.want) {
+			t.Errorf("recall %v: lexical leg %v, want %v", step.args, got, step.want)
+		}
+	}
+	for _, bad := range []string{"-1", "11", "one"} {
+		if code, _, errs := c.run("", "recall", "--profile", "me", "--context-turns", bad, "zumba"); code != 2 || !strings.Contains(errs, "--context-turns") {
+			t.Errorf("--context-turns %s: exit %d, %s", bad, code, errs)
+		}
+	}
+	c.env["MNEMO_CONTEXT_TURNS"] = "x"
+	if code, _, errs := c.run("", "recall", "--profile", "me", "zumba"); code != 2 || !strings.Contains(errs, "MNEMO_CONTEXT_TURNS") {
+		t.Errorf("MNEMO_CONTEXT_TURNS=x: exit %d, %s", code, errs)
 	}
 }

@@ -179,7 +179,10 @@ const fieldsSQL = `m.content, m.actor, m.occurred_at,
 // keeps those that match the query, best first (ties in rowid order), up
 // to p.Limit when it is > 0.
 func (q *lexQuery) scoreRowsInGo(ctx context.Context, p store.LexicalParams, df map[string]int64, where string, args []any) ([]mnemotype.Hit, error) {
-	turns := q.s.contextTurns
+	turns := q.turns
+	if q.weights[ftsContext] == 0 {
+		turns = 0 // the context is not scored: not read
+	}
 	rows, err := q.tx.QueryContext(ctx, `SELECT m.rid, m.id, `+fieldsSQL+` FROM memories m WHERE `+where,
 		append([]any{turns, turns}, args...)...)
 	if err != nil {

@@ -88,6 +88,8 @@ type lexQuery struct {
 	prof profileStats
 	// seq is the store's change sequence (the lengths BLOB's key).
 	seq int64
+	// turns is the number of context turns the index holds.
+	turns int
 	// scope is the FTS5 expression selecting the scope's rows ("" for the
 	// whole table), made of nScope filter phrases.
 	scope  string
@@ -147,8 +149,9 @@ func (s *Store) newLexQuery(ctx context.Context, tx *sql.Tx, sc mnemotype.Scope)
 	q := &lexQuery{s: s, tx: tx, sc: sc}
 	var total int64
 	err := tx.QueryRowContext(ctx, `SELECT `+profileCols+`,
-			(SELECT value FROM counters WHERE name = 'seq'), (SELECT coalesce(sum(docs), 0) FROM profiles)
-		FROM profiles WHERE name = ?`, sc.Profile).Scan(append(q.prof.dest(), &q.seq, &total)...)
+			(SELECT value FROM counters WHERE name = 'seq'), (SELECT coalesce(sum(docs), 0) FROM profiles),
+			(SELECT max(0, value) FROM counters WHERE name = 'context_turns')
+		FROM profiles WHERE name = ?`, sc.Profile).Scan(append(q.prof.dest(), &q.seq, &total, &q.turns)...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, false, nil
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -24,8 +25,13 @@ func TestIndex_WritesEqualARebuild(t *testing.T) {
 	for seed := range uint64(8) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			t.Parallel()
-			s := openTest(t)
 			ctx := t.Context()
+			// No context, one turn, two turns.
+			s, err := Open(ctx, filepath.Join(t.TempDir(), "mnemo.db"), Options{ContextTurns: []int{-1, 1, 2}[seed%3]})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
 			rng := rand.New(rand.NewPCG(seed, 7))
 			words := []string{"walrus", "support", "group", "pottery", "zumba", "lake", "camping", "painting", "yes", "friday"}
 			text := func() string {
@@ -89,6 +95,10 @@ func TestIndex_WritesEqualARebuild(t *testing.T) {
 				}
 			}
 			written := indexState(t, s)
+			turns, err := indexedTurns(ctx, s.w)
+			if err != nil {
+				t.Fatal(err)
+			}
 			if _, err := s.w.ExecContext(ctx, `UPDATE counters SET value = -1 WHERE name = 'context_turns'`); err != nil {
 				t.Fatal(err)
 			}
@@ -96,7 +106,7 @@ func TestIndex_WritesEqualARebuild(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := ensureIndex(ctx, tx, s.contextTurns); err != nil {
+			if err := ensureIndex(ctx, tx, turns); err != nil {
 				t.Fatal(err)
 			}
 			if err := tx.Commit(); err != nil {

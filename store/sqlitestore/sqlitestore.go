@@ -60,8 +60,11 @@ type Options struct {
 	CommonTermMinDocs int
 	// ContextTurns is how many previous turns of its session a memory's
 	// context field holds in the full-text index (see lexindex.go); -1 for
-	// none. Defaults to DefaultContextTurns. Opening a database indexed
-	// with another number rebuilds its index.
+	// none; 0 keeps what the database is indexed with (a new database:
+	// DefaultContextTurns). The number is kept in the database; opening it
+	// with another number rebuilds its index. A context field makes a turn
+	// findable by the words of the turn before it, and makes every query
+	// read the context's matches too (docs/eval, docs/bench.md).
 	ContextTurns int
 	// MustExist makes Open fail, with an error wrapping ErrNotFound, when
 	// there is no database at the path, instead of creating one (and its
@@ -120,9 +123,9 @@ type Store struct {
 	commonMin   int
 	rareBudget  int // ≤ 0: no bound
 	terms       termCache
-	// contextTurns is Options.ContextTurns with its default applied; 0
-	// for none.
-	contextTurns int
+	// setTurns is the number of context turns Options.ContextTurns asks
+	// the index to be built with, -1 to keep the database's.
+	setTurns int
 	// rankFn is sqlitedb.RankFunction: BM25 in C from the profile's
 	// statistics. Empty (the pure-Go build): the store scores rows in Go
 	// from their text.
@@ -176,14 +179,15 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 		fmt.Sprintf("busy_timeout=%d", opt.BusyTimeout.Milliseconds()), "synchronous=NORMAL",
 		"foreign_keys=1", fmt.Sprintf("mmap_size=%d", DefaultMmapSize), fmt.Sprintf("cache_size=-%d", DefaultCacheKiB),
 	}
+	setTurns := opt.ContextTurns
 	switch {
-	case opt.ContextTurns == 0:
-		opt.ContextTurns = DefaultContextTurns
-	case opt.ContextTurns < 0:
-		opt.ContextTurns = 0
+	case setTurns == 0:
+		setTurns = -1
+	case setTurns < 0:
+		setTurns = 0
 	}
 	s := &Store{path: path, commonRatio: opt.CommonTermRatio, commonMin: opt.CommonTermMinDocs, rareBudget: opt.RareTermBudget,
-		rankFn: sqlitedb.RankFunction, contextTurns: opt.ContextTurns, ids: newScopeIDs()}
+		rankFn: sqlitedb.RankFunction, setTurns: setTurns, ids: newScopeIDs()}
 	if opt.ReadOnly {
 		return s, s.openReadOnly(ctx, pragmas, opt.Readers)
 	}
@@ -313,7 +317,18 @@ func (s *Store) migrate(ctx context.Context) error {
 	if err := applyMigrations(ctx, tx, v, len(migrations)); err != nil {
 		return err
 	}
-	if err := ensureIndex(ctx, tx, s.contextTurns); err != nil {
+	turns := s.setTurns
+	if turns < 0 {
+		// The database's number; -1 (never built) for a new database, or
+		// one written before the context field existed.
+		if err := tx.QueryRowContext(ctx, `SELECT value FROM counters WHERE name = 'context_turns'`).Scan(&turns); err != nil {
+			return fmt.Errorf("open %s: read the index's context turns: %w", s.path, err)
+		}
+		if turns < 0 {
+			turns = DefaultContextTurns
+		}
+	}
+	if err := ensureIndex(ctx, tx, turns); err != nil {
 		return fmt.Errorf("open %s: %w", s.path, err)
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE schema_version SET version = ?`, len(migrations)); err != nil {
@@ -418,7 +433,10 @@ func (s *Store) Insert(ctx context.Context, mems []mnemotype.Memory) error {
 		return fmt.Errorf("insert memories: %w", err)
 	}
 	defer stmt.Close()
-	ix := newIndexer(tx, s.contextTurns, s.ids)
+	ix, err := s.newWriteIndexer(ctx, tx)
+	if err != nil {
+		return fmt.Errorf("insert memories: %w", err)
+	}
 	dims := map[string]int{}
 	for i := range mems {
 		m := &mems[i]
@@ -696,7 +714,10 @@ func (s *Store) Update(ctx context.Context, p store.UpdateParams) (mnemotype.Mem
 	if err != nil {
 		return mnemotype.Memory{}, fmt.Errorf("update memory %s: %w", p.ID, mapErr(err))
 	}
-	ix := newIndexer(tx, s.contextTurns, s.ids)
+	ix, err := s.newWriteIndexer(ctx, tx)
+	if err != nil {
+		return mnemotype.Memory{}, fmt.Errorf("update memory %s: %w", p.ID, err)
+	}
 	if m.Content != old.Content || m.Kind != old.Kind || m.Project != old.Project || m.Session != old.Session ||
 		m.Actor != old.Actor || m.Seq != old.Seq || !m.OccurredAt.Equal(old.OccurredAt) {
 		// After the row's update, so that the turns re-indexed around it
@@ -739,7 +760,10 @@ func (s *Store) Delete(ctx context.Context, profile, id string) error {
 	if err != nil {
 		return fmt.Errorf("delete memory %s: %w", id, mapErr(err))
 	}
-	ix := newIndexer(tx, s.contextTurns, s.ids)
+	ix, err := s.newWriteIndexer(ctx, tx)
+	if err != nil {
+		return fmt.Errorf("delete memory %s: %w", id, err)
+	}
 	if err := ix.remove(ctx, rid, &m); err != nil {
 		return fmt.Errorf("delete memory %s: %w", id, err)
 	}

@@ -842,3 +842,69 @@ func TestOpen_ReadOnlyFile(t *testing.T) {
 		t.Errorf("RecordAccess on a read-only store: %v, want ErrReadOnly", err)
 	}
 }
+
+// TestStore_ConformanceContext runs the context field's conformance group
+// on a store indexing one previous turn.
+func TestStore_ConformanceContext(t *testing.T) {
+	storetest.ExerciseContext(t, func(t *testing.T) store.Store {
+		s, err := Open(t.Context(), filepath.Join(t.TempDir(), "mnemo.db"), Options{ContextTurns: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}
+
+// TestOpen_ContextTurnsAreTheDatabases: a new database indexes
+// DefaultContextTurns (1);
+// the number asked for is kept in the database, so a store opened without
+// one (another process, the next run) indexes as the database does, and
+// asking for another number rebuilds the index.
+func TestOpen_ContextTurnsAreTheDatabases(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "mnemo.db")
+	withContext := store.FieldWeights{Content: 1, Context: 1}
+	found := func(s *Store) []string {
+		t.Helper()
+		hits, err := s.Lexical(ctx, store.LexicalParams{Scope: mnemotype.Scope{Profile: "alice"}, Match: store.MatchQuery{Terms: []string{"zumba"}}, Fields: withContext})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, h := range hits {
+			ids = append(ids, h.ID)
+		}
+		return ids
+	}
+	open := func(turns int) *Store {
+		t.Helper()
+		s, err := Open(ctx, path, Options{ContextTurns: turns})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	s := open(0)
+	at := time.Date(2023, 5, 8, 0, 0, 0, 0, time.UTC)
+	if err := s.Insert(ctx, []mnemotype.Memory{
+		{ID: "q", Profile: "alice", Session: "s1", Content: "Will you come to the zumba lesson?", Kind: mnemotype.KindEpisodic, CreatedAt: at, AccessedAt: at, OccurredAt: at},
+		{ID: "a", Profile: "alice", Session: "s1", Content: "Sure, on Friday", Kind: mnemotype.KindEpisodic, CreatedAt: at, AccessedAt: at, OccurredAt: at},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got := found(s); !slices.Equal(got, []string{"q", "a"}) {
+		t.Errorf("a new database: %v, want [q a] (one turn of context)", got)
+	}
+	s.Close()
+	for _, step := range []struct {
+		turns int
+		want  []string
+	}{{-1, []string{"q"}}, {0, []string{"q"}}, {2, []string{"q", "a"}}, {0, []string{"q", "a"}}} {
+		s := open(step.turns)
+		if got := found(s); !slices.Equal(got, step.want) {
+			t.Errorf("opened with ContextTurns %d: %v, want %v", step.turns, got, step.want)
+		}
+		s.Close()
+	}
+}

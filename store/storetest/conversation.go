@@ -94,10 +94,6 @@ func exerciseConversation(t *testing.T, open OpenFunc) {
 		})
 	}
 
-	search := func(b *bundle, w store.FieldWeights, terms ...string) []string {
-		b.t.Helper()
-		return b.lexical(store.LexicalParams{Scope: mnemotype.Scope{Profile: "alice"}, Match: store.MatchQuery{Terms: terms}, Fields: w})
-	}
 	t.Run("FieldActor", func(t *testing.T) {
 		b := setup(t, open)
 		b.insert(fillers("alice", 6)...)
@@ -126,41 +122,6 @@ func exerciseConversation(t *testing.T, open OpenFunc) {
 			if got := search(b, store.FieldWeights{Content: 1, Time: 1}, word); !slices.Equal(got, []string{"may"}) {
 				t.Errorf("content and time, %q: %v, want [may]", word, got)
 			}
-		}
-	})
-	t.Run("FieldContext", func(t *testing.T) {
-		b := setup(t, open)
-		b.insert(fillers("alice", 6)...)
-		// Out of order: the answer first, then the question before it.
-		b.insert(mem("alice", "answer", "Yes, last Tuesday!", session("s1"), seq(2)), mem("alice", "later", "unrelated", session("s1"), seq(3)))
-		b.insert(mem("alice", "question", "Did you go to the support group?", session("s1"), seq(1)))
-		withContext := store.FieldWeights{Content: 1, Context: 0.5}
-		if got := search(b, store.FieldWeights{}, "support", "group"); !slices.Equal(got, []string{"question"}) {
-			t.Errorf("content alone: %v, want [question]", got)
-		}
-		if got := search(b, withContext, "support", "group"); !slices.Equal(got, []string{"question", "answer"}) {
-			t.Errorf("with context: %v, want [question answer]: the answer is found by the turn before it, below it", got)
-		}
-		// In one batch, out of order: the answer's context is the question
-		// inserted after it.
-		b.insert(mem("alice", "answer2", "Sure, on Friday", session("s2"), seq(2)), mem("alice", "question2", "Will you come to the zumba lesson?", session("s2"), seq(1)))
-		if got := search(b, withContext, "zumba"); !slices.Equal(got, []string{"question2", "answer2"}) {
-			t.Errorf("a batch out of order: %v, want [question2 answer2]", got)
-		}
-		if _, err := b.s.Update(b.ctx, store.UpdateParams{Profile: "alice", ID: "question", Content: ptr("Did you visit the pottery class?")}); err != nil {
-			t.Fatal(err)
-		}
-		if got := search(b, withContext, "support", "group"); len(got) != 0 {
-			t.Errorf("after the question changed: %v, want none", got)
-		}
-		if got := search(b, withContext, "pottery"); !slices.Equal(got, []string{"question", "answer"}) {
-			t.Errorf("the new question: %v, want [question answer]", got)
-		}
-		if err := b.s.Delete(b.ctx, "alice", "question"); err != nil {
-			t.Fatal(err)
-		}
-		if got := search(b, withContext, "pottery"); len(got) != 0 {
-			t.Errorf("after the question was deleted: %v, want none", got)
 		}
 	})
 	t.Run("UpdateConversationFields", func(t *testing.T) {
@@ -254,4 +215,53 @@ func sameNeighbors(got, want []store.Neighbor) bool {
 		}
 	}
 	return true
+}
+
+// ExerciseContext is the conformance group of the context field, for
+// stores configured to index each memory with the turn before it in its
+// session: open must return such stores. A turn is then found by the words
+// of the turn before it (weighted by FieldWeights.Context), below that
+// turn, whatever order the turns arrive in, and follows that turn's edits
+// and deletion.
+func ExerciseContext(t *testing.T, open OpenFunc) {
+	b := setup(t, open)
+	b.insert(fillers("alice", 6)...)
+	// Out of order: the answer first, then the question before it.
+	b.insert(mem("alice", "answer", "Yes, last Tuesday!", session("s1"), seq(2)), mem("alice", "later", "unrelated", session("s1"), seq(3)))
+	b.insert(mem("alice", "question", "Did you go to the support group?", session("s1"), seq(1)))
+	withContext := store.FieldWeights{Content: 1, Context: 0.5}
+	if got := search(b, store.FieldWeights{}, "support", "group"); !slices.Equal(got, []string{"question"}) {
+		t.Errorf("content alone: %v, want [question]", got)
+	}
+	if got := search(b, withContext, "support", "group"); !slices.Equal(got, []string{"question", "answer"}) {
+		t.Errorf("with context: %v, want [question answer]: the answer is found by the turn before it, below it", got)
+	}
+	// In one batch, out of order: the answer's context is the question
+	// inserted after it.
+	b.insert(mem("alice", "answer2", "Sure, on Friday", session("s2"), seq(2)), mem("alice", "question2", "Will you come to the zumba lesson?", session("s2"), seq(1)))
+	if got := search(b, withContext, "zumba"); !slices.Equal(got, []string{"question2", "answer2"}) {
+		t.Errorf("a batch out of order: %v, want [question2 answer2]", got)
+	}
+	if _, err := b.s.Update(b.ctx, store.UpdateParams{Profile: "alice", ID: "question", Content: ptr("Did you visit the pottery class?")}); err != nil {
+		t.Fatal(err)
+	}
+	if got := search(b, withContext, "support", "group"); len(got) != 0 {
+		t.Errorf("after the question changed: %v, want none", got)
+	}
+	if got := search(b, withContext, "pottery"); !slices.Equal(got, []string{"question", "answer"}) {
+		t.Errorf("the new question: %v, want [question answer]", got)
+	}
+	if err := b.s.Delete(b.ctx, "alice", "question"); err != nil {
+		t.Fatal(err)
+	}
+	if got := search(b, withContext, "pottery"); len(got) != 0 {
+		t.Errorf("after the question was deleted: %v, want none", got)
+	}
+}
+
+// search returns the ids of alice's memories matching any of terms in the
+// fields weighted by w, best first.
+func search(b *bundle, w store.FieldWeights, terms ...string) []string {
+	b.t.Helper()
+	return b.lexical(store.LexicalParams{Scope: mnemotype.Scope{Profile: "alice"}, Match: store.MatchQuery{Terms: terms}, Fields: w})
 }
