@@ -161,7 +161,7 @@ func timeRecalls(b *testing.B, e *mnemo.Engine, queries []string, over map[strin
 		sinkResult = res
 	}
 	b.StopTimer()
-	for _, k := range []string{"index_sync", "lexical", "dense", "lexical_cross", "fetch"} {
+	for _, k := range []string{"index_sync", "lexical", "dense", "lexical_cross", "cross_score", "signals", "fusion", "neighbors", "fetch"} {
 		b.ReportMetric(stages[k]/float64(b.N), k+"-ms")
 	}
 	slices.Sort(lat)

@@ -22,24 +22,26 @@ package sqlitedb
 //
 // mnemo_bm25(fts, counts, lengths) also takes the rows' lengths in tokens
 // (what xColumnSize reads from the %_docsize table, one B-tree lookup per
-// row, which was half of the cost of ranking): a BLOB of one little-endian
-// uint16 per rowid, 0xFFFF for a length not given; rows past its end or
-// not given are looked up. NULL stands for no lengths.
+// row, which was half of the cost of ranking): a BLOB of little-endian
+// uint16, one per rowid (the whole row's length), 0xFFFF for a length not
+// given; rows past its end or not given are looked up. NULL stands for no
+// lengths.
 //
 // mnemo_bm25(fts, counts, lengths, stats[, weights[, bs]]) scores the
 // table's first F columns, the fields, against statistics the caller keeps
 // (one tenant's, say, in a table that holds several): stats is a BLOB of
 // little-endian int64, the number of rows and then each field's total
 // length in tokens over them (F = its size / 8 - 1); counts must then be
-// taken over the same rows and must fit the query (an error otherwise);
-// lengths, if given, are the first field's. The other columns only filter
-// rows. weights (F little-endian float64; default 1 for the first field, 0
-// for the others) and bs (F float64; default 0.75 each) make it BM25F:
-// per phrase, tf = sum over the fields of weight × hits / (1 - b + b × the
-// field's length / its average), scored idf × tf × (k1 + 1) / (tf + k1) —
-// except that with the default weights (the first field alone, weight 1)
-// it is bm25()'s arithmetic on that field, so that a profile's scores are
-// bm25()'s over that profile alone to the bit.
+// taken over the same rows and must fit the query (an error otherwise).
+// The other columns only filter rows. weights (F little-endian float64;
+// default 1 for the first field, 0 for the others) and bs (F float64;
+// default 0.75 each) make it BM25F: per phrase, tf = sum over the fields of
+// weight × hits / (1 - b + b × the field's length / its average), scored
+// idf × tf × (k1 + 1) / (tf + k1) — except that with the first field alone
+// weighted, weight 1, b 0.75, it is bm25()'s arithmetic on that field, so
+// that a profile's scores are bm25()'s over that profile alone to the bit.
+// lengths, if given, then hold per rowid one uint16 for each field whose b
+// is not 0, in field order (the fields whose lengths are read).
 
 #define MNEMO_MAX_FIELDS 16
 
@@ -52,6 +54,10 @@ typedef struct {
 	double b[MNEMO_MAX_FIELDS];
 	double *aIDF;
 	double *aFreq; // nPhrase × max(1, nField)
+	// nLen is the number of lengths per rowid in the lengths BLOB;
+	// lenSlot[c] is field c's among them (-1: not in it).
+	int nLen;
+	int lenSlot[MNEMO_MAX_FIELDS];
 } mnemoBm25Data;
 
 // mnemoInt64 reads the i-th little-endian int64 of a BLOB.
@@ -115,9 +121,11 @@ static int mnemoBm25GetData(const Fts5ExtensionApi *api, Fts5Context *fts, int n
 			p->avgdl[c] = (double)mnemoInt64(st, 1 + c) / (double)nRow;
 			p->w[c] = wb ? mnemoDouble(wb, c) : (c == 0 ? 1.0 : 0.0);
 			p->b[c] = bb ? mnemoDouble(bb, c) : 0.75;
-			if (p->w[c] != (c == 0 ? 1.0 : 0.0) || p->b[c] != 0.75) p->classic = 0;
+			if (p->w[c] != (c == 0 ? 1.0 : 0.0) || (c == 0 && p->b[c] != 0.75)) p->classic = 0;
+			p->lenSlot[c] = p->b[c] != 0.0 ? p->nLen++ : -1;
 		}
 	} else {
+		p->nLen = 1; // the whole row's length
 		sqlite3_int64 nToken = 0;
 		rc = api->xRowCount(fts, &nRow);
 		if (rc == SQLITE_OK) rc = api->xColumnTotalSize(fts, -1, &nToken);
@@ -160,14 +168,15 @@ static int mnemoBm25GetData(const Fts5ExtensionApi *api, Fts5Context *fts, int n
 }
 
 // mnemoLength returns the length of column c of the current row: from the
-// lengths BLOB for column 0 when it has it, else from FTS5 (c -1: the
-// whole row).
-static int mnemoLength(const Fts5ExtensionApi *api, Fts5Context *fts, int nVal, sqlite3_value **apVal, int c, double *out) {
-	if (c <= 0 && nVal >= 2 && sqlite3_value_type(apVal[1]) == SQLITE_BLOB) {
+// lengths BLOB when it has it, else from FTS5 (c -1: the whole row).
+static int mnemoLength(const Fts5ExtensionApi *api, Fts5Context *fts, const mnemoBm25Data *p, int nVal, sqlite3_value **apVal, int c, double *out) {
+	int slot = c < 0 ? 0 : p->lenSlot[c];
+	if (slot >= 0 && nVal >= 2 && sqlite3_value_type(apVal[1]) == SQLITE_BLOB) {
 		sqlite3_int64 rowid = api->xRowid(fts);
-		if (rowid >= 0 && rowid < sqlite3_value_bytes(apVal[1]) / 2) {
+		if (rowid >= 0 && rowid < sqlite3_value_bytes(apVal[1]) / (2 * p->nLen)) {
 			const unsigned char *len = (const unsigned char *)sqlite3_value_blob(apVal[1]);
-			int v = len[2 * rowid] | (len[2 * rowid + 1] << 8);
+			sqlite3_int64 at = 2 * (rowid * p->nLen + slot);
+			int v = len[at] | (len[at + 1] << 8);
 			if (v != 0xFFFF) {
 				*out = (double)v;
 				return SQLITE_OK;
@@ -204,7 +213,7 @@ static void mnemoBm25(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_con
 	}
 	if (rc == SQLITE_OK && (p->nField == 0 || p->classic)) {
 		double D = 0.0;
-		rc = mnemoLength(api, fts, nVal, apVal, p->nField == 0 ? -1 : 0, &D);
+		rc = mnemoLength(api, fts, p, nVal, apVal, p->nField == 0 ? -1 : 0, &D);
 		for (int i = 0; rc == SQLITE_OK && i < p->nPhrase; i++) {
 			double f = p->aFreq[i * nF];
 			score += p->aIDF[i] * ((f * (k1 + 1.0)) / (f + k1 * (1 - 0.75 + 0.75 * D / p->avgdl[0])));
@@ -215,7 +224,7 @@ static void mnemoBm25(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_con
 			norm[c] = 1.0;
 			if (p->w[c] != 0.0 && p->b[c] != 0.0 && p->avgdl[c] > 0.0) { // an empty field everywhere: no length to normalise
 				double D = 0.0;
-				rc = mnemoLength(api, fts, nVal, apVal, c, &D);
+				rc = mnemoLength(api, fts, p, nVal, apVal, c, &D);
 				norm[c] = 1 - p->b[c] + p->b[c] * D / p->avgdl[c];
 			}
 		}
@@ -288,8 +297,8 @@ import (
 // document frequencies: mnemo_bm25(table, counts[, lengths[, stats[,
 // weights[, bs]]]]), with counts a BLOB of one little-endian int64 per
 // phrase, negative for a phrase that only filters, lengths the rows' token
-// counts, one little-endian uint16 per rowid, 0xFFFF where unknown (or
-// NULL), stats the number of rows and each field's total length in tokens
+// counts, little-endian uint16 per rowid (the whole row's, or with stats
+// each field's whose b is not 0), 0xFFFF where unknown (or NULL), stats the number of rows and each field's total length in tokens
 // (little-endian int64), which makes it score the table's first columns,
 // the fields, against those statistics, weights and bs each field's weight
 // and length normalisation (little-endian float64) for BM25F. Empty when

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
@@ -104,7 +105,7 @@ func TestRankFunction(t *testing.T) {
 	if _, err := db.Exec(`DELETE FROM t WHERE rowid % 7 = 0`); err != nil {
 		t.Fatal(err)
 	}
-	lens, err := DocLengths(t.Context(), db, "t", -1)
+	lens, err := DocLengths(t.Context(), db, "t")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -473,6 +474,33 @@ func TestRankFunction_Fields(t *testing.T) {
 				append(filter, counts...), stats, f64s(tc.w[:]...), f64s(tc.b[:]...), q)
 			if len(got) == 0 {
 				t.Fatalf("%s matches nothing", q)
+			}
+			// The lengths of the fields with b > 0, given: the same scores;
+			// given wrong (one more each): other scores, so they are used.
+			var normalised []int
+			for c := range nf {
+				if tc.b[c] != 0 {
+					normalised = append(normalised, c)
+				}
+			}
+			lengths, err := DocLengths(t.Context(), db, "f", normalised...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			withLengths := rowScores(t, db, `SELECT rowid, mnemo_bm25(f, ?, ?, ?, ?, ?) FROM f WHERE f MATCH ?`,
+				append(filter, counts...), lengths, stats, f64s(tc.w[:]...), f64s(tc.b[:]...), q)
+			if !maps.Equal(withLengths, got) {
+				t.Fatalf("weights %v b %v, %q: scores with the lengths given differ from those looked up", tc.w, tc.b, terms)
+			}
+			for i := 0; i < len(lengths); i += 2 {
+				if v := binary.LittleEndian.Uint16(lengths[i:]); v != 0xFFFF {
+					binary.LittleEndian.PutUint16(lengths[i:], v+1)
+				}
+			}
+			wrong := rowScores(t, db, `SELECT rowid, mnemo_bm25(f, ?, ?, ?, ?, ?) FROM f WHERE f MATCH ?`,
+				append(filter, counts...), lengths, stats, f64s(tc.w[:]...), f64s(tc.b[:]...), q)
+			if maps.Equal(wrong, got) {
+				t.Fatalf("weights %v b %v, %q: wrong lengths change no score", tc.w, tc.b, terms)
 			}
 			for id, g := range got {
 				want := 0.0

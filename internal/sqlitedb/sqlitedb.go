@@ -82,19 +82,20 @@ type Querier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-// MaxDocLengthRowid bounds the rowids DocLengths covers, at 2 bytes each:
-// SQLite copies a bound BLOB, so the lengths cost a copy per statement
-// (8 MiB at this bound; 200 KB at 100k memories).
+// MaxDocLengthRowid bounds the rowids DocLengths covers, at 2 bytes per
+// rowid and column: SQLite copies a bound BLOB, so the lengths cost a copy
+// per statement (8 MiB per column at this bound; 200 KB at 100k
+// memories).
 const MaxDocLengthRowid = 4 << 20
 
 // DocLengths reads the length in tokens of every row of the FTS5 table
 // (from its %_docsize table, so the table must keep column sizes, FTS5's
-// default) into the lengths BLOB of RankFunction: one little-endian uint16
-// per rowid up to the largest, 0xFFFF for rowids without a row and for
-// lengths past 65,534. The length is column's (0-based), or the whole
-// row's when column < 0. It returns nil when the largest rowid passes
-// MaxDocLengthRowid.
-func DocLengths(ctx context.Context, q Querier, table string, column int) ([]byte, error) {
+// default) into the lengths BLOB of RankFunction: per rowid up to the
+// largest, one little-endian uint16 per column of columns (0-based), in
+// that order, or the whole row's length when columns is empty; 0xFFFF for
+// rowids without a row and for lengths past 65,534. It returns nil when
+// the largest rowid passes MaxDocLengthRowid.
+func DocLengths(ctx context.Context, q Querier, table string, columns ...int) ([]byte, error) {
 	name := `"` + strings.ReplaceAll(table+"_docsize", `"`, `""`) + `"`
 	var maxID sql.NullInt64
 	if err := q.QueryRowContext(ctx, `SELECT max(id) FROM `+name).Scan(&maxID); err != nil {
@@ -103,7 +104,8 @@ func DocLengths(ctx context.Context, q Querier, table string, column int) ([]byt
 	if !maxID.Valid || maxID.Int64 < 0 || maxID.Int64 >= MaxDocLengthRowid {
 		return nil, nil
 	}
-	out := make([]byte, 2*(maxID.Int64+1))
+	per := max(1, len(columns))
+	out := make([]byte, 2*per*int(maxID.Int64+1))
 	for i := range out {
 		out[i] = 0xFF
 	}
@@ -123,18 +125,29 @@ func DocLengths(ctx context.Context, q Querier, table string, column int) ([]byt
 		}
 		// sz holds one varint per column; the row's length is their sum.
 		var n uint64
+		var cols [16]uint64
 		for c := 0; len(sz) > 0; c++ {
 			v, k := varint(sz)
 			if k == 0 {
 				return nil, fmt.Errorf("read %s row lengths: row %d: malformed size record", table, id)
 			}
-			if column < 0 || c == column {
-				n += v
+			n += v
+			if c < len(cols) {
+				cols[c] = v
 			}
 			sz = sz[k:]
 		}
-		if n < 0xFFFF {
-			binary.LittleEndian.PutUint16(out[2*id:], uint16(n))
+		at := 2 * per * int(id)
+		if len(columns) == 0 {
+			if n < 0xFFFF {
+				binary.LittleEndian.PutUint16(out[at:], uint16(n))
+			}
+			continue
+		}
+		for i, c := range columns {
+			if c >= 0 && c < len(cols) && cols[c] < 0xFFFF {
+				binary.LittleEndian.PutUint16(out[at+2*i:], uint16(cols[c]))
+			}
 		}
 	}
 	if err := rows.Err(); err != nil {

@@ -153,8 +153,9 @@ func TestVarint(t *testing.T) {
 	}
 }
 
-// TestDocLengths: one length per rowid as FTS5 counts tokens (porter
-// stemming, punctuation dropped), 0xFFFF for rowids without a row.
+// TestDocLengths: per rowid, the whole row's length or each column's
+// asked for, in their order, as FTS5 counts tokens (porter stemming,
+// punctuation dropped), 0xFFFF for rowids without a row.
 func TestDocLengths(t *testing.T) {
 	t.Parallel()
 	db, err := Open(filepath.Join(t.TempDir(), "x.db"), Options{})
@@ -162,13 +163,13 @@ func TestDocLengths(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if got, err := DocLengths(t.Context(), db, "nope", -1); err == nil {
+	if got, err := DocLengths(t.Context(), db, "nope"); err == nil {
 		t.Errorf("DocLengths of a missing table = %v, want an error", got)
 	}
 	if _, err := db.Exec(`CREATE VIRTUAL TABLE t USING fts5(body, tag, tokenize='porter unicode61')`); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := DocLengths(t.Context(), db, "t", -1); err != nil || got != nil {
+	if got, err := DocLengths(t.Context(), db, "t"); err != nil || got != nil {
 		t.Errorf("DocLengths of an empty table = %v, %v; want nil", got, err)
 	}
 	for id, body := range map[int]string{1: "rivers flow, and flow!", 2: "x", 4: strings.Repeat("word ", 300)} {
@@ -177,23 +178,24 @@ func TestDocLengths(t *testing.T) {
 		}
 	}
 	for _, tc := range []struct {
-		column int
-		want   []uint16
+		columns []int
+		want    []uint16
 	}{
-		{-1, []uint16{0xFFFF, 6, 3, 0xFFFF, 302}},
-		{0, []uint16{0xFFFF, 4, 1, 0xFFFF, 300}},
-		{1, []uint16{0xFFFF, 2, 2, 0xFFFF, 2}},
+		{nil, []uint16{0xFFFF, 6, 3, 0xFFFF, 302}},
+		{[]int{0}, []uint16{0xFFFF, 4, 1, 0xFFFF, 300}},
+		{[]int{1}, []uint16{0xFFFF, 2, 2, 0xFFFF, 2}},
+		{[]int{1, 0}, []uint16{0xFFFF, 0xFFFF, 2, 4, 2, 1, 0xFFFF, 0xFFFF, 2, 300}},
 	} {
-		got, err := DocLengths(t.Context(), db, "t", tc.column)
+		got, err := DocLengths(t.Context(), db, "t", tc.columns...)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(got) != 2*len(tc.want) {
-			t.Fatalf("column %d: DocLengths = % x, want %d rowids", tc.column, got, len(tc.want))
+			t.Fatalf("columns %v: DocLengths = % x, want %d lengths", tc.columns, got, len(tc.want))
 		}
-		for id, w := range tc.want {
-			if g := uint16(got[2*id]) | uint16(got[2*id+1])<<8; g != w {
-				t.Errorf("column %d: rowid %d: length %d, want %d", tc.column, id, g, w)
+		for i, w := range tc.want {
+			if g := uint16(got[2*i]) | uint16(got[2*i+1])<<8; g != w {
+				t.Errorf("columns %v: length %d: %d, want %d", tc.columns, i, g, w)
 			}
 		}
 	}

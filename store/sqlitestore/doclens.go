@@ -8,10 +8,11 @@ import (
 	"github.com/mnemo-dev/mnemo/internal/sqlitedb"
 )
 
-// docLengths keeps every memory's length in tokens for the ranking
-// function (sqlitedb.DocLengths), exact as of one change sequence. Looking
-// each matching row's length up in FTS5's %_docsize table was half of the
-// cost of ranking (OR queries of LoCoMo questions, ranked first: 10k
+// docLengths keeps every memory's length in tokens in each field that the
+// ranking normalises by length (fieldBs not 0: the content and the
+// context) for the ranking function (sqlitedb.DocLengths), exact as of
+// one change sequence. Looking each matching row's lengths up in FTS5's
+// %_docsize table was half of the cost of ranking (OR queries of LoCoMo questions, ranked first: 10k
 // memories 0.66 ms with lookups, 0.38 ms without; 100k 3.62 and 1.74 ms).
 // After a write the copy is stale: queries go back to the lookups while a
 // new copy loads in the background, at most once a second or 20 times as
@@ -71,9 +72,21 @@ func (s *Store) readLengths(ctx context.Context) ([]byte, int64, error) {
 	if err := tx.QueryRowContext(ctx, `SELECT value FROM counters WHERE name = 'seq'`).Scan(&seq); err != nil {
 		return nil, 0, err
 	}
-	blob, err := sqlitedb.DocLengths(ctx, tx, "memories_fts", 0)
+	blob, err := sqlitedb.DocLengths(ctx, tx, "memories_fts", normalisedFields()...)
 	if err != nil || blob == nil {
 		return nil, 0, err
 	}
 	return blob, seq, nil
+}
+
+// normalisedFields are the fields the ranking normalises by length, in
+// order: the lengths BLOB holds theirs (mnemo_bm25 reads it so).
+func normalisedFields() []int {
+	var out []int
+	for c, b := range fieldBs {
+		if b != 0 {
+			out = append(out, c)
+		}
+	}
+	return out
 }

@@ -317,15 +317,13 @@ func (q *lexQuery) excludeSQL() (string, []any) {
 	return sqlQ, args
 }
 
-// rankArgs are the ranking function's statistics and, unless the query is
-// classic, the fields' weights and normalisations.
+// rankArgs are the ranking function's statistics, the fields' weights and
+// their normalisations (fieldBs, which also lay out the lengths BLOB: see
+// docLengths). The content alone with weight 1 is bm25()'s arithmetic.
 func (q *lexQuery) rankArgs() (stats, weights, bs []byte) {
 	stats = binary.LittleEndian.AppendUint64(nil, uint64(q.prof.docs))
 	for _, n := range q.prof.tokens {
 		stats = binary.LittleEndian.AppendUint64(stats, uint64(n))
-	}
-	if q.classic() {
-		return stats[:16], nil, nil // the content field alone: bm25()
 	}
 	for c := range ftsFields {
 		weights = binary.LittleEndian.AppendUint64(weights, math.Float64bits(q.weights[c]))

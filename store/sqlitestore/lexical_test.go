@@ -391,6 +391,10 @@ func TestStore_LexicalWithLengths(t *testing.T) {
 		t.Fatal(err)
 	}
 	queries := lexicalQueries(rng, 30)
+	var all []string
+	for _, m := range alice {
+		all = append(all, m.ID)
+	}
 	loaded := func() []byte {
 		t.Helper()
 		deadline := time.Now().Add(10 * time.Second)
@@ -423,6 +427,26 @@ func TestStore_LexicalWithLengths(t *testing.T) {
 			if want := ref.lexical(p); !sameHits(got, want, true) {
 				t.Fatalf("%s: %q: %v, want %v", step, m.Terms, got, want)
 			}
+			// BM25F over every field, the context's length normalised too:
+			// the ranking function's scores (lengths loaded or looked up)
+			// are those scored in Go from the rows' text.
+			p.Limit, p.Fields = 0, store.FieldWeights{Content: 1, Actor: 1, Time: 1, Context: 0.5}
+			if got, err = s.Lexical(ctx, p); err != nil {
+				t.Fatal(err)
+			}
+			p.Only = all
+			inGo, err := s.Lexical(ctx, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			byID := func(h []mnemotype.Hit) []mnemotype.Hit {
+				h = slices.Clone(h)
+				slices.SortFunc(h, func(a, b mnemotype.Hit) int { return strings.Compare(a.ID, b.ID) })
+				return h
+			}
+			if !sameHits(byID(got), byID(inGo), false) {
+				t.Fatalf("%s: %q with fields: ranked %v, scored in Go %v", step, m.Terms, got, inGo)
+			}
 		}
 	}
 	loaded()
@@ -445,7 +469,8 @@ func TestStore_LexicalWithLengths(t *testing.T) {
 	if err := s.r.QueryRow(`SELECT rid FROM memories WHERE id = ?`, alice[0].ID).Scan(&rid); err != nil {
 		t.Fatal(err)
 	}
-	if got := int(lens[2*rid]) | int(lens[2*rid+1])<<8; got != 40 {
+	at := 2 * rid * int64(len(normalisedFields())) // the content's is first
+	if got := int(lens[at]) | int(lens[at+1])<<8; got != 40 {
 		t.Errorf("reloaded length of the updated memory = %d, want 40", got)
 	}
 	check("reloaded")
