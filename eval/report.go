@@ -75,9 +75,11 @@ type ConfigResult struct {
 	ByCategory map[string]Metrics `json:"by_category"`
 	// OverallExcluding leaves out Report.ExcludeCategories.
 	OverallExcluding *Metrics `json:"overall_excluding,omitempty"`
-	// CI and CIExcluding are the bootstrap 95% intervals of the means.
-	CI          map[string]Interval `json:"-"`
-	CIExcluding map[string]Interval `json:"-"`
+	// CI and CIExcluding are the bootstrap 95% intervals of the means;
+	// CIByCategory those of each category's, by category and metric.
+	CI           map[string]Interval            `json:"-"`
+	CIExcluding  map[string]Interval            `json:"-"`
+	CIByCategory map[string]map[string]Interval `json:"-"`
 
 	hits [][]Hit // per evaluated query
 }
@@ -388,7 +390,7 @@ func (r *Report) WriteMarkdown(w io.Writer, chart string) error {
 
 	if len(r.Configs) > 0 && len(r.Configs[0].ByCategory) > 0 {
 		cats := sortedNames(r.Configs[0].ByCategory)
-		b.WriteString("\n## By category\n")
+		b.WriteString("\n## By category\n\nMeans with their bootstrap 95% intervals.\n")
 		for _, m := range in.Metrics {
 			fmt.Fprintf(&b, "\n### %s\n\n| config |", metricLabel(m))
 			for _, cat := range cats {
@@ -398,7 +400,11 @@ func (r *Report) WriteMarkdown(w io.Writer, chart string) error {
 			for _, c := range r.Configs {
 				fmt.Fprintf(&b, "| %s |", c.Name)
 				for _, cat := range cats {
-					fmt.Fprintf(&b, " %s |", f3(c.ByCategory[cat].Values[m]))
+					v := f3(c.ByCategory[cat].Values[m])
+					if ci, ok := c.CIByCategory[cat][m]; ok {
+						v += fmt.Sprintf(" [%s, %s]", f3(ci.Low), f3(ci.High))
+					}
+					fmt.Fprintf(&b, " %s |", v)
 				}
 				b.WriteString("\n")
 			}

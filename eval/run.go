@@ -472,13 +472,15 @@ func evaluate(ds *Dataset, queries []Query, o Options, cfgRuns []*run, points []
 		r := cfgRuns[i]
 		cr := ConfigResult{
 			Name: c.Name, Spec: c.Spec,
-			Overall:    aggregate(r, metrics, all),
-			ByCategory: map[string]Metrics{},
-			CI:         meanCIs(r, metrics, all, o, "ci", c.Name),
-			hits:       r.hits,
+			Overall:      aggregate(r, metrics, all),
+			ByCategory:   map[string]Metrics{},
+			CI:           meanCIs(r, metrics, all, o, "ci", c.Name),
+			CIByCategory: map[string]map[string]Interval{},
+			hits:         r.hits,
 		}
 		for cat, idx := range byCat {
 			cr.ByCategory[cat] = aggregate(r, metrics, idx)
+			cr.CIByCategory[cat] = meanCIs(r, metrics, idx, o, "ci-category", cat, c.Name)
 		}
 		if len(excluded) > 0 {
 			m := aggregate(r, metrics, kept)
