@@ -108,6 +108,9 @@ type lexQuery struct {
 	// fields is the FTS5 column filter of those weighted.
 	weights [ftsFields]float64
 	fields  string
+	// everyField is whether every field is weighted: the column filter
+	// then only keeps the terms off the scope column (see match).
+	everyField bool
 }
 
 // fieldBs are the fields' length normalisations: the content and the
@@ -133,6 +136,7 @@ func (q *lexQuery) setFields(w store.FieldWeights) error {
 		return mnemotype.Invalidf("field weights are all 0: no field to search")
 	}
 	q.fields = "{" + strings.Join(names, " ") + "}"
+	q.everyField = len(names) == ftsFields
 	return nil
 }
 
@@ -288,6 +292,14 @@ func rowidsOf(ctx context.Context, q queryer, profile string, ids []string) ([]i
 // scope's and rare's filter phrases, each term's document frequency in the
 // profile (df, in terms' order) for the others.
 func (q *lexQuery) match(terms []string, all bool, rare []string, df map[string]int64) (string, []int64) {
+	// A column filter makes FTS5 read each match's positions to check
+	// their columns. With every field weighted it only keeps the terms off
+	// the scope column, whose tokens a term can only meet by being one
+	// (scopeToken); otherwise the terms match the same rows without it.
+	filter := q.fields + ":"
+	if q.everyField && !slices.ContainsFunc(terms, hasScopeToken) {
+		filter = ""
+	}
 	var parts []string
 	counts := make([]int64, 0, q.nScope+len(rare)+len(terms))
 	if q.scope != "" {
@@ -295,10 +307,10 @@ func (q *lexQuery) match(terms []string, all bool, rare []string, df map[string]
 		counts = append(counts, slices.Repeat([]int64{-1}, q.nScope)...)
 	}
 	if rare != nil {
-		parts = append(parts, q.fields+":("+MatchExpr(store.MatchQuery{Terms: rare})+")")
+		parts = append(parts, filter+"("+MatchExpr(store.MatchQuery{Terms: rare})+")")
 		counts = append(counts, slices.Repeat([]int64{-1}, len(rare))...)
 	}
-	parts = append(parts, q.fields+":("+MatchExpr(store.MatchQuery{Terms: terms, All: all})+")")
+	parts = append(parts, filter+"("+MatchExpr(store.MatchQuery{Terms: terms, All: all})+")")
 	for _, t := range terms {
 		counts = append(counts, df[t])
 	}

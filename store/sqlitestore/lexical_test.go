@@ -698,3 +698,65 @@ func TestStore_OnlyScoresAsRanked(t *testing.T) {
 		t.Fatalf("only %d hits compared", compared)
 	}
 }
+
+// TestLexical_ScopeTokensAreNotWords: a query term shaped like a scope
+// token ("p1", "s1") finds the memories that contain it as a word, never
+// those whose scope column holds it, whichever fields are weighted (with
+// every field weighted the query runs without a column filter unless a
+// term has that shape).
+func TestLexical_ScopeTokensAreNotWords(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s := openTest(t)
+	at := time.Date(2023, 5, 8, 0, 0, 0, 0, time.UTC)
+	mem := func(id, content string) mnemotype.Memory {
+		return mnemotype.Memory{ID: id, Profile: "alice", Session: "x", Actor: "Caroline", Project: "apollo", Kind: mnemotype.KindEpisodic,
+			Content: content, Importance: 0.5, CreatedAt: at, AccessedAt: at, OccurredAt: at}
+	}
+	if err := s.Insert(ctx, []mnemotype.Memory{mem("w", "fill in form p2"), mem("n", "nothing to see"), mem("m", "more of nothing")}); err != nil {
+		t.Fatal(err)
+	}
+	for _, fields := range []store.FieldWeights{{}, {Content: 1, Actor: 1, Time: 1, Context: 0.5}} {
+		search := func(terms ...string) []string {
+			t.Helper()
+			hits, err := s.Lexical(ctx, store.LexicalParams{Scope: mnemotype.Scope{Profile: "alice"}, Match: store.MatchQuery{Terms: terms}, Fields: fields})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, h := range hits {
+				got = append(got, h.ID)
+			}
+			slices.Sort(got)
+			return got
+		}
+		for _, prefix := range "pksaj" {
+			for id := range 4 {
+				tok := fmt.Sprintf("%c%d", prefix, id)
+				var want []string
+				if tok == "p2" {
+					want = []string{"w"}
+					if fields.Context > 0 {
+						want = []string{"n", "w"} // n's context is w
+					}
+				}
+				if got := search(tok); !slices.Equal(got, want) {
+					t.Errorf("fields %+v, %q: %v, want %v", fields, tok, got, want)
+				}
+				if got := search(tok, "nothing"); !slices.Equal(got, append([]string{"m", "n"}, slices.DeleteFunc(want, func(id string) bool { return id == "n" })...)) {
+					t.Errorf("fields %+v, %q nothing: %v", fields, tok, got)
+				}
+			}
+		}
+	}
+}
+
+func TestHasScopeToken(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]bool{"p1": true, "S12": true, "k3": true, "a0": true, "j77": true, "x1": false, "p": false, "p1x": false,
+		"form p1": true, "p-1": false, "1p": false, "walrus": false} {
+		if got := hasScopeToken(in); got != want {
+			t.Errorf("hasScopeToken(%q) = %v, want %v", in, got, want)
+		}
+	}
+}

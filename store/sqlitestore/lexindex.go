@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mnemo-dev/mnemo/internal/ftstoken"
 	"github.com/mnemo-dev/mnemo/internal/sqlitedb"
 	"github.com/mnemo-dev/mnemo/mnemotype"
 )
@@ -331,7 +332,19 @@ func (ix *indexer) number(ctx context.Context, find, insert string, args ...any)
 	return res.LastInsertId()
 }
 
-// scopeText renders the scope column of a memory of profile pid.
+// hasScopeToken reports whether the tokenizer finds in t a token of the
+// scope column's form: one of its prefix letters, then digits.
+func hasScopeToken(t string) bool {
+	for _, tok := range ftstoken.Tokens(t) {
+		if len(tok) >= 2 && strings.ContainsRune("pksaj", rune(tok[0])) && strings.Trim(tok[1:], "0123456789") == "" {
+			return true
+		}
+	}
+	return false
+}
+
+// scopeText renders the scope column of a memory of profile pid. Its
+// tokens are those hasScopeToken recognises.
 func (ix *indexer) scopeText(ctx context.Context, pid int64, m *mnemotype.Memory) (string, error) {
 	session, err := ix.nameID(ctx, pid, fieldSession, m.Session)
 	if err != nil {
