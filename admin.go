@@ -40,6 +40,8 @@ type ListQuery struct {
 	Limit int
 	// Cursor is the NextCursor of the previous page, or "" for the first.
 	Cursor string
+	// WithEmbeddings includes each memory's embedding.
+	WithEmbeddings bool
 }
 
 // Page is one page of List.
@@ -51,8 +53,8 @@ type Page struct {
 
 // List pages through a profile's memories in a stable order (creation
 // time, then id): a memory written while paging never shifts the pages
-// already read. Embeddings are not included. A malformed cursor is an
-// ErrInvalid error.
+// already read. Embeddings are included when asked for. A malformed
+// cursor is an ErrInvalid error.
 func (e *Engine) List(ctx context.Context, q ListQuery) (Page, error) {
 	done, err := e.enter()
 	if err != nil {
@@ -69,7 +71,7 @@ func (e *Engine) List(ctx context.Context, q ListQuery) (Page, error) {
 		return Page{}, mnemotype.Invalidf("limit = %d: must be an integer in [1, %d]", q.Limit, MaxListLimit)
 	}
 	p, err := e.st.List(ctx, store.ListParams{Profile: q.Profile, Project: q.Project, Session: q.Session,
-		Limit: q.Limit, Cursor: q.Cursor})
+		Limit: q.Limit, Cursor: q.Cursor, WithEmbedding: q.WithEmbeddings})
 	if err != nil {
 		return Page{}, err
 	}

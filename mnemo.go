@@ -242,6 +242,10 @@ type Input struct {
 	// embedder's model name.
 	Embedding      []float32 `json:"embedding,omitempty"`
 	EmbeddingModel string    `json:"embedding_model,omitempty"`
+	// AccessedAt and AccessCount restore a memory's access statistics (an
+	// import of an export); they default to CreatedAt and 0.
+	AccessedAt  time.Time `json:"accessed_at,omitzero"`
+	AccessCount int64     `json:"access_count,omitempty"`
 }
 
 // idempotencyNamespace is the UUIDv5 namespace of IdempotentID's ids.
@@ -281,6 +285,16 @@ func (in *Input) memory(now time.Time) (mnemotype.Memory, error) {
 		m.CreatedAt = now
 	}
 	m.AccessedAt = m.CreatedAt
+	if !in.AccessedAt.IsZero() {
+		m.AccessedAt = in.AccessedAt.UTC()
+		if err := mnemotype.CheckTime("accessed_at", m.AccessedAt); err != nil {
+			return m, err
+		}
+	}
+	if in.AccessCount < 0 {
+		return m, mnemotype.Invalidf("access_count = %d: must be ≥ 0", in.AccessCount)
+	}
+	m.AccessCount = in.AccessCount
 	if in.OccurredAt.IsZero() {
 		m.OccurredAt = m.CreatedAt
 	}

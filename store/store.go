@@ -140,6 +140,8 @@ type ListParams struct {
 	Limit   int
 	// Cursor is the NextCursor of the previous page, or "" for the first.
 	Cursor string
+	// WithEmbedding also reads each memory's embedding.
+	WithEmbedding bool
 }
 
 // ListPage is one page of List.

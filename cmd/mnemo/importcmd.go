@@ -63,6 +63,8 @@ var (
 var knownImportFields = map[string]bool{
 	"id": true, "text": true, "content": true, "profile": true, "project": true, "session": true, "kind": true,
 	"importance": true, "created_at": true, "metadata": true,
+	// What mnemo export writes besides.
+	"embedding": true, "embedding_model": true, "accessed_at": true, "access_count": true,
 }
 
 const importUsage = "usage: mnemo import FILE.jsonl [--profile P] [--session-field NAME] [--strict]"
@@ -79,7 +81,8 @@ func cmdImport(ctx context.Context, a *app, args []string) error {
 
 Lines: {id?, text|content, profile?, project?, session?, kind?, importance?,
 actor|speaker|role|name?, occurred_at|timestamp|date?, seq|turn?, created_at?,
-metadata?}, other fields kept in metadata (the first of each | list is taken;
+metadata?, embedding?, embedding_model?, accessed_at?, access_count?} (what mnemo
+export writes), other fields kept in metadata (the first of each | list is taken;
 created_at defaults to the time it occurred); FILE - reads stdin. A line is at
 most %d bytes.
 
@@ -406,8 +409,36 @@ func (im *importer) parse(raw []byte, line int) (mnemo.Input, error) {
 	occField, occ := first(occurredImportFields...)
 	seqField, seq := first("seq", "turn")
 	created := str("created_at")
+	accessed := str("accessed_at")
+	in.EmbeddingModel = str("embedding_model")
 	if err != nil {
 		return in, err
+	}
+	if accessed != "" {
+		t, err := parseTime("accessed_at", accessed)
+		if err != nil {
+			return in, err
+		}
+		in.AccessedAt = t
+	}
+	if v, ok := obj["access_count"]; ok && string(v) != "null" {
+		if err := json.Unmarshal(v, &in.AccessCount); err != nil || in.AccessCount < 0 {
+			return in, errors.New("field access_count: must be a whole number ≥ 0")
+		}
+	}
+	if v, ok := obj["embedding"]; ok && string(v) != "null" {
+		var xs []float64
+		if err := json.Unmarshal(v, &xs); err != nil || len(xs) == 0 {
+			return in, errors.New("field embedding: must be a non-empty array of numbers")
+		}
+		in.Embedding = make([]float32, len(xs))
+		for i, x := range xs {
+			f := float32(x)
+			if math.IsNaN(x) || math.IsInf(float64(f), 0) {
+				return in, fmt.Errorf("field embedding[%d] = %v: must be a finite float32", i, x)
+			}
+			in.Embedding[i] = f
+		}
 	}
 	if seq != "" {
 		n, err := strconv.ParseInt(seq, 10, 64)

@@ -71,6 +71,10 @@ func commands() map[string]command {
 		"import":   {"bulk-import memories from a JSONL file", cmdImport},
 		"recall":   {"recall the memories that best match a query", cmdRecall},
 		"get":      {"print one memory as JSON", cmdGet},
+		"list":     {"list a profile's memories, a page at a time", cmdList},
+		"update":   {"change fields of one memory", cmdUpdate},
+		"export":   {"write a profile's memories as JSONL that import reads back", cmdExport},
+		"version":  {"print mnemo's version", cmdVersion},
 		"delete":   {"forget memories by id", cmdDelete},
 		"settings": {"show or change recall settings", cmdSettings},
 		"models":   {"install or list the built-in embedder's model", cmdModels},
@@ -102,6 +106,9 @@ func run(ctx context.Context, a *app, args []string) int {
 			return 2
 		}
 		return 0
+	}
+	if args[0] == "--version" || args[0] == "-version" {
+		args = []string{"version"}
 	}
 	c, ok := cmds[args[0]]
 	if !ok {

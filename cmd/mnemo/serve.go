@@ -217,14 +217,3 @@ func parseSize(s string) (int64, error) {
 	}
 	return n * mult, nil
 }
-
-// version is reported by the server; the build may set it with -ldflags.
-func version() string {
-	if buildVersion != "" {
-		return buildVersion
-	}
-	return "dev"
-}
-
-// buildVersion is set at link time: -ldflags "-X main.buildVersion=v1.2.3".
-var buildVersion string

@@ -807,7 +807,11 @@ func (s *Store) List(ctx context.Context, p store.ListParams) (store.ListPage, e
 		}
 		where, args = append(where, "(created_at, id) > (?, ?)"), append(args, at, id)
 	}
-	q := `SELECT ` + memoryCols + ` FROM memories WHERE ` + strings.Join(where, " AND ") +
+	cols := memoryCols
+	if p.WithEmbedding {
+		cols += ", embedding"
+	}
+	q := `SELECT ` + cols + ` FROM memories WHERE ` + strings.Join(where, " AND ") +
 		` ORDER BY created_at, id LIMIT ?`
 	rows, err := s.r.QueryContext(ctx, q, append(args, p.Limit+1)...)
 	if err != nil {
@@ -816,9 +820,19 @@ func (s *Store) List(ctx context.Context, p store.ListParams) (store.ListPage, e
 	defer rows.Close()
 	var page store.ListPage
 	for rows.Next() {
-		m, err := scanMemory(rows)
+		var blob []byte
+		var extra []any
+		if p.WithEmbedding {
+			extra = []any{&blob}
+		}
+		m, err := scanMemory(rows, extra...)
 		if err != nil {
 			return store.ListPage{}, fmt.Errorf("list memories: %w", err)
+		}
+		if len(blob) > 0 {
+			if m.Embedding, err = DecodeVector(blob); err != nil {
+				return store.ListPage{}, fmt.Errorf("list memory %s: %w", m.ID, err)
+			}
 		}
 		page.Memories = append(page.Memories, m)
 	}

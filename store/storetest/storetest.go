@@ -951,6 +951,23 @@ func exerciseList(t *testing.T, open OpenFunc) {
 		})
 	}
 
+	t.Run("WithEmbedding", func(t *testing.T) {
+		b := setup(t, open)
+		b.insert(mem("alice", "e-1", "with a vector", embedded(1)), mem("alice", "e-2", "without one", at(time.Second)))
+		for _, with := range []bool{false, true} {
+			got, _ := b.listAll(store.ListParams{Profile: "alice", Limit: 10, WithEmbedding: with})
+			if len(got) != 2 {
+				t.Fatalf("WithEmbedding %v: %d memories, want 2", with, len(got))
+			}
+			if want := vec(1, 8); with && !slices.Equal(got[0].Embedding, want) || !with && got[0].Embedding != nil {
+				t.Errorf("WithEmbedding %v: e-1's embedding %v", with, got[0].Embedding)
+			}
+			if got[0].EmbeddingModel != "test-model" || got[1].Embedding != nil || got[1].EmbeddingModel != "" {
+				t.Errorf("WithEmbedding %v: models %q %q, e-2's embedding %v", with, got[0].EmbeddingModel, got[1].EmbeddingModel, got[1].Embedding)
+			}
+		}
+	})
+
 	t.Run("CursorSurvivesWrites", func(t *testing.T) {
 		b := setup(t, open)
 		want := listFixture(b, 25)

@@ -1,0 +1,183 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/mnemo-dev/mnemo"
+)
+
+// exportFixture is a profile's worth of memories using every field.
+var exportFixture = []string{
+	`{"id":"t1","text":"Did you go to the support group?","session":"c1","speaker":"Caroline","seq":1,"timestamp":"2023-05-08T13:56:00.123456789Z","project":"locomo","importance":0.8}`,
+	`{"id":"t2","text":"Yes — last Tuesday!","session":"c1","speaker":"Melanie","seq":2,"timestamp":"2023-05-08T13:57:00Z","metadata":{"dia_id":"D1:2","tags":["a","b"]}}`,
+	`{"id":"t3","text":"a fact about walruses","kind":"semantic","created_at":"2024-01-02T03:04:05Z","occurred_at":"1999-12-31T23:59:59Z"}`,
+	`{"id":"t4","text":"who I am","kind":"identity","extra_field":42}`,
+	`{"id":"t5","text":"no session, no actor","created_at":"0001-01-01T00:00:01Z"}`,
+}
+
+// TestCLI_ExportImportRoundTrip: mnemo export writes every memory of a
+// profile (every field, access statistics, and the embeddings with
+// --embeddings) as lines mnemo import reads back as they were: exporting
+// the imported copy gives the same bytes.
+func TestCLI_ExportImportRoundTrip(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	c.ok("import", writeLines(t, exportFixture), "--profile", "me")
+	c.ok("add", "--profile", "other", "another tenant's memory")
+	c.ok("recall", "--profile", "me", "support group walruses") // access statistics
+	for _, withEmb := range []bool{false, true} {
+		args := []string{"export", "--profile", "me"}
+		if withEmb {
+			args = append(args, "--embeddings")
+		}
+		code, first, errs := c.run("", args...)
+		if code != 0 || !strings.Contains(errs, "exported 5 memories") {
+			t.Fatalf("export: exit %d, %s", code, errs)
+		}
+		lines := strings.Split(strings.TrimSpace(first), "\n")
+		if len(lines) != 5 {
+			t.Fatalf("export wrote %d lines, want 5:\n%s", len(lines), first)
+		}
+		var m struct {
+			Embedding   []float32 `json:"embedding"`
+			AccessCount int64     `json:"access_count"`
+		}
+		sawAccess := false
+		for _, l := range lines {
+			if err := json.Unmarshal([]byte(l), &m); err != nil {
+				t.Fatal(err)
+			}
+			if withEmb != (len(m.Embedding) > 0) {
+				t.Errorf("--embeddings %v: line %s", withEmb, l)
+			}
+			sawAccess = sawAccess || m.AccessCount > 0
+		}
+		if !sawAccess {
+			t.Error("no exported memory carries the recall's access statistics")
+		}
+		path := filepath.Join(t.TempDir(), "export.jsonl")
+		if err := os.WriteFile(path, []byte(first), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		copyCLI := newCLI(t)
+		copyCLI.ok("import", path)
+		if second := copyCLI.ok(args...); second != first {
+			t.Errorf("--embeddings %v: the imported copy exports differently:\nfirst  %s\nsecond %s", withEmb, first, second)
+		}
+	}
+}
+
+// TestCLI_List: pages in creation order with a cursor, filters, plain and
+// JSON output; the other profile's memories never appear.
+func TestCLI_List(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	c.ok("import", writeLines(t, exportFixture), "--profile", "me")
+	c.ok("add", "--profile", "other", "another tenant's memory")
+	var ids []string
+	cursor := ""
+	for pages := 0; ; pages++ {
+		if pages > 5 {
+			t.Fatal("more pages than memories")
+		}
+		var page struct {
+			Memories   []mnemo.Memory `json:"memories"`
+			NextCursor string         `json:"next_cursor"`
+		}
+		args := []string{"list", "--profile", "me", "--limit", "2", "--json"}
+		if cursor != "" {
+			args = append(args, "--cursor", cursor)
+		}
+		if err := json.Unmarshal([]byte(c.ok(args...)), &page); err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range page.Memories {
+			ids = append(ids, m.ID)
+		}
+		if cursor = page.NextCursor; cursor == "" {
+			break
+		}
+	}
+	if want := []string{"t5", "t1", "t2"}; len(ids) != 5 || !slices.Equal(ids[:3], want) {
+		t.Errorf("listed %v, want 5 memories starting %v (creation order)", ids, want)
+	}
+	out := c.ok("list", "--profile", "me", "--session", "c1")
+	if !strings.Contains(out, "t1") || !strings.Contains(out, "c1 Caroline: Did you go") || strings.Contains(out, "t3") {
+		t.Errorf("list --session c1:\n%s", out)
+	}
+	if out := c.ok("list", "--profile", "me", "--limit", "1"); !strings.Contains(out, "next page: --cursor ") {
+		t.Errorf("list --limit 1 names no next page:\n%s", out)
+	}
+	for _, bad := range [][]string{{"--limit", "0"}, {"--cursor", "garbage"}, {"extra"}} {
+		if code, _, errs := c.run("", append([]string{"list", "--profile", "me"}, bad...)...); code != 2 {
+			t.Errorf("list %v: exit %d, %s", bad, code, errs)
+		}
+	}
+}
+
+// TestCLI_Update: the flags given change, the others stay; nothing to
+// change, a bad value or an unknown id writes nothing.
+func TestCLI_Update(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	c.ok("import", writeLines(t, exportFixture), "--profile", "me")
+	var m mnemo.Memory
+	if err := json.Unmarshal([]byte(c.ok("update", "--profile", "me", "t2", "--actor", "Mel", "--importance", "0.9", "--metadata", `{"k":1}`)), &m); err != nil {
+		t.Fatal(err)
+	}
+	if m.Actor != "Mel" || m.Importance != 0.9 || !jsonEqual(m.Metadata, `{"k":1}`) || m.Content != "Yes — last Tuesday!" || m.Session != "c1" || m.Seq != 2 {
+		t.Errorf("after update: %+v", m)
+	}
+	code, out, errs := c.run("a new question\n", "update", "--profile", "me", "t1", "--content", "-", "--session", "c2")
+	if code != 0 {
+		t.Fatalf("update --content -: exit %d, %s", code, errs)
+	}
+	if err := json.Unmarshal([]byte(out), &m); err != nil {
+		t.Fatal(err)
+	}
+	if m.Content != "a new question\n" || m.Session != "c2" || m.Seq != 1 || m.Actor != "Caroline" {
+		t.Errorf("after update --content - --session c2: %+v", m)
+	}
+	before := c.ok("get", "--profile", "me", "t3")
+	for _, bad := range [][]string{
+		{"t3"},                          // nothing to change
+		{"t3", "--importance", "2"},     // out of range
+		{"t3", "--occurred-at", "soon"}, // not a time
+		{"t3", "--seq", "x"},            // not a number
+		{"t3", "--kind", "dream"},       // unknown kind
+	} {
+		if code, _, errs := c.run("", append([]string{"update", "--profile", "me"}, bad...)...); code != 2 {
+			t.Errorf("update %v: exit %d, %s", bad, code, errs)
+		}
+	}
+	if code, _, errs := c.run("", "update", "--profile", "me", "nope", "--actor", "x"); code == 0 || !strings.Contains(errs, "not found") {
+		t.Errorf("update of an unknown id: exit %d, %s", code, errs)
+	}
+	if after := c.ok("get", "--profile", "me", "t3"); after != before {
+		t.Errorf("a refused update changed t3:\n%s\n%s", before, after)
+	}
+}
+
+// jsonEqual reports whether a and b are the same JSON value.
+func jsonEqual(a json.RawMessage, b string) bool {
+	var x, y any
+	return json.Unmarshal(a, &x) == nil && json.Unmarshal([]byte(b), &y) == nil && reflect.DeepEqual(x, y)
+}
+
+func TestCLI_Version(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	out := c.ok("version")
+	if !strings.HasPrefix(out, "mnemo ") || !strings.Contains(out, "go1.") {
+		t.Errorf("version: %q", out)
+	}
+	if got := c.ok("--version"); got != out {
+		t.Errorf("--version: %q, want %q", got, out)
+	}
+}
