@@ -446,3 +446,78 @@ func TestEngine_AdminKeys(t *testing.T) {
 		t.Errorf("a name that is not UTF-8: %v", err)
 	}
 }
+
+// TestEngine_DeleteProfile: deleting a profile removes what every leg finds
+// of it (the dense leg's catalog too), its settings and the use of its
+// keys, and nothing of another profile; a new memory under the same name is
+// found afterwards. ForgetMatching deletes a session's memories alone.
+func TestEngine_DeleteProfile(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	e := openAdmin(t, nil)
+	recall := func(profile string) []string {
+		t.Helper()
+		res, err := e.Recall(ctx, mnemo.Query{Profile: profile, Text: "zebra"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, r := range res.Results {
+			ids = append(ids, r.ID)
+		}
+		return ids
+	}
+	for _, in := range []mnemo.Input{
+		{ID: "a1", Profile: "alice", Session: "s1", Content: "zebra crossing"},
+		{ID: "a2", Profile: "alice", Session: "s2", Content: "zebra migration"},
+		{ID: "a3", Profile: "alice", Session: "s2", Content: "zebra stripes"},
+		{ID: "b1", Profile: "bob", Session: "s1", Content: "zebra of bob"},
+	} {
+		addAdmin(t, e, in)
+	}
+	token, _, err := e.CreateKey(ctx, "alice", "laptop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.UpdateSettings(ctx, "alice", map[string]string{"semanticWeight": "0.7"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := recall("alice"); len(got) != 3 {
+		t.Fatalf("alice recalls %v before", got)
+	}
+	bobBefore := recall("bob")
+
+	if _, err := e.ForgetMatching(ctx, mnemo.ForgetQuery{Profile: "alice"}); !errors.Is(err, mnemotype.ErrInvalid) {
+		t.Errorf("ForgetMatching without project or session: %v, want ErrInvalid", err)
+	}
+	if n, err := e.ForgetMatching(ctx, mnemo.ForgetQuery{Profile: "alice", Session: "s2"}); err != nil || n != 2 {
+		t.Fatalf("ForgetMatching session s2 = %d, %v; want 2", n, err)
+	}
+	if got := recall("alice"); !slices.Equal(got, []string{"a1"}) {
+		t.Errorf("alice recalls %v after forgetting s2, want [a1]", got)
+	}
+
+	if _, err := e.DeleteProfile(ctx, ""); !errors.Is(err, mnemotype.ErrInvalid) {
+		t.Errorf("DeleteProfile(\"\"): %v, want ErrInvalid", err)
+	}
+	del, err := e.DeleteProfile(ctx, "alice")
+	if err != nil || del != (mnemo.ProfileDeletion{Memories: 1, Settings: 1, Keys: 1}) {
+		t.Fatalf("DeleteProfile = %+v, %v", del, err)
+	}
+	if got := recall("alice"); len(got) != 0 {
+		t.Errorf("alice recalls %v after DeleteProfile", got)
+	}
+	if _, err := e.Authenticate(ctx, token); !errors.Is(err, mnemo.ErrUnknownKey) {
+		t.Errorf("alice's key after DeleteProfile: %v, want ErrUnknownKey", err)
+	}
+	if s, err := e.Settings(ctx, "alice"); err != nil || s.SemanticWeight != mnemo.DefaultSettings().SemanticWeight {
+		t.Errorf("alice's settings after DeleteProfile: %+v, %v", s, err)
+	}
+	if got := recall("bob"); !slices.Equal(got, bobBefore) {
+		t.Errorf("bob recalls %v, before %v", got, bobBefore)
+	}
+	addAdmin(t, e, mnemo.Input{ID: "a9", Profile: "alice", Content: "a new zebra"})
+	if got := recall("alice"); !slices.Equal(got, []string{"a9"}) {
+		t.Errorf("the new alice recalls %v, want [a9]", got)
+	}
+}

@@ -658,6 +658,67 @@ func (e *Engine) Forget(ctx context.Context, profile, id string) error {
 	return e.st.Delete(ctx, profile, id)
 }
 
+// ForgetQuery selects the memories ForgetMatching deletes: those of
+// Profile in Project and/or Session (one of them at least).
+type ForgetQuery struct {
+	Profile string
+	Project string
+	Session string
+}
+
+// ForgetMatching deletes the memories q selects and returns how many it
+// deleted (0 when none matched). Without a project or a session it is an
+// ErrInvalid error: deleting a whole profile is DeleteProfile.
+func (e *Engine) ForgetMatching(ctx context.Context, q ForgetQuery) (int, error) {
+	done, err := e.enter()
+	if err != nil {
+		return 0, err
+	}
+	defer done()
+	if strings.TrimSpace(q.Profile) == "" {
+		return 0, mnemotype.Invalidf("profile is required")
+	}
+	if q.Project == "" && q.Session == "" {
+		return 0, mnemotype.Invalidf("give a project or a session to delete (a whole profile: DeleteProfile)")
+	}
+	for _, f := range []struct{ name, v string }{{"profile", q.Profile}, {"project", q.Project}, {"session", q.Session}} {
+		if err := mnemotype.CheckText(f.name, f.v); err != nil {
+			return 0, err
+		}
+	}
+	return e.st.DeleteMatching(ctx, store.DeleteParams{Profile: q.Profile, Project: q.Project, Session: q.Session})
+}
+
+// ProfileDeletion is what DeleteProfile removed.
+type ProfileDeletion = store.ProfileDeletion
+
+// DeleteProfile deletes a profile ("forget this user"): its memories, its
+// settings and the names it used; its API keys are revoked (they stay
+// listed by no profile, so that a server keeps requiring keys). A profile
+// of the same name created later starts afresh. Deleting a profile that
+// holds nothing deletes nothing and is not an error.
+func (e *Engine) DeleteProfile(ctx context.Context, profile string) (ProfileDeletion, error) {
+	done, err := e.enter()
+	if err != nil {
+		return ProfileDeletion{}, err
+	}
+	defer done()
+	if strings.TrimSpace(profile) == "" {
+		return ProfileDeletion{}, mnemotype.Invalidf("profile is required (the server-wide settings are not a profile)")
+	}
+	if err := mnemotype.CheckText("profile", profile); err != nil {
+		return ProfileDeletion{}, err
+	}
+	out, err := e.st.DeleteProfile(ctx, profile)
+	if err != nil {
+		return out, err
+	}
+	e.mu.Lock()
+	delete(e.indexes, profile) // its memories are gone: no need to hold the catalog
+	e.mu.Unlock()
+	return out, nil
+}
+
 // Count returns the number of memories in profile.
 func (e *Engine) Count(ctx context.Context, profile string) (int, error) {
 	done, err := e.enter()

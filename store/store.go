@@ -41,6 +41,17 @@ type Store interface {
 	// Delete removes one memory. Returns ErrNotFound if the id is not in the
 	// profile.
 	Delete(ctx context.Context, profile, id string) error
+	// DeleteMatching removes the memories of p.Profile in p.Project and/or
+	// p.Session (one of them at least, else an ErrInvalid error), re-indexes
+	// the turns whose context they were, and returns how many it removed
+	// (0 when none matched). Other processes' change feeds see each removal.
+	DeleteMatching(ctx context.Context, p DeleteParams) (int, error)
+	// DeleteProfile removes a profile: its memories, its settings, and the
+	// names it used (sessions, projects, actors); its API keys are revoked
+	// and no longer name it. Its statistics start afresh, so a profile of
+	// the same name created later shares nothing with it. Returns the
+	// counts; a profile with nothing stored gives zeros, not an error.
+	DeleteProfile(ctx context.Context, profile string) (ProfileDeletion, error)
 	// List pages through a profile's memories in a stable order (creation
 	// time, then id).
 	List(ctx context.Context, p ListParams) (ListPage, error)
@@ -142,6 +153,20 @@ type ListParams struct {
 	Cursor string
 	// WithEmbedding also reads each memory's embedding.
 	WithEmbedding bool
+}
+
+// DeleteParams selects the memories DeleteMatching removes.
+type DeleteParams struct {
+	Profile string
+	Project string
+	Session string
+}
+
+// ProfileDeletion is what DeleteProfile removed.
+type ProfileDeletion struct {
+	Memories int `json:"memories"`
+	Settings int `json:"settings"`
+	Keys     int `json:"keys"`
 }
 
 // ListPage is one page of List.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/mnemo-dev/mnemo"
 	"github.com/mnemo-dev/mnemo/mnemotype"
 )
 
@@ -43,6 +44,13 @@ func cmdDelete(ctx context.Context, a *app, args []string) error {
 	var ef engineFlags
 	ef.register(fs)
 	profile := fs.String("profile", a.getenv("MNEMO_PROFILE"), "profile the memory belongs to (required) (default $MNEMO_PROFILE)")
+	session := fs.String("session", "", "delete every memory of this session")
+	project := fs.String("project", "", "delete every memory of this project (with --session: of both)")
+	all := fs.Bool("all", false, "delete the whole profile: its memories, its settings, and its API keys (revoked)")
+	fs.Usage = func() {
+		fmt.Fprintln(a.stderr, "usage: mnemo delete --profile P ID... | --session S | --project X | --all")
+		fs.PrintDefaults()
+	}
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -50,8 +58,38 @@ func cmdDelete(ctx context.Context, a *app, args []string) error {
 	if err := requireProfile(*profile); err != nil {
 		return err
 	}
-	if len(pos) == 0 {
-		return usagef("usage: mnemo delete --profile P ID...")
+	bulk := *session != "" || *project != ""
+	switch {
+	case *all && (bulk || len(pos) > 0):
+		return usagef("--all deletes the whole profile: give no ids, --session or --project with it")
+	case bulk && len(pos) > 0:
+		return usagef("give ids, or --session / --project, not both")
+	case *all:
+		e, err := ef.open(a)
+		if err != nil {
+			return err
+		}
+		defer e.Close()
+		d, err := e.DeleteProfile(ctx, *profile)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(a.stdout, "deleted profile %s: %d memories, %d settings, %d API keys revoked\n", *profile, d.Memories, d.Settings, d.Keys)
+		return nil
+	case bulk:
+		e, err := ef.open(a)
+		if err != nil {
+			return err
+		}
+		defer e.Close()
+		n, err := e.ForgetMatching(ctx, mnemo.ForgetQuery{Profile: *profile, Project: *project, Session: *session})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(a.stdout, "deleted %d memories\n", n)
+		return nil
+	case len(pos) == 0:
+		return usagef("usage: mnemo delete --profile P ID... | --session S | --project X | --all")
 	}
 	for _, id := range pos {
 		if err := mnemotype.CheckText("id", id); err != nil {

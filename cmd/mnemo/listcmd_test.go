@@ -181,3 +181,41 @@ func TestCLI_Version(t *testing.T) {
 		t.Errorf("--version: %q, want %q", got, out)
 	}
 }
+
+// TestCLI_DeleteBySessionAndProfile: delete --session / --project remove
+// those memories and say how many; --all removes the profile with its
+// settings and keys; misuse exits 2 having deleted nothing.
+func TestCLI_DeleteBySessionAndProfile(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	c.ok("import", writeLines(t, exportFixture), "--profile", "me")
+	c.ok("add", "--profile", "other", "--session", "c1", "another tenant's memory")
+	for _, bad := range [][]string{{}, {"--all", "t1"}, {"--all", "--session", "c1"}, {"--session", "c1", "t1"}} {
+		if code, _, errs := c.run("", append([]string{"delete", "--profile", "me"}, bad...)...); code != 2 {
+			t.Errorf("delete %v: exit %d, %s", bad, code, errs)
+		}
+	}
+	if n := count(t, c, "me"); n != 5 {
+		t.Fatalf("misuse deleted memories: %d left", n)
+	}
+	if out := c.ok("delete", "--profile", "me", "--session", "c1"); out != "deleted 2 memories\n" {
+		t.Errorf("delete --session c1: %q", out)
+	}
+	if out := c.ok("delete", "--profile", "me", "--project", "nowhere"); out != "deleted 0 memories\n" {
+		t.Errorf("delete --project nowhere: %q", out)
+	}
+	if n := count(t, c, "other"); n != 1 {
+		t.Errorf("the other profile's session c1: %d memories, want 1", n)
+	}
+	c.ok("keys", "create", "--profile", "me")
+	c.ok("settings", "set", "--profile", "me", "semanticWeight=0.7")
+	if out := c.ok("delete", "--profile", "me", "--all"); out != "deleted profile me: 3 memories, 1 settings, 1 API keys revoked\n" {
+		t.Errorf("delete --all: %q", out)
+	}
+	if n := count(t, c, "me"); n != 0 {
+		t.Errorf("after delete --all: %d memories", n)
+	}
+	if out := c.ok("keys", "list", "--profile", "me", "--all"); strings.Contains(out, "key_") {
+		t.Errorf("keys after delete --all:\n%s", out)
+	}
+}

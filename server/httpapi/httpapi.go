@@ -171,6 +171,8 @@ func New(cfg Config) (*Server, error) {
 		{method: "GET", path: "/v1/memories/{id}", h: s.getMemory},
 		{method: "PATCH", path: "/v1/memories/{id}", h: s.updateMemory},
 		{method: "DELETE", path: "/v1/memories/{id}", h: s.deleteMemory},
+		{method: "DELETE", path: "/v1/memories", h: s.deleteMemories},
+		{method: "DELETE", path: "/v1/profile", h: s.deleteProfile},
 		{method: "POST", path: "/v1/recall", bigBody: true, h: s.recall},
 		{method: "GET", path: "/v1/search/lexical", h: s.searchLeg(mnemotype.LegLexical)},
 		{method: "GET", path: "/v1/search/dense", h: s.searchLeg(mnemotype.LegDense)},

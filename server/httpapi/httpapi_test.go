@@ -1242,3 +1242,50 @@ func sameIDs(got []string, want ...string) bool {
 	}
 	return true
 }
+
+// TestServe_DeleteSessionAndProfile: DELETE /v1/memories deletes a session
+// of the caller's profile alone and says how many; DELETE /v1/profile
+// deletes the caller's profile and revokes its keys, the one used
+// included; the other profile is untouched, and the server keeps requiring
+// keys although it no longer has to by configuration.
+func TestServe_DeleteSessionAndProfile(t *testing.T) {
+	b := setup(t, opts{cfg: func(c *httpapi.Config) { c.RequireKeys = false }})
+	for i, sess := range []string{"s1", "s1", "s2"} {
+		b.create(b.alice, map[string]any{"id": fmt.Sprintf("a%d", i), "content": "zebra note", "session": sess})
+	}
+	b.create(b.bob, map[string]any{"id": "b1", "content": "zebra of bob", "session": "s1"})
+	if r := b.do("DELETE", "/v1/memories", b.alice, nil); r.status != http.StatusBadRequest {
+		t.Errorf("DELETE /v1/memories without a filter: %d %s", r.status, r.body)
+	}
+	if r := b.do("DELETE", "/v1/memories?session=s1&color=red", b.alice, nil); r.status != http.StatusBadRequest {
+		t.Errorf("DELETE /v1/memories with an unknown parameter: %d %s", r.status, r.body)
+	}
+	var del struct{ Deleted int }
+	b.must(http.StatusOK, "DELETE", "/v1/memories?session=s1", b.alice, nil, &del)
+	if del.Deleted != 2 {
+		t.Errorf("deleted %d of session s1, want 2", del.Deleted)
+	}
+	var list struct{ Memories []mnemo.Memory }
+	b.must(http.StatusOK, "GET", "/v1/memories", b.bob, nil, &list)
+	if len(list.Memories) != 1 {
+		t.Errorf("bob has %d memories after alice deleted her s1, want 1", len(list.Memories))
+	}
+	var pd struct {
+		Profile                  string
+		Memories, Settings, Keys int
+	}
+	b.must(http.StatusOK, "DELETE", "/v1/profile", b.alice, nil, &pd)
+	if pd.Profile != "alice" || pd.Memories != 1 || pd.Keys != 1 {
+		t.Errorf("DELETE /v1/profile = %+v", pd)
+	}
+	if r := b.do("GET", "/v1/memories", b.alice, nil); r.status != http.StatusUnauthorized {
+		t.Errorf("alice's key after DELETE /v1/profile: %d", r.status)
+	}
+	if r := b.do("GET", "/v1/memories", "", nil); r.status != http.StatusUnauthorized {
+		t.Errorf("no key after the profile's deletion: %d, want 401 (the server keeps requiring keys)", r.status)
+	}
+	b.must(http.StatusOK, "GET", "/v1/memories", b.bob, nil, &list)
+	if len(list.Memories) != 1 {
+		t.Errorf("bob has %d memories after alice's deletion, want 1", len(list.Memories))
+	}
+}

@@ -231,6 +231,48 @@ func (s *Server) deleteMemory(w http.ResponseWriter, r *http.Request, profile st
 	return nil
 }
 
+// deletedResponse is DELETE /v1/memories.
+type deletedResponse struct {
+	Deleted int `json:"deleted"`
+}
+
+// deleteMemories deletes the memories of a session and/or a project.
+func (s *Server) deleteMemories(w http.ResponseWriter, r *http.Request, profile string) error {
+	q := r.URL.Query()
+	if err := onlyParams(q, "project", "session"); err != nil {
+		return err
+	}
+	if q.Get("project") == "" && q.Get("session") == "" {
+		return mnemotype.Invalidf("give session and/or project to delete their memories (DELETE /v1/profile deletes the whole profile)")
+	}
+	n, err := s.e.ForgetMatching(r.Context(), mnemo.ForgetQuery{Profile: profile, Project: q.Get("project"), Session: q.Get("session")})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, deletedResponse{Deleted: n})
+	return nil
+}
+
+// profileDeletedResponse is DELETE /v1/profile.
+type profileDeletedResponse struct {
+	Profile string `json:"profile"`
+	mnemo.ProfileDeletion
+}
+
+// deleteProfile deletes the caller's profile: its memories, settings and
+// keys (the key of this request included).
+func (s *Server) deleteProfile(w http.ResponseWriter, r *http.Request, profile string) error {
+	if err := onlyParams(r.URL.Query()); err != nil {
+		return err
+	}
+	d, err := s.e.DeleteProfile(r.Context(), profile)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, profileDeletedResponse{Profile: profile, ProfileDeletion: d})
+	return nil
+}
+
 // listResponse is GET /v1/memories.
 type listResponse struct {
 	Memories   []mnemo.Memory `json:"memories"`

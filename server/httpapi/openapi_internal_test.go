@@ -35,6 +35,8 @@ func TestOpenAPI_SchemasMatchTheTypes(t *testing.T) {
 		{"RecallRequest", jsonFields(reflect.TypeFor[recallRequest](), "profile")},
 		{"Result", jsonFields(reflect.TypeFor[RecallResult]())},
 		{"Settings", mnemo.SettingNames()},
+		{"Deleted", jsonFields(reflect.TypeFor[deletedResponse]())},
+		{"ProfileDeleted", jsonFields(reflect.TypeFor[profileDeletedResponse]())},
 	} {
 		var documented []string
 		for p := range spec.Components.Schemas[c.schema].Properties {

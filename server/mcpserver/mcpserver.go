@@ -119,12 +119,16 @@ type RecallOutput struct {
 
 // ForgetInput is memory_forget's input.
 type ForgetInput struct {
-	ID string `json:"id" jsonschema:"the id of the memory to forget"`
+	ID      string `json:"id,omitempty" jsonschema:"the id of the memory to forget"`
+	Session string `json:"session,omitempty" jsonschema:"forget every memory of this session instead (give id or session)"`
 }
 
 // ForgetOutput is memory_forget's structured output.
 type ForgetOutput struct {
-	Forgotten string `json:"forgotten"`
+	// Forgotten is the id forgotten, "" for a session.
+	Forgotten string `json:"forgotten,omitempty"`
+	// Count is the number of memories forgotten.
+	Count int `json:"count"`
 }
 
 // New returns an MCP server whose tools act on e, in the profile profile
@@ -143,7 +147,7 @@ func New(e *mnemo.Engine, profile ProfileFunc, opts *Options) *mcp.Server {
 			Logger: o.Logger,
 			Instructions: "mnemo is long-term memory. Call memory_recall with the user's request to find relevant " +
 				"memories before answering; call memory_store to keep facts, decisions and events worth remembering; " +
-				"memory_forget deletes one memory by id.",
+				"memory_forget deletes one memory by id, or a whole session.",
 		})
 	log := o.Logger
 	if log == nil {
@@ -163,8 +167,8 @@ func New(e *mnemo.Engine, profile ProfileFunc, opts *Options) *mcp.Server {
 	}, observe(h, ToolRecall, h.recall))
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        ToolForget,
-		Title:       "Forget a memory",
-		Description: "Delete one memory by id.",
+		Title:       "Forget a memory or a session",
+		Description: "Delete one memory by id, or every memory of a session.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ref(true), IdempotentHint: true},
 	}, observe(h, ToolForget, h.forget))
 	return s
@@ -287,13 +291,23 @@ func (h *handlers) forget(ctx context.Context, req *mcp.CallToolRequest, in Forg
 	if err != nil {
 		return nil, ForgetOutput{}, err
 	}
-	if strings.TrimSpace(in.ID) == "" {
-		return nil, ForgetOutput{}, errors.New("id is empty")
+	hasID, hasSession := strings.TrimSpace(in.ID) != "", strings.TrimSpace(in.Session) != ""
+	switch {
+	case hasID && hasSession:
+		return nil, ForgetOutput{}, errors.New("give id or session, not both")
+	case hasSession:
+		n, err := h.e.ForgetMatching(ctx, mnemo.ForgetQuery{Profile: profile, Session: in.Session})
+		if err != nil {
+			return nil, ForgetOutput{}, toolError(err)
+		}
+		return text(fmt.Sprintf("Forgot %d memories of session %s.", n, in.Session)), ForgetOutput{Count: n}, nil
+	case !hasID:
+		return nil, ForgetOutput{}, errors.New("id is empty: give the id of a memory, or a session")
 	}
 	if err := h.e.Forget(ctx, profile, in.ID); err != nil {
 		return nil, ForgetOutput{}, toolError(err)
 	}
-	return text("Forgot memory " + in.ID + "."), ForgetOutput{Forgotten: in.ID}, nil
+	return text("Forgot memory " + in.ID + "."), ForgetOutput{Forgotten: in.ID, Count: 1}, nil
 }
 
 func text(s string) *mcp.CallToolResult {

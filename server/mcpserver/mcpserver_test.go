@@ -196,6 +196,7 @@ func TestMCP_ToolErrors(t *testing.T) {
 		{"LimitRange", mcpserver.ToolRecall, map[string]any{"query": "x", "limit": 5000}, "limit"},
 		{"OtherProfilesID", mcpserver.ToolForget, map[string]any{"id": other.ID}, "memory not found"},
 		{"EmptyID", mcpserver.ToolForget, map[string]any{"id": ""}, "id is empty"},
+		{"IDAndSession", mcpserver.ToolForget, map[string]any{"id": "x", "session": "s1"}, "not both"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -231,5 +232,30 @@ func TestMCP_ProfileFuncRefuses(t *testing.T) {
 	}
 	if !res.IsError || !strings.Contains(textOf(res), "API key required") {
 		t.Errorf("result = %v %q", res.IsError, textOf(res))
+	}
+}
+
+// TestMCP_ForgetSession: memory_forget with a session forgets that session
+// of the caller's profile alone and says how many.
+func TestMCP_ForgetSession(t *testing.T) {
+	t.Parallel()
+	e := openEngine(t)
+	for _, in := range []mnemo.Input{
+		{Profile: "alice", Session: "s1", Content: "one"}, {Profile: "alice", Session: "s1", Content: "two"},
+		{Profile: "alice", Session: "s2", Content: "three"}, {Profile: "bob", Session: "s1", Content: "bob's"},
+	} {
+		if _, err := e.Remember(t.Context(), in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cs := connect(t, mcpserver.New(e, mcpserver.Fixed("alice"), nil))
+	var fg mcpserver.ForgetOutput
+	if res := call(t, cs, mcpserver.ToolForget, map[string]any{"session": "s1"}, &fg); res.IsError || fg.Count != 2 || !strings.Contains(textOf(res), "2 memories") {
+		t.Fatalf("memory_forget session s1 = %+v (%s)", fg, textOf(res))
+	}
+	for profile, want := range map[string]int{"alice": 1, "bob": 1} {
+		if n, _ := e.Count(t.Context(), profile); n != want {
+			t.Errorf("%s holds %d memories, want %d", profile, n, want)
+		}
 	}
 }

@@ -79,13 +79,20 @@ func indexedTurns(ctx context.Context, q queryer) (int, error) {
 
 // newWriteIndexer returns the indexer of a write transaction, with the
 // context turns the database is indexed with (another process may have
-// rebuilt it with another number since this store opened).
+// rebuilt it with another number since this store opened), and the
+// numbers of profiles and names remembered as of the database's count of
+// profile deletions (a deleted profile's name gets a new number).
 func (s *Store) newWriteIndexer(ctx context.Context, tx *sql.Tx) (*indexer, error) {
-	turns, err := indexedTurns(ctx, tx)
-	if err != nil {
-		return nil, err
+	var turns int
+	var gen int64
+	if err := tx.QueryRowContext(ctx, `SELECT max(0, (SELECT value FROM counters WHERE name = 'context_turns')),
+		coalesce((SELECT value FROM counters WHERE name = 'profile_deletions'), 0)`).Scan(&turns, &gen); err != nil {
+		return nil, fmt.Errorf("read the index's counters: %w", err)
 	}
-	return newIndexer(tx, turns, s.ids), nil
+	s.ids.at(gen)
+	ix := newIndexer(tx, turns, s.ids)
+	ix.gen = gen
+	return ix, nil
 }
 
 // queryer is what reading helpers run through: the reader pool, a read
@@ -148,6 +155,8 @@ type indexer struct {
 	// unmeasured are the rows indexed whose field lengths flush adds to
 	// their profile's totals (by profile id), read in one query.
 	unmeasured map[int64]int64
+	// gen is the count of profile deletions when the transaction began.
+	gen int64
 }
 
 type sessionKey struct{ profile, session string }
@@ -242,6 +251,23 @@ type scopeIDs struct {
 	mu       sync.Mutex
 	profiles map[string]int64
 	names    map[scopeKey]int64
+	// gen is the count of profile deletions the numbers are valid for.
+	gen int64
+}
+
+// at forgets every number when the database has deleted profiles since
+// they were learnt (gen is its count of deletions).
+func (c *scopeIDs) at(gen int64) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if gen != c.gen {
+		clear(c.profiles)
+		clear(c.names)
+		c.gen = gen
+	}
 }
 
 func newScopeIDs() *scopeIDs {
@@ -255,6 +281,9 @@ func (c *scopeIDs) learn(ix *indexer) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if ix.gen != c.gen {
+		return // numbered before a profile deletion this store has seen since
+	}
 	maps.Copy(c.profiles, ix.profiles)
 	maps.Copy(c.names, ix.names)
 }

@@ -89,7 +89,16 @@ func TestIndex_WritesEqualARebuild(t *testing.T) {
 					}
 				default:
 					profile, id := splitPID(ids[rng.IntN(len(ids))])
-					if err := s.Delete(ctx, profile, id); err != nil && !errors.Is(err, mnemotype.ErrNotFound) {
+					var err error
+					switch rng.IntN(12) {
+					case 0:
+						_, err = s.DeleteMatching(ctx, store.DeleteParams{Profile: profile, Session: []string{"s1", "s2", "s3"}[rng.IntN(3)]})
+					case 1:
+						_, err = s.DeleteProfile(ctx, profile)
+					default:
+						err = s.Delete(ctx, profile, id)
+					}
+					if err != nil && !errors.Is(err, mnemotype.ErrNotFound) {
 						t.Fatal(err)
 					}
 				}

@@ -908,3 +908,39 @@ func TestOpen_ContextTurnsAreTheDatabases(t *testing.T) {
 		s.Close()
 	}
 }
+
+// TestDeleteProfile_AnotherStoresNumbers: a store that numbered a profile
+// before another store (another process) deleted it numbers the profile's
+// next memories afresh, so both stores find them with the new profile's
+// statistics, and the index stays equal to its rebuild.
+func TestDeleteProfile_AnotherStoresNumbers(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "mnemo.db")
+	a, b := openPath(t, path), openPath(t, path)
+	at := time.Date(2023, 5, 8, 0, 0, 0, 0, time.UTC)
+	mem := func(id, content string) mnemotype.Memory {
+		return mnemotype.Memory{ID: id, Profile: "alice", Session: "s1", Actor: "Caroline", Kind: mnemotype.KindEpisodic, Content: content,
+			Importance: 0.5, CreatedAt: at, AccessedAt: at, OccurredAt: at}
+	}
+	if err := a.Insert(ctx, []mnemotype.Memory{mem("old-1", "zebra crossing"), mem("old-2", "zebra migration")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.DeleteProfile(ctx, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Insert(ctx, []mnemotype.Memory{mem("new-1", "zebra again"), mem("new-2", "nothing")}); err != nil {
+		t.Fatal(err)
+	}
+	for name, s := range map[string]*Store{"a": a, "b": b} {
+		hits, err := s.Lexical(ctx, store.LexicalParams{Scope: mnemotype.Scope{Profile: "alice", Sessions: []string{"s1"}, Actors: []string{"Caroline"}},
+			Match: store.MatchQuery{Terms: []string{"zebra"}}})
+		if err != nil || len(hits) != 1 || hits[0].ID != "new-1" {
+			t.Errorf("store %s: %v, %v; want new-1 alone", name, hits, err)
+		}
+	}
+	checkProfileStats(t, a)
+	if p, ok, err := readProfile(ctx, a.w, "alice"); err != nil || !ok || p.docs != 2 {
+		t.Errorf("the new alice's statistics: %+v, %v, %v; want 2 documents", p, ok, err)
+	}
+}

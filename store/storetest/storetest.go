@@ -75,6 +75,12 @@ type bundle struct {
 func setup(t *testing.T, open OpenFunc) *bundle {
 	t.Helper()
 	t.Parallel()
+	return another(t, open)
+}
+
+// another opens one more fresh store for t, closed at the end of t.
+func another(t *testing.T, open OpenFunc) *bundle {
+	t.Helper()
 	s := open(t)
 	if s == nil {
 		t.Fatal("open returned a nil store")
@@ -148,6 +154,21 @@ func (b *bundle) lexical(p store.LexicalParams) []string {
 func (b *bundle) search(profile string, all bool, terms ...string) []string {
 	b.t.Helper()
 	return b.lexical(store.LexicalParams{Scope: mnemotype.Scope{Profile: profile}, Match: store.MatchQuery{Terms: terms, All: all}})
+}
+
+// lexicalScores returns the lexical scores of profile's memories matching
+// any of terms, by id.
+func (b *bundle) lexicalScores(profile string, terms ...string) map[string]float64 {
+	b.t.Helper()
+	hits, err := b.s.Lexical(b.ctx, store.LexicalParams{Scope: mnemotype.Scope{Profile: profile}, Match: store.MatchQuery{Terms: terms}})
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, h := range hits {
+		out[h.ID] = h.Score
+	}
+	return out
 }
 
 func (b *bundle) changes(profile string, since int64) store.ChangeSet {
@@ -827,6 +848,105 @@ func exerciseUpdate(t *testing.T, open OpenFunc) {
 // Delete.
 
 func exerciseDelete(t *testing.T, open OpenFunc) {
+	t.Run("MatchingSessionOrProject", func(t *testing.T) {
+		b := setup(t, open)
+		b.insert(
+			mem("alice", "s1-a", "walrus one", session("s1"), project("p"), embedded(1)),
+			mem("alice", "s1-b", "walrus two", session("s1"), embedded(2)),
+			mem("alice", "s2-a", "walrus three", session("s2"), project("p"), embedded(3)),
+			mem("alice", "none", "walrus four", embedded(4)),
+			mem("bob", "s1-bob", "walrus of bob", session("s1"), project("p"), embedded(5)),
+		)
+		seq := b.seq()
+		if _, err := b.s.DeleteMatching(b.ctx, store.DeleteParams{Profile: "alice"}); !errors.Is(err, mnemotype.ErrInvalid) {
+			t.Errorf("DeleteMatching without project or session: %v, want ErrInvalid", err)
+		}
+		n, err := b.s.DeleteMatching(b.ctx, store.DeleteParams{Profile: "alice", Session: "s1"})
+		if err != nil || n != 2 {
+			t.Fatalf("DeleteMatching session s1 = %d, %v; want 2", n, err)
+		}
+		if got := b.search("alice", false, "walrus"); !sameSet(got, []string{"s2-a", "none"}) {
+			t.Errorf("Lexical after deleting s1 = %v", got)
+		}
+		if got := b.search("bob", false, "walrus"); !slices.Equal(got, []string{"s1-bob"}) {
+			t.Errorf("bob's s1 after deleting alice's = %v", got)
+		}
+		if cs := b.changes("alice", seq); !sameSet(cs.Deleted, []string{"s1-a", "s1-b"}) {
+			t.Errorf("Changes after DeleteMatching: deleted %v", cs.Deleted)
+		}
+		if n, err := b.s.DeleteMatching(b.ctx, store.DeleteParams{Profile: "alice", Project: "p"}); err != nil || n != 1 {
+			t.Errorf("DeleteMatching project p = %d, %v; want 1", n, err)
+		}
+		if n, err := b.s.DeleteMatching(b.ctx, store.DeleteParams{Profile: "alice", Session: "s9"}); err != nil || n != 0 {
+			t.Errorf("DeleteMatching of an empty session = %d, %v; want 0, nil", n, err)
+		}
+		if got := b.count("alice"); got != 1 {
+			t.Errorf("Count after the deletions = %d, want 1", got)
+		}
+	})
+
+	t.Run("Profile", func(t *testing.T) {
+		b := setup(t, open)
+		b.insert(
+			mem("alice", "a-1", "zebra crossing", session("s1"), actor("Caroline"), embedded(1)),
+			mem("alice", "a-2", "zebra migration", session("s1"), embedded(2)),
+			mem("bob", "b-1", "zebra of bob", session("s1"), embedded(3)),
+		)
+		for _, p := range []string{"alice", "bob"} {
+			if err := b.s.SetSettings(b.ctx, p, map[string]string{"semanticWeight": "0.7"}); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.s.CreateKey(b.ctx, store.APIKey{ID: "key-" + p, Profile: p, Role: store.RoleProfile, Name: p + "'s", Hash: "hash-" + p, CreatedAt: t0}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		bobBefore := b.lexicalScores("bob", "zebra")
+		seq := b.seq()
+		got, err := b.s.DeleteProfile(b.ctx, "alice")
+		if err != nil || got != (store.ProfileDeletion{Memories: 2, Settings: 1, Keys: 1}) {
+			t.Fatalf("DeleteProfile = %+v, %v; want 2 memories, 1 setting, 1 key", got, err)
+		}
+		if n := b.count("alice"); n != 0 {
+			t.Errorf("Count after DeleteProfile = %d", n)
+		}
+		if got := b.search("alice", false, "zebra"); len(got) != 0 {
+			t.Errorf("Lexical after DeleteProfile = %v", got)
+		}
+		if kv, err := b.s.Settings(b.ctx, "alice"); err != nil || len(kv) != 0 {
+			t.Errorf("settings after DeleteProfile = %v, %v", kv, err)
+		}
+		if k, err := b.s.ListKeys(b.ctx, store.ListKeysParams{Profile: "alice", IncludeRevoked: true}); err != nil || len(k) != 0 {
+			t.Errorf("alice's keys after DeleteProfile = %+v, %v", k, err)
+		}
+		if _, err := b.s.KeyByHash(b.ctx, "hash-alice"); err == nil {
+			t.Error("alice's key still authenticates")
+		}
+		if cs := b.changes("alice", seq); !sameSet(cs.Deleted, []string{"a-1", "a-2"}) {
+			t.Errorf("Changes after DeleteProfile: deleted %v", cs.Deleted)
+		}
+		// bob is untouched, to the score.
+		if after := b.lexicalScores("bob", "zebra"); !maps.Equal(after, bobBefore) {
+			t.Errorf("bob's scores moved: %v -> %v", bobBefore, after)
+		}
+		if kv, err := b.s.Settings(b.ctx, "bob"); err != nil || kv["semanticWeight"] != "0.7" {
+			t.Errorf("bob's settings = %v, %v", kv, err)
+		}
+		if _, err := b.s.KeyByHash(b.ctx, "hash-bob"); err != nil {
+			t.Errorf("bob's key: %v", err)
+		}
+		// A new alice starts afresh: her statistics are those of her new
+		// memories alone.
+		b.insert(mem("alice", "n-1", "zebra again", session("s1")), mem("alice", "n-2", "nothing else"))
+		fresh := another(t, open)
+		fresh.insert(mem("alice", "n-1", "zebra again", session("s1")), mem("alice", "n-2", "nothing else"))
+		if got, want := b.lexicalScores("alice", "zebra"), fresh.lexicalScores("alice", "zebra"); !maps.Equal(got, want) {
+			t.Errorf("the new alice scores %v, a fresh store %v", got, want)
+		}
+		if got, err := b.s.DeleteProfile(b.ctx, "carol"); err != nil || got != (store.ProfileDeletion{}) {
+			t.Errorf("DeleteProfile of an unknown profile = %+v, %v", got, err)
+		}
+	})
+
 	t.Run("GoneEverywhere", func(t *testing.T) {
 		b := setup(t, open)
 		b.insert(
