@@ -18,6 +18,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -119,6 +120,10 @@ type Config struct {
 	// the database's rebuilds its full-text index on Open. Ignored with
 	// Store.
 	ContextTurns int
+	// MustExist makes Open fail with an ErrNotFound error naming the path
+	// when there is no database there, instead of creating one. Ignored
+	// with Store.
+	MustExist bool
 }
 
 func (c *Config) withDefaults() Config {
@@ -181,7 +186,7 @@ func Open(path string, cfg *Config) (*Engine, error) {
 		if path == "" {
 			return nil, mnemotype.Invalidf("database path is empty")
 		}
-		s, err := sqlitestore.Open(context.Background(), path, sqlitestore.Options{ContextTurns: c.ContextTurns})
+		s, err := sqlitestore.Open(context.Background(), path, sqlitestore.Options{ContextTurns: c.ContextTurns, MustExist: c.MustExist})
 		if err != nil {
 			return nil, err
 		}
@@ -719,6 +724,20 @@ func (e *Engine) DeleteProfile(ctx context.Context, profile string) (ProfileDele
 	return out, nil
 }
 
+// ProfileCount is a profile and its number of memories.
+type ProfileCount = store.ProfileCount
+
+// Profiles returns every profile that holds memories, with how many, by
+// name.
+func (e *Engine) Profiles(ctx context.Context) ([]ProfileCount, error) {
+	done, err := e.enter()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	return e.st.Profiles(ctx)
+}
+
 // Count returns the number of memories in profile.
 func (e *Engine) Count(ctx context.Context, profile string) (int, error) {
 	done, err := e.enter()
@@ -784,6 +803,64 @@ func (e *Engine) UpdateSettings(ctx context.Context, profile string, kv map[stri
 	}
 	if err := e.st.SetSettings(ctx, profile, kv); err != nil {
 		return cur, err
+	}
+	return next, nil
+}
+
+// ResetSettings removes keys from profile's stored settings (profile "":
+// the server-wide ones), so that the next level's value applies again: the
+// server-wide one, else the engine default. It returns the new effective
+// settings. An unknown key, or a reset that would leave invalid settings
+// (every weight 0), is an ErrInvalid error and changes nothing.
+func (e *Engine) ResetSettings(ctx context.Context, profile string, keys []string) (Settings, error) {
+	done, err := e.enter()
+	if err != nil {
+		return Settings{}, err
+	}
+	defer done()
+	if len(keys) == 0 {
+		return Settings{}, mnemotype.Invalidf("no setting to reset: known settings are %s", strings.Join(SettingNames(), ", "))
+	}
+	asked := make(map[string]string, len(keys))
+	for _, k := range keys {
+		asked[k] = ""
+	}
+	names := canonical(asked)
+	known := SettingNames()
+	var reset []string
+	for k := range names {
+		if !slices.Contains(known, k) {
+			return Settings{}, mnemotype.Invalidf("unknown setting %q: known settings are %s", k, strings.Join(known, ", "))
+		}
+		reset = append(reset, k)
+	}
+	slices.Sort(reset)
+	// The settings as they will be: the levels above profile, then what
+	// profile keeps stored.
+	next := *e.cfg.Defaults
+	levels := []string{""}
+	if profile != "" {
+		levels = append(levels, profile)
+	}
+	for _, p := range levels {
+		kv, err := e.st.Settings(ctx, p)
+		if err != nil {
+			return Settings{}, err
+		}
+		if p == profile {
+			for _, k := range reset {
+				delete(kv, k)
+			}
+		}
+		if next, err = next.Apply(kv); err != nil {
+			return Settings{}, fmt.Errorf("stored settings of profile %q: %w", p, err)
+		}
+	}
+	if _, err := next.options(); err != nil {
+		return Settings{}, err
+	}
+	if err := e.st.DeleteSettings(ctx, profile, reset); err != nil {
+		return Settings{}, err
 	}
 	return next, nil
 }

@@ -84,8 +84,14 @@ type Store interface {
 	Settings(ctx context.Context, profile string) (map[string]string, error)
 	// SetSettings stores key/value pairs for profile atomically.
 	SetSettings(ctx context.Context, profile string, kv map[string]string) error
+	// DeleteSettings removes keys from profile's stored settings
+	// atomically; keys not stored are ignored.
+	DeleteSettings(ctx context.Context, profile string, keys []string) error
 	// Count returns the number of memories in profile.
 	Count(ctx context.Context, profile string) (int, error)
+	// Profiles returns every profile that holds memories, with how many,
+	// by name.
+	Profiles(ctx context.Context) ([]ProfileCount, error)
 	// EmbeddingCounts counts memories by profile, embedding model and
 	// embedding dimension: profile's, or every profile's when profile is
 	// "". Memories without an embedding count under model "" and dimension
@@ -153,6 +159,12 @@ type ListParams struct {
 	Cursor string
 	// WithEmbedding also reads each memory's embedding.
 	WithEmbedding bool
+}
+
+// ProfileCount is a profile and its number of memories.
+type ProfileCount struct {
+	Profile  string `json:"profile"`
+	Memories int    `json:"memories"`
 }
 
 // DeleteParams selects the memories DeleteMatching removes.

@@ -99,7 +99,7 @@ func cmdBench(ctx context.Context, a *app, args []string) error {
 			return err
 		}
 	}
-	e, err := ef.open(a)
+	e, err := ef.openExisting(a)
 	if err != nil {
 		return err
 	}

@@ -27,7 +27,7 @@ func cmdGet(ctx context.Context, a *app, args []string) error {
 	if err := mnemotype.CheckText("id", pos[0]); err != nil {
 		return err
 	}
-	e, err := ef.open(a)
+	e, err := ef.openExisting(a)
 	if err != nil {
 		return err
 	}
@@ -65,7 +65,7 @@ func cmdDelete(ctx context.Context, a *app, args []string) error {
 	case bulk && len(pos) > 0:
 		return usagef("give ids, or --session / --project, not both")
 	case *all:
-		e, err := ef.open(a)
+		e, err := ef.openExisting(a)
 		if err != nil {
 			return err
 		}
@@ -77,7 +77,7 @@ func cmdDelete(ctx context.Context, a *app, args []string) error {
 		fmt.Fprintf(a.stdout, "deleted profile %s: %d memories, %d settings, %d API keys revoked\n", *profile, d.Memories, d.Settings, d.Keys)
 		return nil
 	case bulk:
-		e, err := ef.open(a)
+		e, err := ef.openExisting(a)
 		if err != nil {
 			return err
 		}
@@ -96,7 +96,7 @@ func cmdDelete(ctx context.Context, a *app, args []string) error {
 			return err
 		}
 	}
-	e, err := ef.open(a)
+	e, err := ef.openExisting(a)
 	if err != nil {
 		return err
 	}

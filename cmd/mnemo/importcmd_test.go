@@ -25,7 +25,7 @@ func writeLines(t *testing.T, lines []string) string {
 // count returns the number of memories of profile.
 func count(t *testing.T, c *cli, profile string) int {
 	t.Helper()
-	e, err := openKeys(&app{getenv: func(k string) string { return c.env[k] }, stderr: os.Stderr}, "")
+	e, err := openKeys(&app{getenv: func(k string) string { return c.env[k] }, stderr: os.Stderr}, "", false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mnemo-dev/mnemo"
+	"github.com/mnemo-dev/mnemo/mnemotype"
 )
 
 func cmdKeys(ctx context.Context, a *app, args []string) error {
@@ -72,7 +74,7 @@ loads the embedder (--embedder is accepted and ignored).`)
 			return err
 		}
 	}
-	e, err := openKeys(a, ef.db)
+	e, err := openKeys(a, ef.db, verb != "create")
 	if err != nil {
 		return err
 	}
@@ -143,13 +145,18 @@ loads the embedder (--embedder is accepted and ignored).`)
 // openKeys opens the engine for key management, which never embeds: the
 // configured embedder is not loaded, so keys can be managed on a machine
 // without the built-in model or without a remote provider's credentials.
-func openKeys(a *app, db string) (*mnemo.Engine, error) {
+// Only creating a key may create the database.
+func openKeys(a *app, db string, mustExist bool) (*mnemo.Engine, error) {
 	path, err := a.dbPath(db)
 	if err != nil {
 		return nil, err
 	}
 	log := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	return mnemo.Open(path, &mnemo.Config{Logger: log, AccessFlushInterval: -1})
+	e, err := mnemo.Open(path, &mnemo.Config{Logger: log, AccessFlushInterval: -1, MustExist: mustExist})
+	if errors.Is(err, mnemotype.ErrNotFound) {
+		return nil, noDatabase(path)
+	}
+	return e, err
 }
 
 // roleName names a key's role as the CLI shows it: "profile" or "admin".

@@ -42,7 +42,7 @@ func cmdList(ctx context.Context, a *app, args []string) error {
 	if *limit < 1 || *limit > mnemo.MaxListLimit {
 		return usagef("--limit %d: must be in [1, %d]", *limit, mnemo.MaxListLimit)
 	}
-	e, err := ef.open(a)
+	e, err := ef.openExisting(a)
 	if err != nil {
 		return err
 	}
@@ -111,7 +111,7 @@ func cmdExport(ctx context.Context, a *app, args []string) error {
 	if err := requireProfile(*profile); err != nil {
 		return err
 	}
-	e, err := ef.open(a)
+	e, err := ef.openExisting(a)
 	if err != nil {
 		return err
 	}
@@ -213,7 +213,7 @@ func cmdUpdate(ctx context.Context, a *app, args []string) error {
 	if p == (mnemo.Patch{}) {
 		return usagef("nothing to change: give at least one of --content, --kind, --project, --session, --actor, --seq, --occurred-at, --importance, --metadata")
 	}
-	e, err := ef.open(a)
+	e, err := ef.openExisting(a)
 	if err != nil {
 		return err
 	}

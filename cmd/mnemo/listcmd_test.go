@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -217,5 +218,129 @@ func TestCLI_DeleteBySessionAndProfile(t *testing.T) {
 	}
 	if out := c.ok("keys", "list", "--profile", "me", "--all"); strings.Contains(out, "key_") {
 		t.Errorf("keys after delete --all:\n%s", out)
+	}
+}
+
+// TestCLI_ReadCommandsNeverCreateADatabase: a command that only reads or
+// changes what is stored, given a path where there is no database, exits 4
+// naming the path and creates neither the file nor its directory; the
+// recollect hook writes an empty recollection instead.
+func TestCLI_ReadCommandsNeverCreateADatabase(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	missing := filepath.Join(t.TempDir(), "typo", "mnemo.db")
+	for _, args := range [][]string{
+		{"recall", "--profile", "me", "walrus"},
+		{"get", "--profile", "me", "t1"},
+		{"list", "--profile", "me"},
+		{"export", "--profile", "me"},
+		{"update", "--profile", "me", "t1", "--actor", "x"},
+		{"delete", "--profile", "me", "t1"},
+		{"delete", "--profile", "me", "--session", "s1"},
+		{"delete", "--profile", "me", "--all"},
+		{"settings", "get", "--profile", "me"},
+		{"settings", "reset", "--profile", "me", "semanticWeight"},
+		{"keys", "list"},
+		{"keys", "revoke", "key_x"},
+		{"bench", "--profile", "me", "--n", "1"},
+		{"reembed", "--profile", "me"},
+	} {
+		code, _, errs := c.run("", append(args, "--db", missing)...)
+		if code != exitNotFound || !strings.Contains(errs, "no database at "+missing) {
+			t.Errorf("%v: exit %d, %s", args, code, errs)
+		}
+	}
+	out := filepath.Join(t.TempDir(), "recollection.md")
+	if code, _, errs := c.run("", "recollect", "--profile", "me", "--db", missing, "--out", out, "walrus"); code != 0 || !strings.Contains(errs, "no database") {
+		t.Errorf("recollect: exit %d, %s", code, errs)
+	}
+	if b, err := os.ReadFile(out); err != nil || len(b) != 0 {
+		t.Errorf("recollect wrote %q, %v; want an empty file", b, err)
+	}
+	if _, err := os.Stat(filepath.Dir(missing)); !os.IsNotExist(err) {
+		t.Errorf("a read command created %s: %v", filepath.Dir(missing), err)
+	}
+}
+
+// TestCLI_SettingsSetAndReset: changing the defaults of every profile takes
+// --all-profiles; reset brings a setting back to the server-wide value,
+// then to the default; an unknown name or a reset leaving every weight 0
+// exits 2 and changes nothing.
+func TestCLI_SettingsSetAndReset(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	get := func(args ...string) string {
+		t.Helper()
+		for _, l := range strings.Split(c.ok(append([]string{"settings", "get"}, args...)...), "\n") {
+			if v, ok := strings.CutPrefix(l, "semanticWeight="); ok {
+				return v
+			}
+		}
+		t.Fatal("no semanticWeight line")
+		return ""
+	}
+	if code, _, errs := c.run("", "settings", "set", "semanticWeight=0.9"); code != 2 || !strings.Contains(errs, "--all-profiles") {
+		t.Errorf("set without --profile: exit %d, %s", code, errs)
+	}
+	def := mnemo.DefaultSettings().SemanticWeight
+	c.ok("settings", "set", "--all-profiles", "semanticWeight=0.9")
+	c.ok("settings", "set", "--profile", "me", "semanticWeight=0.7")
+	if v := get("--profile", "me"); v != "0.7" {
+		t.Errorf("me's semanticWeight = %s, want 0.7", v)
+	}
+	c.ok("settings", "reset", "--profile", "me", "semanticweight") // names are case-insensitive, as in set
+	if v := get("--profile", "me"); v != "0.9" {
+		t.Errorf("after reset: %s, want the server-wide 0.9", v)
+	}
+	c.ok("settings", "reset", "--all-profiles", "semanticWeight")
+	if v := get("--profile", "me"); v != strconv.FormatFloat(def, 'g', -1, 64) {
+		t.Errorf("after both resets: %s, want the default %v", v, def)
+	}
+	c.ok("settings", "set", "--all-profiles", "keywordWeight=0")
+	c.ok("settings", "set", "--profile", "me", "keywordWeight=1", "semanticWeight=0")
+	for _, bad := range [][]string{
+		{"--profile", "me", "colour"},
+		{"--profile", "me"},
+		{"--profile", "me", "keywordWeight"}, // every weight 0 once the server-wide 0 applies
+		{"--profile", "me", "--all-profiles", "rrfK"},
+	} {
+		if code, _, errs := c.run("", append([]string{"settings", "reset"}, bad...)...); code != 2 {
+			t.Errorf("reset %v: exit %d, %s", bad, code, errs)
+		}
+	}
+	if v := get("--profile", "me"); v != "0" {
+		t.Errorf("a refused reset changed semanticWeight to %s", v)
+	}
+}
+
+// TestCLI_RecallNamesCloseProfiles: a recall in a profile that holds no
+// memories says so on stderr, with the database's path and its profiles,
+// closest name first; a recall that matches nothing in a profile that has
+// memories says nothing more.
+func TestCLI_RecallNamesCloseProfiles(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	for _, p := range []string{"alice", "bob", "alicia", "zed"} {
+		c.ok("add", "--profile", p, "a walrus")
+	}
+	code, out, errs := c.run("", "recall", "--profile", "alcie", "walrus")
+	if code != 0 || !strings.Contains(out, "no memories found") ||
+		!strings.Contains(errs, `profile "alcie" holds no memories in `+c.env["MNEMO_DB"]+"; profiles there, closest first: alice (1), alicia (1)") {
+		t.Errorf("recall in a mistyped profile: exit %d\n%s%s", code, out, errs)
+	}
+	if code, _, errs := c.run("", "recall", "--profile", "alice", "zzzz"); code != 0 || errs != "" {
+		t.Errorf("recall matching nothing in alice: exit %d, stderr %q", code, errs)
+	}
+}
+
+func TestEditDistance(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		a, b string
+		want int
+	}{{"", "", 0}, {"alice", "alice", 0}, {"alcie", "alice", 2}, {"", "abc", 3}, {"kitten", "sitting", 3}, {"é", "e", 1}} {
+		if got := editDistance(tc.a, tc.b); got != tc.want {
+			t.Errorf("editDistance(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.want)
+		}
 	}
 }

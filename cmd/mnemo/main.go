@@ -39,6 +39,10 @@ type command struct {
 	run     func(ctx context.Context, a *app, args []string) error
 }
 
+// exitNotFound is the exit code of a memory, profile or database that is
+// not there.
+const exitNotFound = 4
+
 // usageError marks an error that exits with code 2.
 type usageError struct{ err error }
 
@@ -142,6 +146,9 @@ func exitCode(stderr io.Writer, name string, err error) int {
 	var ue usageError
 	if errors.As(err, &ue) || isInvalid(err) {
 		return 2
+	}
+	if errors.Is(err, mnemotype.ErrNotFound) {
+		return exitNotFound
 	}
 	return 1
 }

@@ -112,7 +112,7 @@ func TestCLI_EndToEnd(t *testing.T) {
 		t.Fatalf("get: %v %+v", err, got)
 	}
 	c.ok("delete", "--profile", "me", added.ID)
-	if code, _, errs := c.run("", "get", "--profile", "me", added.ID); code != 1 || !strings.Contains(errs, "not found") {
+	if code, _, errs := c.run("", "get", "--profile", "me", added.ID); code != exitNotFound || !strings.Contains(errs, "not found") {
 		t.Fatalf("get deleted: exit %d %s", code, errs)
 	}
 	// MNEMO_PROFILE stands in for --profile.

@@ -50,7 +50,7 @@ memory_recall, memory_forget). For an MCP client's configuration:
 		return err
 	}
 	srv := mcpserver.New(e, mcpserver.Fixed(*profile), &mcpserver.Options{Version: version(), Logger: log})
-	runErr := srv.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(a.stdin), Writer: nopWriteCloser{a.stdout}})
+	runErr := mcpserver.ServeIO(ctx, srv, a.stdin, a.stdout)
 	closeErr := e.Close()
 	// The client closing stdin, or an interrupt, is the normal way out.
 	if runErr != nil && (errors.Is(runErr, io.EOF) || errors.Is(runErr, context.Canceled) || errors.Is(runErr, mcp.ErrConnectionClosed)) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mnemo-dev/mnemo"
+	"github.com/mnemo-dev/mnemo/mnemotype"
 	"github.com/mnemo-dev/mnemo/store/sqlitestore"
 )
 
@@ -107,8 +109,20 @@ func (a *app) embedTimeout(flagName, flagValue, env string) (time.Duration, erro
 	return d, nil
 }
 
-// open opens the engine the flags describe.
+// open opens the engine the flags describe, creating its database if
+// there is none (the commands that store something).
 func (f *engineFlags) open(a *app) (*mnemo.Engine, error) {
+	return f.openWith(a, false)
+}
+
+// openExisting opens the engine the flags describe on a database that
+// must exist: a mistyped --db is an error naming the path (exit 4), not a
+// new empty database.
+func (f *engineFlags) openExisting(a *app) (*mnemo.Engine, error) {
+	return f.openWith(a, true)
+}
+
+func (f *engineFlags) openWith(a *app, mustExist bool) (*mnemo.Engine, error) {
 	path, err := a.dbPath(f.db)
 	if err != nil {
 		return nil, err
@@ -119,7 +133,18 @@ func (f *engineFlags) open(a *app) (*mnemo.Engine, error) {
 	}
 	cfg.Logger = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	cfg.AccessFlushInterval = -1
-	return mnemo.Open(path, &cfg)
+	cfg.MustExist = mustExist
+	e, err := mnemo.Open(path, &cfg)
+	if errors.Is(err, mnemotype.ErrNotFound) {
+		return nil, noDatabase(path)
+	}
+	return e, err
+}
+
+// noDatabase is the error of a command that needs a database where there
+// is none.
+func noDatabase(path string) error {
+	return fmt.Errorf("no database at %s (mnemo add or mnemo import creates one; --db or MNEMO_DB names another): %w", path, mnemotype.ErrNotFound)
 }
 
 // writeJSON prints v as indented JSON.

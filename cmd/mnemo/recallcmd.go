@@ -1,9 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -141,11 +143,14 @@ func cmdRecall(ctx context.Context, a *app, args []string) error {
 	if err := q.Validate(); err != nil {
 		return err
 	}
-	e, err := ef.open(a)
+	e, err := ef.openExisting(a)
 	if err != nil {
 		return err
 	}
 	res, rerr := e.Recall(ctx, q)
+	if rerr == nil && len(res.Results) == 0 {
+		emptyProfileHint(ctx, a, e, ef.db, q.Profile)
+	}
 	if err := e.Close(); rerr == nil && err != nil {
 		return err
 	}
@@ -213,4 +218,50 @@ func oneLine(s string, n int) string {
 		return string(r[:n]) + "…"
 	}
 	return s
+}
+
+// emptyProfileHint tells, on stderr, when a recall found nothing because
+// its profile holds no memories in the database it opened, naming the
+// profiles there closest to the one asked for (a typo, most likely).
+func emptyProfileHint(ctx context.Context, a *app, e *mnemo.Engine, db, profile string) {
+	if n, err := e.Count(ctx, profile); err != nil || n > 0 {
+		return
+	}
+	path, _ := a.dbPath(db)
+	msg := fmt.Sprintf("mnemo recall: profile %q holds no memories in %s", profile, path)
+	ps, err := e.Profiles(ctx)
+	if err != nil || len(ps) == 0 {
+		fmt.Fprintln(a.stderr, msg+" (nor does any other profile)")
+		return
+	}
+	slices.SortStableFunc(ps, func(x, y mnemo.ProfileCount) int {
+		return cmp.Compare(editDistance(profile, x.Profile), editDistance(profile, y.Profile))
+	})
+	var names []string
+	for _, p := range ps[:min(5, len(ps))] {
+		names = append(names, fmt.Sprintf("%s (%d)", p.Profile, p.Memories))
+	}
+	fmt.Fprintf(a.stderr, "%s; profiles there, closest first: %s\n", msg, strings.Join(names, ", "))
+}
+
+// editDistance is the Levenshtein distance between a and b, in runes.
+func editDistance(a, b string) int {
+	x, y := []rune(a), []rune(b)
+	prev := make([]int, len(y)+1)
+	cur := make([]int, len(y)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(x); i++ {
+		cur[0] = i
+		for j := 1; j <= len(y); j++ {
+			cost := 1
+			if x[i-1] == y[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(y)]
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/mnemo-dev/mnemo"
+	"github.com/mnemo-dev/mnemo/mnemotype"
 )
 
 // defaultRecollect is how many memories recollect writes (seed 001).
@@ -95,9 +96,15 @@ so a reader never sees half a file; no match writes an empty file). PROMPT
 	}
 	var res *mnemo.RecallResult
 	if strings.TrimSpace(prompt) != "" {
-		e, err := ef.open(a)
+		e, err := ef.openExisting(a)
 		if err != nil {
-			return err
+			if !errors.Is(err, mnemotype.ErrNotFound) {
+				return err
+			}
+			// Nothing stored yet: nothing to recall, and a hook must not
+			// create a database where none was meant to be.
+			fmt.Fprintf(a.stderr, "mnemo recollect: %v\n", err)
+			return writeRecollection(a, *out, &mnemo.RecallResult{})
 		}
 		var rerr error
 		// The pool recall reads only seed 001's candidate pool, not the
@@ -115,12 +122,18 @@ so a reader never sees half a file; no match writes an empty file). PROMPT
 		// stale recollection never lingers.
 		res = &mnemo.RecallResult{}
 	}
+	return writeRecollection(a, *out, res)
+}
+
+// writeRecollection writes res's recollection to the file out, or stdout
+// for "-".
+func writeRecollection(a *app, out string, res *mnemo.RecallResult) error {
 	md := recollectionMarkdown(res)
-	if *out == "-" {
+	if out == "-" {
 		_, err := a.stdout.Write(md)
 		return err
 	}
-	return replaceFile(*out, md)
+	return replaceFile(out, md)
 }
 
 // recollectionMarkdown renders the recalled memories, best first; nothing

@@ -51,7 +51,7 @@ func cmdReembed(ctx context.Context, a *app, args []string) error {
 	if *batch < 1 || *batch > mnemo.MaxListLimit {
 		return usagef("--batch = %d: must be in [1, %d]", *batch, mnemo.MaxListLimit)
 	}
-	e, err := ef.open(a)
+	e, err := ef.openExisting(a)
 	if err != nil {
 		return err
 	}

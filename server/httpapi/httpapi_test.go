@@ -528,7 +528,7 @@ func rangeCases(field string, lo, hi, below, above string, integer bool) []setti
 		{field + "/String", body(`"abc"`), false, field, rng},
 		{field + "/NumericString", body(`"` + lo + `"`), false, field, rng},
 		{field + "/Bool", body(`true`), false, field, rng},
-		{field + "/Null", body(`null`), false, field, kind},
+		{field + "/Null", body(`null`), true, "", ""}, // a reset to the default
 		{field + "/Object", body(`{}`), false, field, kind},
 	}
 	if integer {
@@ -1287,5 +1287,27 @@ func TestServe_DeleteSessionAndProfile(t *testing.T) {
 	b.must(http.StatusOK, "GET", "/v1/memories", b.bob, nil, &list)
 	if len(list.Memories) != 1 {
 		t.Errorf("bob has %d memories after alice's deletion, want 1", len(list.Memories))
+	}
+}
+
+// TestServe_SettingsReset: PATCH with nulls resets those settings to the
+// default; mixing resets and values, or an unknown name, is a 400 that
+// changes nothing.
+func TestServe_SettingsReset(t *testing.T) {
+	b := setup(t, opts{})
+	var s mnemo.Settings
+	b.must(http.StatusOK, "PATCH", "/v1/settings", b.alice, map[string]any{"semanticWeight": 0.7, "rrfK": 20}, &s)
+	for _, body := range []map[string]any{{"semanticWeight": nil, "rrfK": 30}, {"colour": nil}} {
+		if r := b.do("PATCH", "/v1/settings", b.alice, body); r.status != http.StatusBadRequest {
+			t.Errorf("PATCH %v: %d %s", body, r.status, r.body)
+		}
+	}
+	b.must(http.StatusOK, "PATCH", "/v1/settings", b.alice, map[string]any{"semanticWeight": nil}, &s)
+	if def := mnemo.DefaultSettings(); s.SemanticWeight != def.SemanticWeight || s.RRFK != 20 {
+		t.Errorf("after resetting semanticWeight: %+v", s)
+	}
+	b.must(http.StatusOK, "GET", "/v1/settings", b.alice, nil, &s)
+	if s.RRFK != 20 || s.SemanticWeight != mnemo.DefaultSettings().SemanticWeight {
+		t.Errorf("stored after the reset: %+v", s)
 	}
 }

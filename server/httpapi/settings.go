@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 
@@ -37,6 +38,24 @@ func (s *Server) patchSettings(w http.ResponseWriter, r *http.Request, profile s
 	}
 	if len(raw) == 0 {
 		return badRequest("no settings given: known settings are %s", strings.Join(mnemo.SettingNames(), ", "))
+	}
+	var reset []string
+	for k, v := range raw {
+		if string(v) == "null" {
+			reset = append(reset, k)
+		}
+	}
+	if len(reset) > 0 {
+		if len(reset) < len(raw) {
+			return badRequest("null resets a setting to its default: send the resets and the new values in separate requests")
+		}
+		slices.Sort(reset)
+		next, err := s.e.ResetSettings(r.Context(), profile, reset)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, next)
+		return nil
 	}
 	cur, err := s.e.Settings(r.Context(), profile)
 	if err != nil {

@@ -1103,6 +1103,40 @@ func (s *Store) SetSettings(ctx context.Context, profile string, kv map[string]s
 	return nil
 }
 
+// Profiles implements store.Store.
+func (s *Store) Profiles(ctx context.Context) ([]store.ProfileCount, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT profile, count(*) FROM memories GROUP BY profile ORDER BY profile`)
+	if err != nil {
+		return nil, fmt.Errorf("list profiles: %w", err)
+	}
+	defer rows.Close()
+	var out []store.ProfileCount
+	for rows.Next() {
+		var p store.ProfileCount
+		if err := rows.Scan(&p.Profile, &p.Memories); err != nil {
+			return nil, fmt.Errorf("list profiles: %w", err)
+		}
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}
+
+// DeleteSettings implements store.Store.
+func (s *Store) DeleteSettings(ctx context.Context, profile string, keys []string) error {
+	w, err := s.writer()
+	if err != nil {
+		return err
+	}
+	if _, err := w.ExecContext(ctx, `DELETE FROM settings WHERE profile = ? AND key IN (SELECT value FROM json_each(?))`,
+		profile, jsonList(keys)); err != nil {
+		return fmt.Errorf("delete settings: %w", mapErr(err))
+	}
+	return nil
+}
+
 // Count implements store.Store.
 func (s *Store) Count(ctx context.Context, profile string) (int, error) {
 	if err := s.check(); err != nil {

@@ -848,6 +848,27 @@ func exerciseUpdate(t *testing.T, open OpenFunc) {
 // Delete.
 
 func exerciseDelete(t *testing.T, open OpenFunc) {
+	t.Run("ProfilesFollowDeletions", func(t *testing.T) {
+		b := setup(t, open)
+		if ps, err := b.s.Profiles(b.ctx); err != nil || len(ps) != 0 {
+			t.Errorf("Profiles of an empty store = %v, %v", ps, err)
+		}
+		b.insert(mem("bob", "b-1", "one"), mem("alice", "a-1", "one"), mem("alice", "a-2", "two"), mem("carol", "c-1", "one"))
+		if err := b.s.Delete(b.ctx, "carol", "c-1"); err != nil {
+			t.Fatal(err)
+		}
+		want := []store.ProfileCount{{Profile: "alice", Memories: 2}, {Profile: "bob", Memories: 1}}
+		if ps, err := b.s.Profiles(b.ctx); err != nil || !slices.Equal(ps, want) {
+			t.Errorf("Profiles = %v, %v; want %v", ps, err, want)
+		}
+		if _, err := b.s.DeleteProfile(b.ctx, "alice"); err != nil {
+			t.Fatal(err)
+		}
+		if ps, err := b.s.Profiles(b.ctx); err != nil || !slices.Equal(ps, want[1:]) {
+			t.Errorf("Profiles after deleting alice = %v, %v", ps, err)
+		}
+	})
+
 	t.Run("MatchingSessionOrProject", func(t *testing.T) {
 		b := setup(t, open)
 		b.insert(
@@ -1952,6 +1973,21 @@ func exerciseSettings(t *testing.T, open OpenFunc) {
 		}
 	}
 
+	t.Run("Delete", func(t *testing.T) {
+		b := setup(t, open)
+		set(b, "alice", map[string]string{"a": "1", "b": "2", "c": "3"})
+		set(b, "bob", map[string]string{"a": "1"})
+		if err := b.s.DeleteSettings(b.ctx, "alice", []string{"a", "c", "never-set"}); err != nil {
+			t.Fatal(err)
+		}
+		if kv := settings(b, "alice"); !maps.Equal(kv, map[string]string{"b": "2"}) {
+			t.Errorf("alice's settings after deleting a and c = %v", kv)
+		}
+		if kv := settings(b, "bob"); !maps.Equal(kv, map[string]string{"a": "1"}) {
+			t.Errorf("bob's settings = %v", kv)
+		}
+	})
+
 	t.Run("EmptyStore", func(t *testing.T) {
 		b := setup(t, open)
 		for _, p := range []string{"alice", ""} {
@@ -2094,6 +2130,19 @@ func exerciseClose(t *testing.T, open OpenFunc) {
 			return err
 		}},
 		{"SetSettings", func(b *bundle) error { return b.s.SetSettings(b.ctx, "alice", map[string]string{"k": "v"}) }},
+		{"DeleteSettings", func(b *bundle) error { return b.s.DeleteSettings(b.ctx, "alice", []string{"k"}) }},
+		{"Profiles", func(b *bundle) error {
+			_, err := b.s.Profiles(b.ctx)
+			return err
+		}},
+		{"DeleteMatching", func(b *bundle) error {
+			_, err := b.s.DeleteMatching(b.ctx, store.DeleteParams{Profile: "alice", Session: "s1"})
+			return err
+		}},
+		{"DeleteProfile", func(b *bundle) error {
+			_, err := b.s.DeleteProfile(b.ctx, "alice")
+			return err
+		}},
 		{"Count", func(b *bundle) error {
 			_, err := b.s.Count(b.ctx, "alice")
 			return err
