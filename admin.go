@@ -171,7 +171,9 @@ func (e *Engine) Update(ctx context.Context, profile, id string, p Patch) (Memor
 		if len(cur) == 0 {
 			return Memory{}, fmt.Errorf("update memory %s: %w", id, ErrNotFound)
 		}
-		if cur[0].Content != *p.Content {
+		if cur[0].Content != *p.Content && e.noEmbedding() != nil {
+			up.EmbeddingModel = noEmbedderModel // clears the stale embedding
+		} else if cur[0].Content != *p.Content {
 			// A model name with no vector clears the embedding.
 			up.EmbeddingModel = e.emb.Model()
 			vecs, err := e.embedWrite(ctx, []string{*p.Content})

@@ -21,6 +21,9 @@ import (
 // embedder).
 func openAdmin(t *testing.T, emb embed.Embedder) *mnemo.Engine {
 	t.Helper()
+	if emb == nil {
+		emb = embed.NewHash(embed.DefaultHashDim)
+	}
 	e, err := mnemo.Open(filepath.Join(t.TempDir(), "mnemo.db"), &mnemo.Config{Embedder: emb, AccessFlushInterval: -1})
 	if err != nil {
 		t.Fatal(err)
@@ -356,7 +359,7 @@ func TestEngine_Keys(t *testing.T) {
 func TestEngine_RecallPool(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "mnemo.db")
-	e, err := mnemo.Open(path, &mnemo.Config{AccessFlushInterval: -1})
+	e, err := mnemo.Open(path, &mnemo.Config{Embedder: embed.NewHash(embed.DefaultHashDim), AccessFlushInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -390,7 +393,7 @@ func TestEngine_RecallPool(t *testing.T) {
 		}
 		// A fresh engine: the access counts its index holds are the
 		// store's, untouched by e's recalls (they flush only on Close).
-		fresh, err := mnemo.Open(path, &mnemo.Config{AccessFlushInterval: -1})
+		fresh, err := mnemo.Open(path, &mnemo.Config{Embedder: embed.NewHash(embed.DefaultHashDim), AccessFlushInterval: -1})
 		if err != nil {
 			t.Fatal(err)
 		}

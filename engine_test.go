@@ -12,6 +12,8 @@ import (
 
 	"github.com/mnemo-dev/mnemo"
 	"github.com/mnemo-dev/mnemo/embed"
+	"github.com/mnemo-dev/mnemo/embed/glove"
+	"github.com/mnemo-dev/mnemo/internal/testenv"
 	"github.com/mnemo-dev/mnemo/mnemotype"
 	"github.com/mnemo-dev/mnemo/store/sqlitestore"
 )
@@ -25,7 +27,7 @@ type testBundle struct {
 func setup(t *testing.T) (*mnemo.Engine, *testBundle) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "mnemo.db")
-	e, err := mnemo.Open(path, &mnemo.Config{AccessFlushInterval: -1})
+	e, err := mnemo.Open(path, &mnemo.Config{Embedder: embed.NewHash(embed.DefaultHashDim), AccessFlushInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,7 +321,7 @@ func TestEngine_AccessTracking(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "m.db")
 	ctx := context.Background()
-	e, err := mnemo.Open(path, &mnemo.Config{AccessFlushInterval: -1})
+	e, err := mnemo.Open(path, &mnemo.Config{Embedder: embed.NewHash(embed.DefaultHashDim), AccessFlushInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,7 +344,7 @@ func TestEngine_AccessTracking(t *testing.T) {
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}
-	e, err = mnemo.Open(path, nil)
+	e, err = mnemo.Open(path, &mnemo.Config{Embedder: embed.NewHash(embed.DefaultHashDim)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -367,7 +369,7 @@ func TestEngine_SeesOtherWriters(t *testing.T) {
 	if _, err := e1.Recall(ctx, mnemo.Query{Profile: "me", Text: "kayaks"}); err != nil {
 		t.Fatal(err)
 	}
-	e2, err := mnemo.Open(b.path, &mnemo.Config{AccessFlushInterval: -1})
+	e2, err := mnemo.Open(b.path, &mnemo.Config{Embedder: embed.NewHash(embed.DefaultHashDim), AccessFlushInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -587,7 +589,7 @@ func TestEngine_ReadOnlyStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ro, err := mnemo.Open("", &mnemo.Config{Store: st, AccessFlushInterval: -1})
+	ro, err := mnemo.Open("", &mnemo.Config{Embedder: embed.NewHash(embed.DefaultHashDim), Store: st, AccessFlushInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -636,4 +638,58 @@ func TestEngine_TimesRoundTripExactly(t *testing.T) {
 	if n, err := e.Count(ctx, "me"); err != nil || n != 5 {
 		t.Errorf("Count = %d, %v; want 5", n, err)
 	}
+}
+
+// TestOpen_DefaultEmbedder: without Config.Embedder, the engine uses the
+// built-in model when it is installed under Home, and otherwise embeds
+// nothing: memories are stored without embeddings (not counted as
+// deferred), recall skips the dense leg and says why, reembed refuses —
+// never the hashing embedder.
+func TestOpen_DefaultEmbedder(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	t.Run("NotInstalled", func(t *testing.T) {
+		t.Parallel()
+		e, err := mnemo.Open(filepath.Join(t.TempDir(), "mnemo.db"), &mnemo.Config{Home: t.TempDir(), AccessFlushInterval: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.Close()
+		if m := e.Embedder().Model(); m != "none" {
+			t.Fatalf("default embedder without a model: %s", m)
+		}
+		res, err := e.Write(ctx, []mnemo.Input{{Profile: "me", Content: "the walrus migrates north"}, {Profile: "me", Content: "given a vector",
+			Embedding: []float32{1, 0, 0}, EmbeddingModel: "mine"}})
+		if err != nil || res.Deferred != 0 || res.EmbedErr != nil || res.Memories[0].Embedding != nil || len(res.Memories[1].Embedding) != 3 {
+			t.Fatalf("Write = %+v, %v; want the first stored without an embedding, nothing deferred", res, err)
+		}
+		got, err := e.Recall(ctx, mnemo.Query{Profile: "me", Text: "walrus", Trace: true})
+		if err != nil || len(got.Results) == 0 || got.Results[0].ID != res.Memories[0].ID {
+			t.Fatalf("Recall = %+v, %v", got, err)
+		}
+		if why := got.Trace.Skipped["dense"]; !strings.Contains(why, "not installed") {
+			t.Errorf("the trace says the dense leg was skipped because %q", why)
+		}
+		if _, err := e.Reembed(ctx, mnemo.ReembedParams{Profile: "me"}); !errors.Is(err, mnemo.ErrNoEmbedder) {
+			t.Errorf("Reembed: %v, want ErrNoEmbedder", err)
+		}
+		c := "the walrus migrates south"
+		m, err := e.Update(ctx, "me", res.Memories[1].ID, mnemo.Patch{Content: &c})
+		if err != nil || m.Embedding != nil {
+			t.Errorf("Update of the content: %+v, %v; want the stale vector cleared", m, err)
+		}
+	})
+	t.Run("Installed", func(t *testing.T) {
+		t.Parallel()
+		home := testenv.Home(t)
+		testenv.Model(t, glove.DefaultPath, glove.Load, glove.ErrModelMissing) // skips without the model, unless CI
+		e, err := mnemo.Open(filepath.Join(t.TempDir(), "mnemo.db"), &mnemo.Config{Home: home, AccessFlushInterval: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.Close()
+		if m := e.Embedder().Model(); m != glove.DefaultName {
+			t.Errorf("default embedder with the model installed: %s, want %s", m, glove.DefaultName)
+		}
+	})
 }

@@ -18,6 +18,8 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -27,6 +29,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/mnemo-dev/mnemo/embed"
+	"github.com/mnemo-dev/mnemo/embed/glove"
 	"github.com/mnemo-dev/mnemo/mnemotype"
 	"github.com/mnemo-dev/mnemo/recall"
 	"github.com/mnemo-dev/mnemo/store"
@@ -55,6 +58,9 @@ var (
 	ErrDimensionMismatch = mnemotype.ErrDimensionMismatch
 	ErrInvalid           = mnemotype.ErrInvalid
 	ErrExists            = mnemotype.ErrExists
+	// ErrNoEmbedder: the engine has no embedder (Config.Embedder unset and
+	// the built-in model not installed), so nothing is embedded.
+	ErrNoEmbedder = errors.New("no embedder")
 )
 
 // Defaults.
@@ -82,9 +88,17 @@ const (
 
 // Config configures an Engine. The zero value (or nil) is ready to use.
 type Config struct {
-	// Embedder embeds memories and queries. Defaults to the hashing
-	// embedder (embed.NewHash), which is deterministic but not semantic.
+	// Embedder embeds memories and queries. Defaults to the built-in
+	// embedder (GloVe-SIF) when its model is installed under Home (`mnemo
+	// models pull`), else to none: memories are stored without embeddings
+	// and recall runs without the dense leg, its trace saying why. The
+	// hashing embedder (embed.NewHash) is never a default: it is not
+	// semantic.
 	Embedder embed.Embedder
+	// Home is mnemo's data directory, where the built-in model is looked up
+	// when Embedder is unset. Defaults to $MNEMO_HOME, else
+	// $XDG_DATA_HOME/mnemo, else ~/.local/share/mnemo.
+	Home string
 	// Store replaces the SQLite store Open would create at path (e.g. a
 	// Postgres store); the Engine takes ownership and closes it.
 	Store store.Store
@@ -130,9 +144,6 @@ func (c *Config) withDefaults() Config {
 	var out Config
 	if c != nil {
 		out = *c
-	}
-	if out.Embedder == nil {
-		out.Embedder = embed.NewHash(embed.DefaultHashDim)
 	}
 	if out.Defaults == nil {
 		d := DefaultSettings()
@@ -180,6 +191,13 @@ func Open(path string, cfg *Config) (*Engine, error) {
 	c := cfg.withDefaults()
 	if _, err := c.Defaults.options(); err != nil {
 		return nil, fmt.Errorf("open: default settings: %w", err)
+	}
+	if c.Embedder == nil {
+		emb, err := defaultEmbedder(c.Home)
+		if err != nil {
+			return nil, fmt.Errorf("open: %w", err)
+		}
+		c.Embedder = emb
 	}
 	st := c.Store
 	if st == nil {
@@ -390,7 +408,7 @@ func (e *Engine) Write(ctx context.Context, ins []Input) (*WriteResult, error) {
 		}
 		seen[m.ID] = i
 		if len(ins[i].Embedding) > 0 {
-			if len(ins[i].Embedding) != e.emb.Dim() {
+			if len(ins[i].Embedding) != e.emb.Dim() && e.noEmbedding() == nil {
 				return nil, batchErr(len(ins), i, fmt.Errorf("%w: embedding has %d dimensions, the embedder %s has %d",
 					ErrDimensionMismatch, len(ins[i].Embedding), e.emb.Model(), e.emb.Dim()))
 			}
@@ -413,7 +431,7 @@ func (e *Engine) Write(ctx context.Context, ins []Input) (*WriteResult, error) {
 	}
 	var toEmbed []int
 	for i := range mems {
-		if !res.Replayed[i] && len(ins[i].Embedding) == 0 {
+		if !res.Replayed[i] && len(ins[i].Embedding) == 0 && e.noEmbedding() == nil {
 			toEmbed = append(toEmbed, i)
 		}
 	}
@@ -476,8 +494,8 @@ func (e *Engine) Write(ctx context.Context, ins []Input) (*WriteResult, error) {
 			continue
 		}
 		res.Created++
-		if len(m.Embedding) == 0 {
-			res.Deferred++
+		if len(m.Embedding) == 0 && e.noEmbedding() == nil {
+			res.Deferred++ // without an embedder nothing is embedded later either
 		}
 	}
 	if res.Deferred == 0 {
@@ -896,4 +914,67 @@ func (e *Engine) index(ctx context.Context, profile string) (*vector.Index, erro
 	}
 	pi.x.Seq = cs.Seq
 	return pi.x, nil
+}
+
+// DefaultHome is mnemo's data directory: $MNEMO_HOME, else
+// $XDG_DATA_HOME/mnemo, else ~/.local/share/mnemo.
+func DefaultHome() (string, error) {
+	if h := os.Getenv("MNEMO_HOME"); h != "" {
+		return h, nil
+	}
+	if x := os.Getenv("XDG_DATA_HOME"); x != "" {
+		return filepath.Join(x, "mnemo"), nil
+	}
+	u, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("locate home directory (set MNEMO_HOME): %w", err)
+	}
+	return filepath.Join(u, ".local", "share", "mnemo"), nil
+}
+
+// defaultEmbedder is Config.Embedder's default: the built-in model if it
+// is installed under home, else none. A model file that is there but
+// unreadable is an error, not a silent fallback.
+func defaultEmbedder(home string) (embed.Embedder, error) {
+	if home == "" {
+		h, err := DefaultHome()
+		if err != nil {
+			return noEmbedder{reason: err.Error()}, nil
+		}
+		home = h
+	}
+	path := glove.DefaultPath(home)
+	m, err := glove.Load(path)
+	if errors.Is(err, glove.ErrModelMissing) {
+		return noEmbedder{reason: fmt.Sprintf("the built-in model is not installed at %s (mnemo models pull installs it), and Config.Embedder is unset", path)}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load the built-in embedder: %w", err)
+	}
+	return m, nil
+}
+
+// noEmbedder stands for no embedder at all: it embeds nothing, and the
+// engine stores memories without embeddings and recalls without the
+// dense leg instead of calling it.
+type noEmbedder struct{ reason string }
+
+// noEmbedderModel is the embedding model an update records when it clears
+// a stale embedding without an embedder.
+const noEmbedderModel = "none"
+
+func (noEmbedder) Model() string { return noEmbedderModel }
+func (noEmbedder) Dim() int      { return 0 }
+func (n noEmbedder) Embed(context.Context, []string) ([][]float32, error) {
+	return nil, n.err()
+}
+func (n noEmbedder) err() error { return fmt.Errorf("%w: %s", ErrNoEmbedder, n.reason) }
+
+// noEmbedding returns why the engine embeds nothing, or nil when it has
+// an embedder.
+func (e *Engine) noEmbedding() error {
+	if n, ok := e.emb.(noEmbedder); ok {
+		return n.err()
+	}
+	return nil
 }

@@ -132,7 +132,9 @@ func (e *Engine) Recall(ctx context.Context, q Query) (*RecallResult, error) {
 			return out, nil
 		},
 	}
-	if opts.Fusion.Weight(mnemotype.LegDense) > 0 {
+	if err := e.noEmbedding(); err != nil && opts.Fusion.Weight(mnemotype.LegDense) > 0 {
+		req.VectorErr = err // the dense leg is skipped, and the trace says why
+	} else if opts.Fusion.Weight(mnemotype.LegDense) > 0 {
 		t0 = time.Now()
 		req.Vector, req.VectorErr = e.embedQuery(ctx, q.Text)
 		if n, d := idx.Foreign(); req.VectorErr == nil && n > 0 && idx.Embedded() == 0 {

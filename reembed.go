@@ -118,6 +118,9 @@ func (s ReembedStats) OtherCount() int {
 // background of a server.
 func (e *Engine) Reembed(ctx context.Context, p ReembedParams) (ReembedStats, error) {
 	st := ReembedStats{Model: e.emb.Model()}
+	if err := e.noEmbedding(); err != nil {
+		return st, fmt.Errorf("reembed: %w", err)
+	}
 	if strings.TrimSpace(p.Profile) == "" {
 		return st, mnemotype.Invalidf("profile is required")
 	}

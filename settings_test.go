@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/mnemo-dev/mnemo"
+	"github.com/mnemo-dev/mnemo/embed"
 	"github.com/mnemo-dev/mnemo/store/sqlitestore"
 )
 
@@ -48,7 +49,7 @@ func TestEngine_AllZeroWeightsRefused(t *testing.T) {
 	}
 	d := mnemo.DefaultSettings()
 	d.KeywordWeight, d.SemanticWeight = 0, 0
-	_, err = mnemo.Open(t.TempDir()+"/x.db", &mnemo.Config{Defaults: &d})
+	_, err = mnemo.Open(t.TempDir()+"/x.db", &mnemo.Config{Embedder: embed.NewHash(embed.DefaultHashDim), Defaults: &d})
 	check("Open with all-zero default weights", err)
 }
 
@@ -65,7 +66,7 @@ func TestEngine_StoredAllZeroWeights(t *testing.T) {
 	if err := st.SetSettings(ctx, "me", map[string]string{"keywordWeight": "0", "semanticWeight": "0"}); err != nil {
 		t.Fatal(err)
 	}
-	e, err := mnemo.Open("", &mnemo.Config{Store: st, AccessFlushInterval: -1})
+	e, err := mnemo.Open("", &mnemo.Config{Embedder: embed.NewHash(embed.DefaultHashDim), Store: st, AccessFlushInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

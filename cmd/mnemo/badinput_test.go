@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mnemo-dev/mnemo"
+	"github.com/mnemo-dev/mnemo/embed"
 	"github.com/mnemo-dev/mnemo/server/httpapi"
 	"github.com/mnemo-dev/mnemo/server/mcpserver"
 )
@@ -48,7 +49,7 @@ func TestBadInput_Catalogue(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	e, err := mnemo.Open(c.env["MNEMO_DB"], &mnemo.Config{AccessFlushInterval: -1})
+	e, err := mnemo.Open(c.env["MNEMO_DB"], &mnemo.Config{Embedder: embed.NewHash(embed.DefaultHashDim), AccessFlushInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mnemo-dev/mnemo"
+	"github.com/mnemo-dev/mnemo/embed"
 	"github.com/mnemo-dev/mnemo/mnemotype"
 )
 
@@ -49,7 +50,7 @@ func FuzzImportLines(f *testing.F) {
 	} {
 		f.Add(seed)
 	}
-	e, err := mnemo.Open(filepath.Join(f.TempDir(), "mnemo.db"), &mnemo.Config{AccessFlushInterval: -1})
+	e, err := mnemo.Open(filepath.Join(f.TempDir(), "mnemo.db"), &mnemo.Config{Embedder: embed.NewHash(embed.DefaultHashDim), AccessFlushInterval: -1})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mnemo-dev/mnemo"
+	"github.com/mnemo-dev/mnemo/embed"
 )
 
 // TestMain lets the test binary act as the mnemo binary when re-executed
@@ -310,7 +311,7 @@ func TestCLI_AddSurvivesKill9(t *testing.T) {
 		return
 	}
 	t.Logf("%d acknowledged adds, %d writers killed", len(acked), killed)
-	e, err := mnemo.Open(db, nil)
+	e, err := mnemo.Open(db, &mnemo.Config{Embedder: embed.NewHash(embed.DefaultHashDim)})
 	if err != nil {
 		t.Fatalf("reopen after kill -9: %v", err)
 	}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/mnemo-dev/mnemo"
+	"github.com/mnemo-dev/mnemo/embed"
 	"github.com/mnemo-dev/mnemo/internal/testenv"
 )
 
@@ -313,7 +314,7 @@ func TestServe_GracefulShutdownLosesNoAcknowledgedWrite(t *testing.T) {
 	if fi, err := os.Stat(db + "-wal"); err == nil && fi.Size() > 0 {
 		t.Errorf("WAL holds %d bytes after shutdown: not checkpointed", fi.Size())
 	}
-	e, err := mnemo.Open(db, &mnemo.Config{AccessFlushInterval: -1})
+	e, err := mnemo.Open(db, &mnemo.Config{Embedder: embed.NewHash(embed.DefaultHashDim), AccessFlushInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mnemo-dev/mnemo"
+	"github.com/mnemo-dev/mnemo/embed"
 	"github.com/mnemo-dev/mnemo/server/httpapi"
 )
 
@@ -32,7 +33,7 @@ type fuzzServer struct {
 
 func newFuzzServer(f *testing.F) *fuzzServer {
 	f.Helper()
-	e, err := mnemo.Open(filepath.Join(f.TempDir(), "mnemo.db"), &mnemo.Config{AccessFlushInterval: -1})
+	e, err := mnemo.Open(filepath.Join(f.TempDir(), "mnemo.db"), &mnemo.Config{Embedder: embed.NewHash(embed.DefaultHashDim), AccessFlushInterval: -1})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mnemo-dev/mnemo"
+	"github.com/mnemo-dev/mnemo/embed"
 	"github.com/mnemo-dev/mnemo/mnemotype"
 	"github.com/mnemo-dev/mnemo/server/httpapi"
 	"github.com/mnemo-dev/mnemo/store"
@@ -171,7 +172,7 @@ func TestServe_StorageFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	fs := &fullStore{Store: st}
-	e, err := mnemo.Open("", &mnemo.Config{Store: fs, AccessFlushInterval: -1})
+	e, err := mnemo.Open("", &mnemo.Config{Embedder: embed.NewHash(embed.DefaultHashDim), Store: fs, AccessFlushInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mnemo-dev/mnemo"
+	"github.com/mnemo-dev/mnemo/embed"
 	"github.com/mnemo-dev/mnemo/server/httpapi"
 	"github.com/mnemo-dev/mnemo/server/mcpserver"
 )
@@ -45,7 +46,7 @@ func setup(t *testing.T, o opts) *bundle {
 	t.Helper()
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "mnemo.db")
-	ecfg := mnemo.Config{AccessFlushInterval: -1}
+	ecfg := mnemo.Config{Embedder: embed.NewHash(embed.DefaultHashDim), AccessFlushInterval: -1}
 	if o.engine != nil {
 		o.engine(&ecfg)
 	}
@@ -670,7 +671,7 @@ func TestServe_LiveSettings(t *testing.T) {
 		t.Errorf("second PATCH not in force: %+v", rec.Trace)
 	}
 	// Persisted: another engine on the same file sees them.
-	e2, err := mnemo.Open(b.path, &mnemo.Config{AccessFlushInterval: -1})
+	e2, err := mnemo.Open(b.path, &mnemo.Config{Embedder: embed.NewHash(embed.DefaultHashDim), AccessFlushInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/mnemo-dev/mnemo"
+	"github.com/mnemo-dev/mnemo/embed"
 	"github.com/mnemo-dev/mnemo/internal/testenv"
 	"github.com/mnemo-dev/mnemo/mnemotype"
 	"github.com/mnemo-dev/mnemo/server/mcpserver"
@@ -50,7 +51,7 @@ func TestTools_StableErrorMessages(t *testing.T) {
 	}
 	secret := errors.New("disk I/O error reading /var/lib/secret/mnemo.db page 4711")
 	fs := &failingStore{Store: st, InsertErr: fmt.Errorf("insert memories: %w", secret), LexicalErr: secret}
-	e, err := mnemo.Open("", &mnemo.Config{Store: fs, AccessFlushInterval: -1})
+	e, err := mnemo.Open("", &mnemo.Config{Embedder: embed.NewHash(embed.DefaultHashDim), Store: fs, AccessFlushInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
