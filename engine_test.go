@@ -123,10 +123,11 @@ func TestEngine_ScopeIsolation(t *testing.T) {
 	a2 := mk("A", "p1", "s2", "semantic")
 	a3 := mk("A", "p2", "s3", "episodic")
 	b1 := mk("B", "p1", "s1", "episodic")
+	// The memories share their text: duplicates are not collapsed here.
 	legs := map[string]map[string]string{
-		"lexical only": {"semanticWeight": "0"},
-		"dense only":   {"keywordWeight": "0"},
-		"all legs":     {"recencyWeight": "1", "accessWeight": "1"},
+		"lexical only": {"semanticWeight": "0", "collapseDuplicates": "false"},
+		"dense only":   {"keywordWeight": "0", "collapseDuplicates": "false"},
+		"all legs":     {"recencyWeight": "1", "accessWeight": "1", "collapseDuplicates": "false"},
 	}
 	cases := []struct {
 		name string
@@ -692,4 +693,44 @@ func TestOpen_DefaultEmbedder(t *testing.T) {
 			t.Errorf("default embedder with the model installed: %s, want %s", m, glove.DefaultName)
 		}
 	})
+}
+
+// TestEngine_CollapseDuplicates: copies of one content (but for case,
+// punctuation and spacing) come back as their best-ranked copy listing the
+// others, and the next results take their places; the setting turns it
+// off.
+func TestEngine_CollapseDuplicates(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	e, _ := setup(t)
+	var copies []string
+	for i, c := range []string{"The deploy failed!", "the deploy  FAILED", "The deploy failed.", "The deploy failed"} {
+		copies = append(copies, remember(t, e, mnemo.Input{Profile: "me", Session: fmt.Sprintf("s%d", i), Content: c}).ID)
+	}
+	other := remember(t, e, mnemo.Input{Profile: "me", Content: "the deploy of the billing service"}).ID
+	third := remember(t, e, mnemo.Input{Profile: "me", Content: "deploy notes"}).ID
+	res, err := e.Recall(ctx, mnemo.Query{Profile: "me", Text: "deploy failed", Limit: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(res); len(got) != 3 || !slices.Contains(copies, got[0]) || !slices.Contains(got, other) || !slices.Contains(got, third) {
+		t.Fatalf("collapsed recall = %v; want one copy first, then %s and %s", got, other, third)
+	}
+	dups := append([]string{res.Results[0].ID}, res.Results[0].Duplicates...)
+	slices.Sort(dups)
+	if want := slices.Sorted(slices.Values(copies)); !slices.Equal(dups, want) {
+		t.Errorf("the first result and its duplicates = %v, want %v", dups, want)
+	}
+	for i, r := range res.Results {
+		if r.Rank != i+1 {
+			t.Errorf("result %d has rank %d", i, r.Rank)
+		}
+	}
+	res, err = e.Recall(ctx, mnemo.Query{Profile: "me", Text: "deploy failed", Limit: 3, Overrides: map[string]string{"collapseDuplicates": "false"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(res); len(got) != 3 || !slices.Contains(copies, got[1]) || res.Results[0].Duplicates != nil {
+		t.Errorf("collapseDuplicates=false: %v", got)
+	}
 }

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/mnemo-dev/mnemo/mnemotype"
 	"github.com/mnemo-dev/mnemo/recall"
@@ -62,6 +64,9 @@ type Recalled struct {
 	Legs map[string]LegDetail
 	// Counterfactual maps other strategies to this memory's rank under them.
 	Counterfactual map[string]int
+	// Duplicates are the ids of the memories of the same content ranked
+	// below this one, left out of the results (Settings.CollapseDuplicates).
+	Duplicates []string
 }
 
 // RecallResult is the answer to a Query.
@@ -117,6 +122,7 @@ func (e *Engine) Recall(ctx context.Context, q Query) (*RecallResult, error) {
 			Actors: q.Actors, After: q.After, Before: q.Before},
 		Limit:          q.Limit,
 		Options:        opts,
+		Spare:          spareFor(set, q.Limit),
 		Trace:          q.Trace || q.Timings,
 		Counterfactual: q.Trace,
 		Model:          e.emb.Model(),
@@ -167,11 +173,23 @@ func (e *Engine) Recall(ctx context.Context, q Query) (*RecallResult, error) {
 	for _, m := range mems {
 		byID[m.ID] = m
 	}
-	out := &RecallResult{Results: make([]Recalled, 0, len(resp.Results))}
+	out := &RecallResult{Results: make([]Recalled, 0, min(len(resp.Results), q.Limit))}
+	kept := map[string]int{} // a content's key → its result
 	for _, r := range resp.Results {
 		m, ok := byID[r.ID]
 		if !ok {
 			continue // deleted between the legs and now
+		}
+		if set.CollapseDuplicates {
+			k := contentKey(m.Content)
+			if i, dup := kept[k]; dup {
+				out.Results[i].Duplicates = append(out.Results[i].Duplicates, m.ID)
+				continue
+			}
+			if len(out.Results) == q.Limit {
+				continue // only a duplicate of a result could still count
+			}
+			kept[k] = len(out.Results)
 		}
 		out.Results = append(out.Results, Recalled{Memory: m, Score: r.Score, Rank: len(out.Results) + 1, Legs: r.Legs,
 			Counterfactual: r.Counterfactual})
@@ -179,8 +197,12 @@ func (e *Engine) Recall(ctx context.Context, q Query) (*RecallResult, error) {
 	timings["fetch"] = msSince(t0)
 	if !q.NoTouch {
 		now := time.Now().UTC()
-		idx.Touch(now, ids...)
-		e.access.record(q.Profile, now, ids)
+		touched := make([]string, len(out.Results))
+		for i, r := range out.Results {
+			touched[i] = r.ID
+		}
+		idx.Touch(now, touched...)
+		e.access.record(q.Profile, now, touched)
 	}
 	if resp.Trace != nil {
 		for k, v := range timings {
@@ -215,3 +237,25 @@ func (e *Engine) embedQuery(ctx context.Context, text string) ([]float32, error)
 }
 
 func msSince(t time.Time) float64 { return float64(time.Since(t).Microseconds()) / 1000 }
+
+// spareFor is how many results beyond limit a recall asks for, to fill the
+// places of collapsed duplicates.
+func spareFor(s Settings, limit int) int {
+	if !s.CollapseDuplicates {
+		return 0
+	}
+	return min(limit, MaxLimit)
+}
+
+// contentKey is what two memories' contents must share to be duplicates:
+// their letters and digits, case folded, words in order.
+// Contents without a letter or digit ("🙂", "!!!") are compared whole.
+func contentKey(content string) string {
+	k := strings.Join(strings.FieldsFunc(strings.ToLower(content), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsNumber(r)
+	}), " ")
+	if k == "" {
+		return "\x00" + strings.TrimSpace(content)
+	}
+	return k
+}

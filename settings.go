@@ -88,6 +88,11 @@ type Settings struct {
 	// the turn after the question that matches). 0 is off.
 	NeighborRadius int     `json:"neighborRadius"`
 	NeighborShare  float64 `json:"neighborShare"`
+	// CollapseDuplicates keeps, of memories whose contents are the same
+	// but for case, punctuation and spacing, the best-ranked alone; the
+	// others are listed on it (Recalled.Duplicates) and the next results
+	// take their places.
+	CollapseDuplicates bool `json:"collapseDuplicates"`
 }
 
 // DefaultSettings returns the settings a new profile starts with.
@@ -116,6 +121,7 @@ func DefaultSettings() Settings {
 		ContextFieldWeight: DefaultContextFieldWeight,
 		NeighborRadius:     DefaultNeighborRadius,
 		NeighborShare:      DefaultNeighborShare,
+		CollapseDuplicates: true,
 	}
 }
 
@@ -258,6 +264,7 @@ func settingFields() []settingField {
 		floatField("contextFieldWeight", func(s *Settings) *float64 { return &s.ContextFieldWeight }, 0, MaxWeight),
 		intField("neighborRadius", func(s *Settings) *int { return &s.NeighborRadius }, 0, 10),
 		floatField("neighborShare", func(s *Settings) *float64 { return &s.NeighborShare }, 0, 1),
+		boolField("collapseDuplicates", func(s *Settings) *bool { return &s.CollapseDuplicates }),
 	}
 }
 

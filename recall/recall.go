@@ -96,6 +96,10 @@ type Request struct {
 	Query string
 	Scope mnemotype.Scope
 	Limit int
+	// Spare asks for up to Spare more results ranked after the first Limit,
+	// for a caller that may drop some of them (duplicates); the legs'
+	// fetch size and every score are Limit's.
+	Spare int
 	// Vector is the query embedding by Model; nil when the dense leg cannot
 	// run (VectorErr says why, and the trace reports it).
 	Vector    []float32
@@ -394,7 +398,7 @@ func Run(ctx context.Context, src Source, vec Vectors, req Request) (*Response, 
 	// Per-leg details cost two maps per candidate; only returned results
 	// need them. The importance prior can lift a result from beyond the
 	// detailed top, in which case fusion runs again with every detail.
-	fp.DetailsTop = 2 * req.Limit
+	fp.DetailsTop = 2*req.Limit + req.Spare
 	var out fusion.Outcome
 	var fused []fusion.Result
 	var lends []fusion.Lend
@@ -421,8 +425,8 @@ func Run(ctx context.Context, src Source, vec Vectors, req Request) (*Response, 
 			fusedList = fusion.LendToNeighbors(fusedList, lends, o.NeighborShare, top[len(top)-1].Score)
 		}
 		fused = fusion.ApplyImportance(fusedList, importance, o.Importance, out.K)
-		if len(fused) > req.Limit {
-			fused = fused[:req.Limit]
+		if len(fused) > req.Limit+req.Spare {
+			fused = fused[:req.Limit+req.Spare]
 		}
 		if fp.DetailsTop == 0 || !slices.ContainsFunc(fused, func(r fusion.Result) bool { return r.Legs == nil }) {
 			break

@@ -55,6 +55,9 @@ type RecallResult struct {
 	Metadata       json.RawMessage            `json:"metadata,omitempty"`
 	Legs           map[string]mnemo.LegDetail `json:"legs"`
 	Counterfactual map[string]int             `json:"counterfactual,omitempty"`
+	// Duplicates are the ids of the memories of the same content this
+	// result stands for (setting collapseDuplicates).
+	Duplicates []string `json:"duplicates,omitempty"`
 }
 
 // RecallResponse is the body of POST /v1/recall and the output of
@@ -87,7 +90,7 @@ func results(res *mnemo.RecallResult, counterfactual bool) []RecallResult {
 		out = append(out, RecallResult{ID: r.ID, Content: r.Content, Score: r.Score, Rank: r.Rank, Kind: string(r.Kind),
 			Project: r.Project, Session: r.Session, Actor: r.Actor, Seq: r.Seq, OccurredAt: r.OccurredAt,
 			Importance: r.Importance, CreatedAt: r.CreatedAt, Metadata: r.Metadata,
-			Legs: r.Legs})
+			Legs: r.Legs, Duplicates: r.Duplicates})
 		if counterfactual {
 			out[len(out)-1].Counterfactual = r.Counterfactual
 		}
