@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -149,6 +150,11 @@ func CheckID(field, id string) error {
 		return Invalidf("%s is not valid UTF-8", field)
 	case id == "." || id == "..":
 		return Invalidf("%s %q: . and .. cannot be ids", field, id)
+	case strings.Contains(id, "/") && slices.ContainsFunc(strings.Split(id, "/"), func(part string) bool {
+		return part == "" || part == "." || part == ".."
+	}):
+		// A URL path holding such an id is cleaned into another one.
+		return Invalidf("%s %q: the parts of an id between slashes cannot be empty, . or ..", field, id)
 	}
 	for _, r := range id {
 		if !unicode.IsPrint(r) {

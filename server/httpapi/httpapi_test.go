@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -1141,6 +1142,17 @@ func TestServe_IDWithSlash(t *testing.T) {
 	b.must(200, "PATCH", "/v1/memories/conv-26%2FD1:3", b.alice, map[string]any{"importance": 0.9}, nil)
 	b.must(204, "DELETE", "/v1/memories/conv-26%2FD1:3", b.alice, nil, nil)
 	b.must(404, "GET", "/v1/memories/conv-26%2FD1:3", b.alice, nil, nil)
+	// Every id a POST accepts is reachable at its escaped path; those a
+	// URL path would be cleaned into another are refused.
+	for _, id := range []string{"a/b/c", "a b/ü", "a%2Fb", "a?b#c", "...", "a/.b", "a/..b"} {
+		b.create(b.alice, map[string]any{"id": id, "content": "x"})
+		b.must(200, "GET", "/v1/memories/"+url.PathEscape(id), b.alice, nil, nil)
+	}
+	for _, id := range []string{"/", "a/", "/a", "a//b", "a/./b", "a/../b", "./a", "a/.."} {
+		if r := b.do("POST", "/v1/memories", b.alice, map[string]any{"id": id, "content": "x"}); r.status != 400 || !strings.Contains(r.errMsg(t), "between slashes") {
+			t.Errorf("id %q: %d %s", id, r.status, r.body)
+		}
+	}
 }
 
 // TestServe_ConversationFields: actor, occurred_at and seq are stored by
