@@ -840,3 +840,62 @@ func TestIndex_Concurrent(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestIndex_SearchScoresAreScores: a search's scores are Score's to the
+// bit, whether its rows are scored a block at a time (most of a block in
+// scope) or one by one (few), serially or in parallel, with rows of
+// another model mixed in.
+func TestIndex_SearchScoresAreScores(t *testing.T) {
+	t.Parallel()
+	const dim, n = 37, 3000
+	r := rand.New(rand.NewPCG(3, 4))
+	x := vector.New()
+	var mems []mnemotype.Memory
+	for i := range n {
+		v := make([]float32, dim)
+		for j := range v {
+			v[j] = float32(r.NormFloat64())
+		}
+		model := "m1"
+		if r.IntN(10) == 0 {
+			model = "m2"
+		}
+		sess := "common"
+		if r.IntN(40) == 0 {
+			sess = "rare"
+		}
+		mems = append(mems, mem(fmt.Sprintf("m%04d", i), session(sess), emb(model, v...)))
+	}
+	if err := x.Upsert(mems); err != nil {
+		t.Fatal(err)
+	}
+	q := make([]float32, dim)
+	for j := range q {
+		q[j] = float32(r.NormFloat64())
+	}
+	for _, f := range []vector.Filter{{}, {Sessions: []string{"rare"}}, {Sessions: []string{"common"}}} {
+		for name, search := range map[string]func([]float32, string, vector.Filter, int) ([]mnemotype.Hit, error){"serial": x.SearchSerial, "parallel": x.Search} {
+			hits, err := search(q, "m1", f, 200)
+			if err != nil || len(hits) == 0 {
+				t.Fatalf("%s %+v: %v, %v", name, f, hits, err)
+			}
+			ids := make([]string, len(hits))
+			for i, h := range hits {
+				ids[i] = h.ID
+			}
+			scored, err := x.Score(q, "m1", ids)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := map[string]float64{}
+			for _, h := range scored {
+				want[h.ID] = h.Score
+			}
+			for _, h := range hits {
+				if w, ok := want[h.ID]; !ok || w != h.Score {
+					t.Fatalf("%s %+v: %s searched %v, scored %v", name, f, h.ID, h.Score, w)
+				}
+			}
+		}
+	}
+}
