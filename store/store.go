@@ -65,7 +65,8 @@ type Store interface {
 	// Neighbors returns the turns around each of ids: the memories of its
 	// session (not the empty session) whose Seq is within radius of its
 	// own, itself aside, that are in scope. Each comes once per memory of
-	// ids it neighbours, with the distance in Seq.
+	// ids it neighbours, with the distance in Seq, ordered by that memory's
+	// id (byte order), then distance, then Seq.
 	Neighbors(ctx context.Context, scope mnemotype.Scope, ids []string, radius int) ([]Neighbor, error)
 	// RecentlyAccessed returns the ids of the n most recently accessed
 	// memories in the scope that have an embedding (seed 001's vector pool).

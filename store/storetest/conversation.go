@@ -193,6 +193,8 @@ func exerciseConversation(t *testing.T, open OpenFunc) {
 		want := []store.Neighbor{{ID: "t2", Of: "t3", Distance: 1}, {ID: "t4", Of: "t3", Distance: 1}, {ID: "t1", Of: "t3", Distance: 2}, {ID: "t5", Of: "t3", Distance: 2}, {ID: "t5", Of: "t6", Distance: 1}, {ID: "t4", Of: "t6", Distance: 2}}
 		if !sameNeighbors(got, want) {
 			t.Errorf("Neighbors = %v, want %v", got, want)
+		} else if !slices.Equal(got, want) {
+			t.Errorf("Neighbors in the order %v, want %v (by memory id, distance, then seq)", got, want)
 		}
 		got, err = b.s.Neighbors(b.ctx, mnemotype.Scope{Profile: "alice", Actors: []string{"A"}, Exclude: []string{"t4"}}, []string{"t3"}, 2)
 		if err != nil {
