@@ -65,7 +65,8 @@ type Recalled struct {
 	// Counterfactual maps other strategies to this memory's rank under them.
 	Counterfactual map[string]int
 	// Duplicates are the ids of the memories of the same content ranked
-	// below this one, left out of the results (Settings.CollapseDuplicates).
+	// below this one, left out of the results (Settings.CollapseDuplicates),
+	// among those read to fill the results.
 	Duplicates []string
 }
 
@@ -165,17 +166,37 @@ func (e *Engine) Recall(ctx context.Context, q Query) (*RecallResult, error) {
 	for i, r := range resp.Results {
 		ids[i] = r.ID
 	}
-	mems, err := e.st.Get(ctx, store.GetParams{Profile: q.Profile, IDs: ids})
-	if err != nil {
-		return nil, err
+	// The spare results are read only when duplicates left places to fill.
+	byID := make(map[string]Memory, len(ids))
+	read := 0
+	readUpTo := func(n int) error {
+		if n <= read {
+			return nil
+		}
+		mems, err := e.st.Get(ctx, store.GetParams{Profile: q.Profile, IDs: ids[read:n]})
+		if err != nil {
+			return err
+		}
+		for _, m := range mems {
+			byID[m.ID] = m
+		}
+		read = n
+		return nil
 	}
-	byID := make(map[string]Memory, len(mems))
-	for _, m := range mems {
-		byID[m.ID] = m
+	if err := readUpTo(min(len(ids), q.Limit)); err != nil {
+		return nil, err
 	}
 	out := &RecallResult{Results: make([]Recalled, 0, min(len(resp.Results), q.Limit))}
 	kept := map[string]int{} // a content's key → its result
-	for _, r := range resp.Results {
+	for i, r := range resp.Results {
+		if i == read {
+			if len(out.Results) == q.Limit {
+				break // full, no duplicate among them: the spares are not needed
+			}
+			if err := readUpTo(len(ids)); err != nil {
+				return nil, err
+			}
+		}
 		m, ok := byID[r.ID]
 		if !ok {
 			continue // deleted between the legs and now
