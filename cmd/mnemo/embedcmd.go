@@ -19,15 +19,23 @@ type embedOutput struct {
 // cmdEmbed prints the embeddings of its arguments (or of stdin's lines).
 func cmdEmbed(ctx context.Context, a *app, args []string) error {
 	fs := newFlags(a, "embed")
-	model := fs.String("model", "", "embedder: "+strings.Join(embedderNames, ", ")+" (default $MNEMO_EMBEDDER, else "+defaultEmbedder+")")
+	embedder := fs.String("embedder", "", "embedder: "+strings.Join(embedderNames, ", ")+" (default $MNEMO_EMBEDDER, else "+defaultEmbedder+")")
+	model := fs.String("model", "", "deprecated spelling of --embedder, kept for one release")
 	asJSON := fs.Bool("json", false, `print {"model","dim","vectors":[[...]]} as JSON`)
 	fs.Usage = func() {
-		fmt.Fprintln(a.stderr, "usage: mnemo embed [--model NAME] [--json] TEXT...\n       mnemo embed [--model NAME] [--json] < lines.txt\nEmbeds each argument (or each line of stdin when there is none).")
+		fmt.Fprintln(a.stderr, "usage: mnemo embed [--embedder NAME] [--json] TEXT...\n       mnemo embed [--embedder NAME] [--json] < lines.txt\nEmbeds each argument (or each line of stdin when there is none).")
 		fs.PrintDefaults()
 	}
 	texts, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
+	}
+	switch {
+	case *model != "" && *embedder != "" && *model != *embedder:
+		return usagef("--model is the old spelling of --embedder: give one of them")
+	case *model != "":
+		fmt.Fprintln(a.stderr, "mnemo embed: --model is deprecated; use --embedder")
+		embedder = model
 	}
 	if len(texts) == 0 {
 		sc := bufio.NewScanner(a.stdin)
@@ -42,7 +50,7 @@ func cmdEmbed(ctx context.Context, a *app, args []string) error {
 			return usagef("no text to embed")
 		}
 	}
-	e, err := a.openEmbedder(a.embedderName(*model))
+	e, err := a.openEmbedder(a.embedderName(*embedder))
 	if err != nil {
 		return err
 	}

@@ -13,7 +13,7 @@ func TestEmbed_JSON(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t)
 	var got embedOutput
-	if err := json.Unmarshal([]byte(c.ok("embed", "--model", "hash", "--json", "first text", "second text")), &got); err != nil {
+	if err := json.Unmarshal([]byte(c.ok("embed", "--embedder", "hash", "--json", "first text", "second text")), &got); err != nil {
 		t.Fatal(err)
 	}
 	if got.Model != "hash" || got.Dim != 256 || len(got.Vectors) != 2 || len(got.Vectors[1]) != 256 {
@@ -33,7 +33,7 @@ func TestEmbed_JSON(t *testing.T) {
 func TestEmbed_TextAndStdin(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t)
-	code, out, errs := c.run("one\ntwo\nthree\n", "embed", "--model", "hash")
+	code, out, errs := c.run("one\ntwo\nthree\n", "embed", "--embedder", "hash")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -41,7 +41,7 @@ func TestEmbed_TextAndStdin(t *testing.T) {
 	if len(lines) != 4 || lines[0] != "# model hash, dim 256" || len(strings.Fields(lines[3])) != 256 {
 		t.Errorf("embed from stdin printed %d lines, header %q", len(lines), lines[0])
 	}
-	if code, _, _ := c.run("", "embed", "--model", "hash"); code != 2 {
+	if code, _, _ := c.run("", "embed", "--embedder", "hash"); code != 2 {
 		t.Errorf("embed with no text: exit %d, want 2", code)
 	}
 }
@@ -63,11 +63,25 @@ func TestEmbed_Glove(t *testing.T) {
 func TestEmbed_GloveMissing(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t)
-	code, _, errs := c.run("", "embed", "--model", "glove", "text")
+	code, _, errs := c.run("", "embed", "--embedder", "glove", "text")
 	if code != 1 || !strings.Contains(errs, "mnemo models pull") {
 		t.Errorf("embed without the model: exit %d: %s", code, errs)
 	}
-	if code, _, errs := c.run("", "embed", "--model", "nope", "text"); code != 2 {
-		t.Errorf("embed --model nope: exit %d: %s", code, errs)
+	if code, _, errs := c.run("", "embed", "--embedder", "nope", "text"); code != 2 {
+		t.Errorf("embed --embedder nope: exit %d: %s", code, errs)
+	}
+}
+
+// TestEmbed_ModelIsADeprecatedEmbedder: --model still works, with a
+// deprecation note; given with a different --embedder it is refused.
+func TestEmbed_ModelIsADeprecatedEmbedder(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	code, out, errs := c.run("", "embed", "--model", "hash", "--json", "text")
+	if code != 0 || !strings.Contains(out, `"model"`) || !strings.Contains(errs, "deprecated; use --embedder") {
+		t.Errorf("embed --model hash: exit %d, %s %s", code, out, errs)
+	}
+	if code, _, errs := c.run("", "embed", "--model", "hash", "--embedder", "glove", "text"); code != 2 {
+		t.Errorf("--model and another --embedder: exit %d, %s", code, errs)
 	}
 }
