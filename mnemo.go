@@ -918,11 +918,14 @@ func (e *Engine) index(ctx context.Context, profile string) (*vector.Index, erro
 
 // DefaultHome is mnemo's data directory: $MNEMO_HOME, else
 // $XDG_DATA_HOME/mnemo, else ~/.local/share/mnemo.
-func DefaultHome() (string, error) {
-	if h := os.Getenv("MNEMO_HOME"); h != "" {
+func DefaultHome() (string, error) { return HomeFrom(os.Getenv) }
+
+// HomeFrom is DefaultHome with the environment read through getenv.
+func HomeFrom(getenv func(string) string) (string, error) {
+	if h := getenv("MNEMO_HOME"); h != "" {
 		return h, nil
 	}
-	if x := os.Getenv("XDG_DATA_HOME"); x != "" {
+	if x := getenv("XDG_DATA_HOME"); x != "" {
 		return filepath.Join(x, "mnemo"), nil
 	}
 	u, err := os.UserHomeDir()

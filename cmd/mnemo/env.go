@@ -1,12 +1,11 @@
 package main
 
 import (
-	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/mnemo-dev/mnemo"
 	"github.com/mnemo-dev/mnemo/embed"
 	"github.com/mnemo-dev/mnemo/embed/glove"
 	"github.com/mnemo-dev/mnemo/embed/ollama"
@@ -16,19 +15,7 @@ import (
 // home returns mnemo's data directory: $MNEMO_HOME, else
 // $XDG_DATA_HOME/mnemo, else ~/.local/share/mnemo. Models live under
 // home/models and the default database is home/mnemo.db.
-func (a *app) home() (string, error) {
-	if h := a.getenv("MNEMO_HOME"); h != "" {
-		return h, nil
-	}
-	if x := a.getenv("XDG_DATA_HOME"); x != "" {
-		return filepath.Join(x, "mnemo"), nil
-	}
-	u, err := os.UserHomeDir()
-	if err != nil {
-		return "", fmt.Errorf("locate home directory (set MNEMO_HOME): %w", err)
-	}
-	return filepath.Join(u, ".local", "share", "mnemo"), nil
-}
+func (a *app) home() (string, error) { return mnemo.HomeFrom(a.getenv) }
 
 // dbPath resolves the database file: the --db flag, else $MNEMO_DB, else
 // home/mnemo.db.

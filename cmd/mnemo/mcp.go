@@ -13,11 +13,6 @@ import (
 	"github.com/mnemo-dev/mnemo/server/mcpserver"
 )
 
-// nopWriteCloser lets the MCP transport "close" stdout without closing it.
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
-
 // cmdMCP serves MCP on stdin/stdout for one profile, until stdin ends or
 // the process is interrupted. stdout carries only the protocol; logs go to
 // stderr.

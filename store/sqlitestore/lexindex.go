@@ -67,16 +67,6 @@ const (
 // is indexed with in a new database (Options.ContextTurns 0).
 const DefaultContextTurns = 1
 
-// indexedTurns returns how many previous turns of its session each
-// memory's context field holds: what the database's index was built with.
-func indexedTurns(ctx context.Context, q queryer) (int, error) {
-	var n int
-	if err := q.QueryRowContext(ctx, `SELECT max(0, value) FROM counters WHERE name = 'context_turns'`).Scan(&n); err != nil {
-		return 0, fmt.Errorf("read the index's context turns: %w", err)
-	}
-	return n, nil
-}
-
 // newWriteIndexer returns the indexer of a write transaction, with the
 // context turns the database is indexed with (another process may have
 // rebuilt it with another number since this store opened), and the

@@ -187,3 +187,13 @@ func indexState(t *testing.T, s *Store) map[string]string {
 	}
 	return out
 }
+
+// indexedTurns returns how many previous turns of its session each
+// memory's context field holds: what the database's index was built with.
+func indexedTurns(ctx context.Context, q queryer) (int, error) {
+	var n int
+	if err := q.QueryRowContext(ctx, `SELECT max(0, value) FROM counters WHERE name = 'context_turns'`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("read the index's context turns: %w", err)
+	}
+	return n, nil
+}
