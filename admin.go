@@ -407,7 +407,7 @@ func (e *Engine) RecallPool(ctx context.Context, q Query) (*RecallResult, error)
 	// The view's store answers the pipeline's repeats of the queries above
 	// from memory instead of running them twice.
 	view := &Engine{cfg: e.cfg, st: memo, emb: e.emb, log: e.log, access: e.access,
-		indexes: map[string]*profileIndex{q.Profile: {x: x}}}
+		indexes: map[string]*profileIndex{q.Profile: {x: x, partial: true}}}
 	return view.Recall(ctx, q)
 }
 

@@ -709,7 +709,7 @@ func TestEngine_CollapseDuplicates(t *testing.T) {
 	}
 	other := remember(t, e, mnemo.Input{Profile: "me", Content: "the deploy of the billing service"}).ID
 	third := remember(t, e, mnemo.Input{Profile: "me", Content: "deploy notes"}).ID
-	res, err := e.Recall(ctx, mnemo.Query{Profile: "me", Text: "deploy failed", Limit: 3})
+	res, err := e.Recall(ctx, mnemo.Query{Profile: "me", Text: "deploy failed", Limit: 3, Overrides: map[string]string{"minRelevance": "0"}})
 	if err != nil {
 		t.Fatal(err)
 	}

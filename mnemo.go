@@ -183,6 +183,9 @@ type Engine struct {
 type profileIndex struct {
 	sync sync.Mutex
 	x    *vector.Index
+	// partial marks an index holding part of the profile (RecallPool's
+	// pool): the profile's size is then read from the store.
+	partial bool
 }
 
 // Open opens the engine on the SQLite file at path (created if missing),

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 
 	"github.com/mnemo-dev/mnemo/mnemotype"
 	"github.com/mnemo-dev/mnemo/recall"
 	"github.com/mnemo-dev/mnemo/store"
+	"github.com/mnemo-dev/mnemo/vector"
 )
 
 // Query is one recall request.
@@ -58,6 +60,10 @@ type Recalled struct {
 	Memory
 	// Score is the fused score after the importance prior; higher is better.
 	Score float64
+	// Relevance is the estimate, in [0, 1], that this memory is relevant:
+	// comparable across queries and stores, unlike Score (package
+	// relevance; Settings.MinRelevance cuts below it).
+	Relevance float64
 	// Rank is the 1-based position.
 	Rank int
 	// Legs holds each leg's rank, raw score and contribution.
@@ -116,25 +122,37 @@ func (e *Engine) Recall(ctx context.Context, q Query) (*RecallResult, error) {
 		return nil, err
 	}
 	timings["index_sync"] = msSince(t0)
+	size, err := e.profileSize(ctx, q.Profile, idx)
+	if err != nil {
+		return nil, err
+	}
 
+	// Memories the pipeline read (for the relevance estimate or the
+	// exact-match bonus) are kept for the results.
+	byID := map[string]Memory{}
+	var readMu sync.Mutex
 	req := recall.Request{
 		Query: q.Text,
 		Scope: mnemotype.Scope{Profile: q.Profile, Project: q.Project, Sessions: q.Sessions, Kinds: q.Kinds, Exclude: q.Exclude,
 			Actors: q.Actors, After: q.After, Before: q.Before},
 		Limit:          q.Limit,
+		ProfileSize:    size,
 		Options:        opts,
 		Spare:          spareFor(set, q.Limit),
 		Trace:          q.Trace || q.Timings,
 		Counterfactual: q.Trace,
 		Model:          e.emb.Model(),
-		Contents: func(ctx context.Context, ids []string) (map[string]string, error) {
+		Texts: func(ctx context.Context, ids []string) (map[string]recall.Text, error) {
 			ms, err := e.st.Get(ctx, store.GetParams{Profile: q.Profile, IDs: ids})
 			if err != nil {
 				return nil, err
 			}
-			out := make(map[string]string, len(ms))
+			out := make(map[string]recall.Text, len(ms))
 			for _, m := range ms {
-				out[m.ID] = m.Content
+				out[m.ID] = recall.Text{Content: m.Content, Actor: m.Actor}
+				readMu.Lock()
+				byID[m.ID] = m // the results read below need not be read again
+				readMu.Unlock()
 			}
 			return out, nil
 		},
@@ -167,13 +185,22 @@ func (e *Engine) Recall(ctx context.Context, q Query) (*RecallResult, error) {
 		ids[i] = r.ID
 	}
 	// The spare results are read only when duplicates left places to fill.
-	byID := make(map[string]Memory, len(ids))
 	read := 0
 	readUpTo := func(n int) error {
 		if n <= read {
 			return nil
 		}
-		mems, err := e.st.Get(ctx, store.GetParams{Profile: q.Profile, IDs: ids[read:n]})
+		var missing []string
+		for _, id := range ids[read:n] {
+			if _, ok := byID[id]; !ok {
+				missing = append(missing, id)
+			}
+		}
+		if len(missing) == 0 {
+			read = n
+			return nil
+		}
+		mems, err := e.st.Get(ctx, store.GetParams{Profile: q.Profile, IDs: missing})
 		if err != nil {
 			return err
 		}
@@ -212,7 +239,7 @@ func (e *Engine) Recall(ctx context.Context, q Query) (*RecallResult, error) {
 			}
 			kept[k] = len(out.Results)
 		}
-		out.Results = append(out.Results, Recalled{Memory: m, Score: r.Score, Rank: len(out.Results) + 1, Legs: r.Legs,
+		out.Results = append(out.Results, Recalled{Memory: m, Score: r.Score, Relevance: r.Relevance, Rank: len(out.Results) + 1, Legs: r.Legs,
 			Counterfactual: r.Counterfactual})
 	}
 	timings["fetch"] = msSince(t0)
@@ -255,6 +282,18 @@ func (e *Engine) embedQuery(ctx context.Context, text string) ([]float32, error)
 		}
 	}
 	return vs[0], nil
+}
+
+// profileSize is the number of memories in the profile: its index's, unless
+// the index holds only part of it (RecallPool).
+func (e *Engine) profileSize(ctx context.Context, profile string, idx *vector.Index) (int, error) {
+	e.mu.Lock()
+	pi := e.indexes[profile]
+	e.mu.Unlock()
+	if pi != nil && pi.partial {
+		return e.st.Count(ctx, profile)
+	}
+	return idx.Len(), nil
 }
 
 func msSince(t time.Time) float64 { return float64(time.Since(t).Microseconds()) / 1000 }

@@ -93,6 +93,19 @@ type Settings struct {
 	// others are listed on it (Recalled.Duplicates) and the next results
 	// take their places.
 	CollapseDuplicates bool `json:"collapseDuplicates"`
+	// MinRelevance, in [0, 1], drops results whose relevance estimate
+	// (package relevance: the fitted probability that the query has an
+	// answer in scope, times the result's share of the best score) is below
+	// it; 0 keeps every result. A recall where nothing is relevant returns
+	// nothing.
+	MinRelevance float64 `json:"minRelevance"`
+	// Autocut, in [0, 10], ends the results before their Autocut-th large
+	// gap in relevance (relevance.Autocut: a drop of at least 0.1 and at
+	// least twice the mean of the other drops); 0 is off.
+	Autocut int `json:"autocut"`
+	// RelevanceMargin, in [0, 1]: the importance prior reorders two results
+	// only when their relevance differs by at most this much.
+	RelevanceMargin float64 `json:"relevanceMargin"`
 }
 
 // DefaultSettings returns the settings a new profile starts with.
@@ -122,8 +135,20 @@ func DefaultSettings() Settings {
 		NeighborRadius:     DefaultNeighborRadius,
 		NeighborShare:      DefaultNeighborShare,
 		CollapseDuplicates: true,
+		MinRelevance:       DefaultMinRelevance,
+		RelevanceMargin:    DefaultRelevanceMargin,
 	}
 }
+
+// Defaults of the relevance floor and margin, chosen by the evaluation on
+// locomo-dev and scifact (docs/eval/relevance.md has the figures): the
+// floor answers 85% of queries without an answer in scope with nothing for
+// 0.016 of recall@10; below the margin, the order of two results' relevance
+// agrees with the judgments about as often as a coin.
+const (
+	DefaultMinRelevance    = 0.2
+	DefaultRelevanceMargin = 0.02
+)
 
 // Defaults of the conversation-aware settings, chosen by the evaluation on
 // locomo-dev (docs/eval/README.md, which has the figures). The context
@@ -265,6 +290,9 @@ func settingFields() []settingField {
 		intField("neighborRadius", func(s *Settings) *int { return &s.NeighborRadius }, 0, 10),
 		floatField("neighborShare", func(s *Settings) *float64 { return &s.NeighborShare }, 0, 1),
 		boolField("collapseDuplicates", func(s *Settings) *bool { return &s.CollapseDuplicates }),
+		floatField("minRelevance", func(s *Settings) *float64 { return &s.MinRelevance }, 0, 1),
+		intField("autocut", func(s *Settings) *int { return &s.Autocut }, 0, 10),
+		floatField("relevanceMargin", func(s *Settings) *float64 { return &s.RelevanceMargin }, 0, 1),
 	}
 }
 
@@ -390,6 +418,9 @@ func (s Settings) options() (recall.Options, error) {
 		Fields:          store.FieldWeights{Content: 1, Actor: s.ActorFieldWeight, Time: s.TimeFieldWeight, Context: s.ContextFieldWeight},
 		NeighborRadius:  s.NeighborRadius,
 		NeighborShare:   s.NeighborShare,
+		MinRelevance:    s.MinRelevance,
+		Autocut:         s.Autocut,
+		RelevanceMargin: s.RelevanceMargin,
 	}
 	if err := o.Fusion.Validate(); err != nil {
 		return o, fmt.Errorf("settings: %w", err)

@@ -80,6 +80,9 @@ type ConfigResult struct {
 	CI           map[string]Interval            `json:"-"`
 	CIExcluding  map[string]Interval            `json:"-"`
 	CIByCategory map[string]map[string]Interval `json:"-"`
+	// NoAnswer is set when the run asked queries without an answer
+	// (Options.NoAnswer).
+	NoAnswer *NoAnswerResult `json:"no_answer,omitempty"`
 
 	hits [][]Hit // per evaluated query
 }
@@ -388,6 +391,24 @@ func (r *Report) WriteMarkdown(w io.Writer, chart string) error {
 		versus(fmt.Sprintf("Versus %s: without %s", in.Baseline, r.excludedLabel()), r.ComparisonsExcluding)
 	}
 
+	if len(r.Configs) > 0 && r.Configs[0].NoAnswer != nil {
+		na := r.Configs[0].NoAnswer
+		kinds := sortedNames(na.ByKind)
+		fmt.Fprintf(&b, "\n## Queries without an answer\n\n%d queries with no relevant memory in scope (seed %d): "+
+			"the share each configuration answers with nothing, [95%% CI].\n\n| config | answered with nothing |", na.N, in.Seed)
+		for _, k := range kinds {
+			fmt.Fprintf(&b, " %s (n=%d) |", k, na.ByKind[k].N)
+		}
+		b.WriteString("\n|---|---:|" + strings.Repeat("---:|", len(kinds)) + "\n")
+		for _, c := range r.Configs {
+			fmt.Fprintf(&b, "| %s | %s [%s, %s] |", c.Name, f3(c.NoAnswer.Empty), f3(c.NoAnswer.CI.Low), f3(c.NoAnswer.CI.High))
+			for _, k := range kinds {
+				fmt.Fprintf(&b, " %s |", f3(c.NoAnswer.ByKind[k].Empty))
+			}
+			b.WriteString("\n")
+		}
+	}
+
 	if len(r.Configs) > 0 && len(r.Configs[0].ByCategory) > 0 {
 		cats := sortedNames(r.Configs[0].ByCategory)
 		b.WriteString("\n## By category\n\nMeans with their bootstrap 95% intervals.\n")
@@ -506,6 +527,23 @@ func (r *Report) WriteText(w io.Writer) error {
 	table("all queries", func(c ConfigResult) *Metrics { return &c.Overall }, false)
 	if len(r.ExcludeCategories) > 0 && len(r.Configs) > 0 && r.Configs[0].OverallExcluding != nil {
 		table("without "+r.excludedLabel(), func(c ConfigResult) *Metrics { return c.OverallExcluding }, true)
+	}
+	if len(r.Configs) > 0 && r.Configs[0].NoAnswer != nil {
+		kinds := sortedNames(r.Configs[0].NoAnswer.ByKind)
+		fmt.Fprintf(w, "\n%d queries without an answer: share answered with nothing\n", r.Configs[0].NoAnswer.N)
+		fmt.Fprint(tw, "config\tall\t95% CI\t")
+		for _, k := range kinds {
+			fmt.Fprintf(tw, "%s\t", k)
+		}
+		fmt.Fprint(tw, "\n")
+		for _, c := range r.Configs {
+			fmt.Fprintf(tw, "%s\t%s\t[%s, %s]\t", c.Name, f3(c.NoAnswer.Empty), f3(c.NoAnswer.CI.Low), f3(c.NoAnswer.CI.High))
+			for _, k := range kinds {
+				fmt.Fprintf(tw, "%s\t", f3(c.NoAnswer.ByKind[k].Empty))
+			}
+			fmt.Fprint(tw, "\n")
+		}
+		tw.Flush()
 	}
 	for _, s := range r.Sweeps {
 		for _, ser := range s.Series {

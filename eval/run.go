@@ -84,6 +84,11 @@ type Options struct {
 	// LimitQueries, when > 0, evaluates only the first LimitQueries judged
 	// queries (in file order).
 	LimitQueries int
+	// NoAnswer, when > 0, also asks every configuration NoAnswer queries
+	// that have no relevant memory in scope (NoAnswerQueries with Seed) and
+	// reports the share it answers with nothing (ConfigResult.NoAnswer):
+	// what a relevance floor is for.
+	NoAnswer int
 	// Workers is the number of queries run concurrently. Defaults to
 	// GOMAXPROCS.
 	Workers int
@@ -147,6 +152,9 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Workers <= 0 {
 		o.Workers = runtime.GOMAXPROCS(0)
 	}
+	if o.NoAnswer < 0 {
+		return o, invalidf("no-answer = %d: must be ≥ 0", o.NoAnswer)
+	}
 	if o.LimitQueries < 0 {
 		return o, invalidf("limit-queries = %d: must be ≥ 0", o.LimitQueries)
 	}
@@ -199,6 +207,7 @@ func (o Options) limit() int { return o.Limit }
 type run struct {
 	cfg    Config
 	hits   [][]Hit              // per query
+	noAns  [][]Hit              // per no-answer query
 	values map[string][]float64 // metric → per-query value
 }
 
@@ -265,8 +274,12 @@ func Run(ctx context.Context, ds *Dataset, opts Options) (*Report, error) {
 	}
 	ingestTime := time.Since(t0)
 
+	var noAnswer []Query
+	if o.NoAnswer > 0 {
+		noAnswer = NoAnswerQueries(ds, o.NoAnswer, o.Seed)
+	}
 	// Queries are embedded once, whatever the number of configurations.
-	memo, err := warm(ctx, o.Embedder, queries)
+	memo, err := warm(ctx, o.Embedder, append(slices.Clone(queries), noAnswer...))
 	if err != nil {
 		return nil, err
 	}
@@ -307,6 +320,9 @@ func Run(ctx context.Context, ds *Dataset, opts Options) (*Report, error) {
 			accessNote = append(accessNote, r.cfg.Name)
 		}
 		r.hits, err = recallAll(ctx, e, queries, r.cfg, limit, workers, o.Progress)
+		if err == nil && len(noAnswer) > 0 {
+			r.noAns, err = recallAll(ctx, e, noAnswer, r.cfg, limit, workers, nil)
+		}
 		if e != eng {
 			err = errors.Join(err, e.Close())
 		}
@@ -319,6 +335,11 @@ func Run(ctx context.Context, ds *Dataset, opts Options) (*Report, error) {
 	rep, err := evaluate(ds, queries, o, cfgRuns, points)
 	if err != nil {
 		return nil, err
+	}
+	if len(noAnswer) > 0 {
+		for i := range rep.Configs {
+			rep.Configs[i].NoAnswer = noAnswerResult(noAnswer, cfgRuns[i].noAns, o, rep.Configs[i].Name)
+		}
 	}
 	rep.Info.Embedder = o.Embedder.Model()
 	rep.Info.Limit = limit
@@ -861,4 +882,43 @@ func sortedNames[V any](m map[string]V) []string {
 	}
 	slices.SortFunc(keys, cmp.Compare)
 	return keys
+}
+
+// NoAnswerResult is how a configuration answers queries that have no
+// relevant memory in scope: the share it answers with nothing.
+type NoAnswerResult struct {
+	N int `json:"n"`
+	// Empty is the share of the queries answered with no memory, and CI
+	// its bootstrap 95% interval.
+	Empty float64  `json:"empty"`
+	CI    Interval `json:"-"`
+	// ByKind splits them by kind (NoAnswerOther, NoAnswerNonsense).
+	ByKind map[string]NoAnswerKind `json:"by_kind"`
+}
+
+// NoAnswerKind is NoAnswerResult for one kind of query.
+type NoAnswerKind struct {
+	N     int     `json:"n"`
+	Empty float64 `json:"empty"`
+}
+
+func noAnswerResult(qs []Query, hits [][]Hit, o Options, config string) *NoAnswerResult {
+	empty := make([]float64, len(qs))
+	res := &NoAnswerResult{N: len(qs), ByKind: map[string]NoAnswerKind{}}
+	for i, q := range qs {
+		k := res.ByKind[q.Category]
+		k.N++
+		if len(hits[i]) == 0 {
+			empty[i] = 1
+			k.Empty++
+		}
+		res.ByKind[q.Category] = k
+	}
+	for name, k := range res.ByKind {
+		k.Empty /= float64(k.N)
+		res.ByKind[name] = k
+	}
+	res.Empty = Mean(empty)
+	res.CI = BootstrapCI([][]float64{empty}, o.Resamples, rng(o.Seed, "no-answer", config))[0]
+	return res
 }

@@ -6,15 +6,19 @@
 package recall
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/mnemo-dev/mnemo/fusion"
+	"github.com/mnemo-dev/mnemo/internal/ftstoken"
 	"github.com/mnemo-dev/mnemo/mnemotype"
+	"github.com/mnemo-dev/mnemo/relevance"
 	"github.com/mnemo-dev/mnemo/store"
 	"github.com/mnemo-dev/mnemo/vector"
 )
@@ -89,6 +93,15 @@ type Options struct {
 	// fusion.LendToNeighbors). 0 is off.
 	NeighborRadius int
 	NeighborShare  float64
+	// MinRelevance drops results whose relevance (package relevance) is
+	// below it; 0 keeps them all.
+	MinRelevance float64
+	// Autocut, when > 0, ends the results before their Autocut-th large
+	// gap in relevance (relevance.Autocut).
+	Autocut int
+	// RelevanceMargin: the importance prior reorders only results whose
+	// relevance differs by at most this much (relevance.Group).
+	RelevanceMargin float64
 }
 
 // Request is one recall.
@@ -96,6 +109,9 @@ type Request struct {
 	Query string
 	Scope mnemotype.Scope
 	Limit int
+	// ProfileSize is the number of memories in the profile (the relevance
+	// estimate reads BM25 scores by it).
+	ProfileSize int
 	// Spare asks for up to Spare more results ranked after the first Limit,
 	// for a caller that may drop some of them (duplicates); the legs'
 	// fetch size and every score are Limit's.
@@ -110,17 +126,25 @@ type Request struct {
 	// Counterfactual asks for every result's rank under the other
 	// strategies (one extra fusion each).
 	Counterfactual bool
-	// Contents returns the content of memories by id; the exact-match bonus
-	// needs it (it is called only when Options.Fusion.ExactMatchBonus > 0).
-	Contents func(ctx context.Context, ids []string) (map[string]string, error)
+	// Texts returns the content and actor of memories by id (a missing id
+	// was deleted meanwhile). The exact-match bonus reads the candidates'
+	// content, the relevance estimate the top results' content and actor.
+	// Nil: no bonus, and the estimate's coverage is 0.
+	Texts func(ctx context.Context, ids []string) (map[string]Text, error)
 }
+
+// Text is what the pipeline reads of a memory besides its scores.
+type Text struct{ Content, Actor string }
 
 // Result is one recalled memory id with its fused score and per-leg detail.
 type Result struct {
 	ID    string
 	Score float64
 	Rank  int
-	Legs  map[string]mnemotype.LegDetail
+	// Relevance is the result's relevance estimate in [0, 1]
+	// (relevance.Of).
+	Relevance float64
+	Legs      map[string]mnemotype.LegDetail
 	// Counterfactual maps other strategies to the rank this memory would
 	// have had under them on the same lists (fusion ranks, before the
 	// importance prior); filled when the request is traced.
@@ -154,8 +178,23 @@ type Trace struct {
 	Legs map[string][]mnemotype.Hit `json:"legs"`
 	// Skipped names legs not executed and why.
 	Skipped map[string]string `json:"skipped,omitempty"`
+	// Relevance is what the relevance estimate read and what it cut.
+	Relevance *RelevanceTrace `json:"relevance,omitempty"`
 	// Timings per stage in milliseconds.
 	Timings map[string]float64 `json:"timings_ms"`
+}
+
+// RelevanceTrace explains the relevance estimate of a recall.
+type RelevanceTrace struct {
+	Evidence relevance.Evidence `json:"evidence"`
+	relevance.Estimate
+	MinRelevance float64 `json:"min_relevance"`
+	Autocut      int     `json:"autocut,omitempty"`
+	Margin       float64 `json:"margin"`
+	// BelowMin and AutoCut count the results the floor and autocut dropped
+	// from the top limit.
+	BelowMin int `json:"below_min"`
+	AutoCut  int `json:"autocut_dropped,omitempty"`
 }
 
 // Response is the outcome of Run.
@@ -379,13 +418,13 @@ func Run(ctx context.Context, src Source, vec Vectors, req Request) (*Response, 
 	fp := o.Fusion
 	fp.Query = req.Query
 	fp.Counterfactual = req.Counterfactual
-	if fp.ExactMatchBonus > 0 && req.Contents != nil {
+	if fp.ExactMatchBonus > 0 && req.Texts != nil {
 		t0 = time.Now()
-		contents, err := req.Contents(ctx, cands)
+		texts, err := req.Texts(ctx, cands)
 		if err != nil {
 			return nil, fmt.Errorf("exact-match bonus: %w", err)
 		}
-		fp.Contents = func(id string) string { return contents[id] }
+		fp.Contents = func(id string) string { return texts[id].Content }
 		tr.Timings["contents"] = ms(time.Since(t0))
 	}
 	t0 = time.Now()
@@ -401,8 +440,11 @@ func Run(ctx context.Context, src Source, vec Vectors, req Request) (*Response, 
 	fp.DetailsTop = 2*req.Limit + req.Spare
 	var out fusion.Outcome
 	var fused []fusion.Result
+	var rels []float64 // fused's relevance
 	var lends []fusion.Lend
 	lendersAt := -1 // the fused results lends were read for
+	var est *relevance.Estimate
+	rt := &RelevanceTrace{MinRelevance: o.MinRelevance, Autocut: o.Autocut, Margin: o.RelevanceMargin}
 	for {
 		var err error
 		if out, err = fusion.FuseExplain(legs, fp); err != nil {
@@ -424,15 +466,31 @@ func Run(ctx context.Context, src Source, vec Vectors, req Request) (*Response, 
 			}
 			fusedList = fusion.LendToNeighbors(fusedList, lends, o.NeighborShare, top[len(top)-1].Score)
 		}
-		fused = fusion.ApplyImportance(fusedList, importance, o.Importance, out.K)
+		if est == nil {
+			// The scores do not depend on the details asked for, so a
+			// second pass reuses the estimate.
+			t1 := time.Now()
+			rt.Evidence = evidence(tr.Terms, lexical, dense, runLexical, runDense, req.Model)
+			rt.Evidence.Memories = req.ProfileSize
+			if rt.Evidence.Coverage, err = coverage(ctx, req.Texts, tr.Terms, fusedList[:min(len(fusedList), req.Limit)]); err != nil {
+				return nil, fmt.Errorf("relevance: %w", err)
+			}
+			e := relevance.Answerable(rt.Evidence)
+			est = &e
+			rt.Estimate = e
+			tr.Timings["relevance"] = ms(time.Since(t1))
+		}
+		fused, rels = prioritise(fusedList, importance, o, out.K, est.Answerable)
+		fused, rels, rt.BelowMin, rt.AutoCut = cut(fused, rels, o, req.Limit)
 		if len(fused) > req.Limit+req.Spare {
-			fused = fused[:req.Limit+req.Spare]
+			fused, rels = fused[:req.Limit+req.Spare], rels[:req.Limit+req.Spare]
 		}
 		if fp.DetailsTop == 0 || !slices.ContainsFunc(fused, func(r fusion.Result) bool { return r.Legs == nil }) {
 			break
 		}
 		fp.DetailsTop = 0
 	}
+	tr.Relevance = rt
 	tr.Timings["fusion"] = ms(time.Since(t0))
 	tr.Strategy, tr.Requested, tr.Switches = string(out.Strategy), string(out.Requested), out.Switches
 	tr.Intent, tr.Normalization, tr.Missing = string(out.Intent), string(out.Normalization), string(out.Missing)
@@ -443,7 +501,7 @@ func Run(ctx context.Context, src Source, vec Vectors, req Request) (*Response, 
 
 	resp := &Response{Results: make([]Result, len(fused))}
 	for i, f := range fused {
-		resp.Results[i] = Result{ID: f.ID, Score: f.Score, Rank: f.Rank, Legs: f.Legs, Counterfactual: f.Counterfactual}
+		resp.Results[i] = Result{ID: f.ID, Score: f.Score, Rank: f.Rank, Relevance: rels[i], Legs: f.Legs, Counterfactual: f.Counterfactual}
 	}
 	tr.Timings["pipeline"] = ms(time.Since(start))
 	if req.Trace {
@@ -451,6 +509,139 @@ func Run(ctx context.Context, src Source, vec Vectors, req Request) (*Response, 
 		resp.Trace = tr
 	}
 	return resp, nil
+}
+
+// evidence gathers what the relevance estimate reads from the legs' lists
+// (every candidate scored in every leg that ran).
+func evidence(terms []string, lexical, dense []mnemotype.Hit, runLexical, runDense bool, model string) relevance.Evidence {
+	e := relevance.Evidence{Terms: len(terms), Lexical: runLexical, Dense: runDense, Model: model}
+	for _, h := range lexical {
+		e.LexicalBest = max(e.LexicalBest, h.Score)
+	}
+	if runDense {
+		e.DenseBest = math.Inf(-1)
+		for _, h := range dense {
+			e.DenseBest = max(e.DenseBest, h.Score)
+		}
+		if len(dense) == 0 {
+			e.DenseBest = 0
+		}
+	}
+	return e
+}
+
+// coverage is the largest share of terms found in the content and actor of
+// one of top.
+func coverage(ctx context.Context, texts func(context.Context, []string) (map[string]Text, error), terms []string, top []fusion.Result) (float64, error) {
+	if texts == nil || len(terms) == 0 || len(top) == 0 {
+		return 0, nil
+	}
+	byID, err := texts(ctx, fusionIDs(top))
+	if err != nil {
+		return 0, err
+	}
+	// Words are compared as the lexical leg compares them: FTS5's tokens
+	// (case and diacritics folded, Porter-stemmed).
+	want := make([][]string, len(terms))
+	for i, term := range terms {
+		want[i] = ftstoken.Tokens(term)
+	}
+	best := 0.0
+	for _, r := range top {
+		t, ok := byID[r.ID]
+		if !ok {
+			continue
+		}
+		has := map[string]bool{}
+		ftstoken.Tokenize(t.Content+" "+t.Actor, func(tok string, _ int) { has[tok] = true })
+		n := 0
+		for _, toks := range want {
+			if len(toks) > 0 && !slices.ContainsFunc(toks, func(tok string) bool { return !has[tok] }) {
+				n++
+			}
+		}
+		best = max(best, float64(n)/float64(len(terms)))
+	}
+	return best, nil
+}
+
+// prioritise applies the importance prior to list (in fused order, before
+// the prior) under the relevance margin, and returns the new order with
+// each result's relevance.
+func prioritise(list []fusion.Result, importance func(string) float64, o Options, k, answerable float64) ([]fusion.Result, []float64) {
+	if len(list) == 0 {
+		return nil, nil
+	}
+	floor := min(0, list[len(list)-1].Score)
+	rel := make([]float64, len(list))
+	for i, r := range list {
+		rel[i] = relevance.Of(answerable, relevance.Share(r.Score, list[0].Score, floor))
+	}
+	prior := fusion.ApplyImportance(list, importance, o.Importance, k)
+	score := make(map[string]float64, len(prior))
+	for _, r := range prior {
+		score[r.ID] = r.Score
+	}
+	ps := make([]float64, len(list))
+	for i, r := range list {
+		ps[i] = score[r.ID]
+	}
+	order := relevance.Group(rel, ps, o.RelevanceMargin)
+	out := make([]fusion.Result, len(list))
+	rels := make([]float64, len(list))
+	for i, j := range order {
+		out[i], rels[i] = list[j], rel[j]
+		out[i].Score, out[i].Rank = ps[j], i+1
+	}
+	return out, rels
+}
+
+// cut drops the results below o.MinRelevance and those after the autocut,
+// reporting how many of the top limit each dropped.
+func cut(list []fusion.Result, rels []float64, o Options, limit int) ([]fusion.Result, []float64, int, int) {
+	keep := list[:0:0]
+	var kept []float64
+	below := 0
+	for i, r := range list {
+		if rels[i] < o.MinRelevance {
+			if i < limit {
+				below++
+			}
+			continue
+		}
+		keep, kept = append(keep, r), append(kept, rels[i])
+	}
+	auto := 0
+	if o.Autocut > 0 {
+		sorted := slices.Clone(kept[:min(len(kept), limit)])
+		slices.SortFunc(sorted, func(a, b float64) int { return cmp.Compare(b, a) })
+		if c := relevance.Autocut(sorted, o.Autocut); c < len(sorted) {
+			// What ranks at or above the c-th relevance stays, spares
+			// included (duplicates may take places).
+			floor := sorted[c-1]
+			var k2 []fusion.Result
+			var r2 []float64
+			for i, r := range keep {
+				if kept[i] >= floor {
+					k2, r2 = append(k2, r), append(r2, kept[i])
+				}
+			}
+			auto = min(len(keep), limit) - min(len(k2), limit)
+			keep, kept = k2, r2
+		}
+	}
+	for i := range keep {
+		keep[i].Rank = i + 1
+	}
+	return keep, kept, below, auto
+}
+
+func fusionIDs(rs []fusion.Result) []string {
+	out := make([]string, len(rs))
+	for i := range rs {
+		out[i] = rs[i].ID
+	}
+	return out
 }
 
 // lexicalSearch runs the AND query and, when it finds fewer than want hits

@@ -716,7 +716,7 @@ func TestRun_Fetch(t *testing.T) {
 func TestRun_Trace(t *testing.T) {
 	t.Parallel()
 	stages := func(s ...string) []string {
-		return sortedCopy(append(s, "cross_score", "signals", "fusion", "pipeline"))
+		return sortedCopy(append(s, "cross_score", "signals", "fusion", "relevance", "pipeline"))
 	}
 	for _, tc := range []struct {
 		name        string
@@ -996,6 +996,7 @@ func TestRun_DetailsOfLiftedResult(t *testing.T) {
 	src := &fakeSource{t: t, LexicalFunc: canned(hits("a", "b", "c"), nil)}
 	req := request("alpha beta", 1)
 	req.Options.Importance = fusion.ImportanceMultiplier
+	req.Options.RelevanceMargin = 1 // the prior may reorder anything
 	req.Options.Fusion = weights(mnemotype.LegRecency, 0.0, mnemotype.LegAccess, 0.0)
 	resp := run(t, src, newVectors(t, x), req)
 	if got := resultIDs(resp.Results); !slices.Equal(got, []string{"c"}) {
@@ -1004,5 +1005,80 @@ func TestRun_DetailsOfLiftedResult(t *testing.T) {
 	r := resp.Results[0]
 	if r.Legs[mnemotype.LegLexical].Rank != 3 || r.Legs[mnemotype.LegDense].Rank != 3 {
 		t.Errorf("c's legs = %+v, want lexical and dense rank 3", r.Legs)
+	}
+}
+
+// TestRun_Relevance: every result carries its relevance; the floor and
+// autocut drop what is below; the importance prior reorders only results
+// within the margin of each other.
+func TestRun_Relevance(t *testing.T) {
+	t.Parallel()
+	x := newIndex(t,
+		memSpec{id: "a", angle: 0, importance: 0},
+		memSpec{id: "b", angle: 0.6, importance: 1},
+		memSpec{id: "c", angle: 1.4, importance: 1},
+	)
+	lex := []mnemotype.Hit{{ID: "a", Score: 10}, {ID: "b", Score: 9}, {ID: "c", Score: 1}}
+	texts := map[string]recall.Text{"a": {Content: "alpha beta"}, "b": {Content: "alpha", Actor: "beta"}, "c": {Content: "gamma"}}
+	base := func(edit func(*recall.Options)) *recall.Response {
+		src := &fakeSource{t: t, LexicalFunc: canned(lex, lex)}
+		req := request("alpha beta", 3)
+		req.ProfileSize = 5000
+		req.Texts = func(_ context.Context, ids []string) (map[string]recall.Text, error) {
+			out := map[string]recall.Text{}
+			for _, id := range ids {
+				out[id] = texts[id]
+			}
+			return out, nil
+		}
+		req.Options.Importance = fusion.ImportanceMultiplier
+		req.Options.Fusion = weights(mnemotype.LegRecency, 0.0, mnemotype.LegAccess, 0.0)
+		req.Options.Fusion.Strategy = fusion.WeightedAverage
+		edit(&req.Options)
+		return run(t, src, newVectors(t, x), req)
+	}
+	rels := func(r *recall.Response) map[string]float64 {
+		out := map[string]float64{}
+		for _, res := range r.Results {
+			out[res.ID] = res.Relevance
+		}
+		return out
+	}
+
+	free := base(func(o *recall.Options) { o.RelevanceMargin = 1 })
+	if got := resultIDs(free.Results); !slices.Equal(got, []string{"b", "a", "c"}) {
+		t.Fatalf("prior free of the margin: %v, want b (importance 1) above a", got)
+	}
+	rel := rels(free)
+	if ev := free.Trace.Relevance; ev.Basis != "lexical" || ev.Evidence.Coverage != 1 || ev.Evidence.Memories != 5000 || ev.Answerable < 0.9 {
+		t.Errorf("relevance trace = %+v", ev)
+	}
+	if !(rel["a"] > rel["b"] && rel["b"] > rel["c"]) || rel["a"] > 1 || rel["c"] < 0 {
+		t.Errorf("relevance = %v, want a > b > c in [0, 1]", rel)
+	}
+	if d := rel["a"] - rel["b"]; d <= 0.02 {
+		t.Fatalf("a and b differ by %v; the case needs more than the margin: %v %+v", d, rel, free.Trace.Relevance)
+	}
+	held := base(func(o *recall.Options) { o.RelevanceMargin = 0.02 })
+	if got := resultIDs(held.Results); !slices.Equal(got, []string{"a", "b", "c"}) {
+		t.Errorf("margin 0.02: %v, want the relevance order a, b, c", got)
+	}
+	within := base(func(o *recall.Options) { o.RelevanceMargin = rel["a"] - rel["b"] })
+	if got := resultIDs(within.Results); got[0] != "b" {
+		t.Errorf("margin %v: %v, want b first (a and b within it)", rel["a"]-rel["b"], got)
+	}
+
+	floor := (rel["b"] + rel["c"]) / 2
+	cut := base(func(o *recall.Options) { o.RelevanceMargin, o.MinRelevance = 0.02, floor })
+	if got := resultIDs(cut.Results); !slices.Equal(got, []string{"a", "b"}) || cut.Trace.Relevance.BelowMin != 1 {
+		t.Errorf("min relevance %v: %v (%+v), want a, b and one below", floor, got, cut.Trace.Relevance)
+	}
+	none := base(func(o *recall.Options) { o.MinRelevance = 1 })
+	if len(none.Results) != 0 || none.Trace.Relevance.BelowMin != 3 {
+		t.Errorf("min relevance 1: %v (%+v), want nothing", resultIDs(none.Results), none.Trace.Relevance)
+	}
+	auto := base(func(o *recall.Options) { o.RelevanceMargin, o.Autocut = 0.02, 1 })
+	if n := len(auto.Results); n == 3 || n == 0 || auto.Trace.Relevance.AutoCut != 3-n {
+		t.Errorf("autocut 1 on %v: %v (%+v)", rel, resultIDs(auto.Results), auto.Trace.Relevance)
 	}
 }

@@ -69,6 +69,7 @@ func cmdEval(ctx context.Context, a *app, args []string) error {
 	chartOut := fs.String("chart", "", "write an SVG chart to this file")
 	runsOut := fs.String("runs", "", "write every configuration's ranked results to this file (TREC run format)")
 	limitQueries := fs.Int("limit-queries", 0, "evaluate only the first N judged queries (0: all)")
+	noAnswer := fs.Int("no-answer", 0, "also ask N queries that have no relevant memory in scope (a quarter made-up words, the rest questions asked of another conversation) and report the share answered with nothing")
 	seed := fs.Uint64("seed", eval.DefaultSeed, "seed of the bootstrap and randomization test")
 	resamples := fs.Int("resamples", eval.DefaultResamples, "bootstrap resamples and randomization permutations")
 	workers := fs.Int("workers", 0, "queries run concurrently (default: GOMAXPROCS)")
@@ -85,7 +86,7 @@ func cmdEval(ctx context.Context, a *app, args []string) error {
 	if len(pos) != 1 {
 		return usagef("usage: mnemo eval DATASET_DIR [flags] (see mnemo eval -h)")
 	}
-	opts := eval.Options{Baseline: *baseline, Limit: *limit, LimitQueries: *limitQueries, Seed: *seed, Resamples: *resamples, Workers: *workers,
+	opts := eval.Options{Baseline: *baseline, Limit: *limit, LimitQueries: *limitQueries, NoAnswer: *noAnswer, Seed: *seed, Resamples: *resamples, Workers: *workers,
 		Ingest: eval.IngestOptions{ContextTurns: *contextTurns, EmbedActor: *embedActor, Captions: *captions, EmbedContext: *embedContext}}
 	if *seed == 0 {
 		return usagef("--seed must be > 0")
@@ -95,6 +96,9 @@ func cmdEval(ctx context.Context, a *app, args []string) error {
 	}
 	if *limitQueries < 0 {
 		return usagef("--limit-queries must be ≥ 0")
+	}
+	if *noAnswer < 0 {
+		return usagef("--no-answer must be ≥ 0")
 	}
 	switch *ties {
 	case "average":

@@ -315,8 +315,8 @@ func TestCLI_SettingsSetAndReset(t *testing.T) {
 
 // TestCLI_RecallNamesCloseProfiles: a recall in a profile that holds no
 // memories says so on stderr, with the database's path and its profiles,
-// closest name first; a recall that matches nothing in a profile that has
-// memories says nothing more.
+// closest name first; a recall that finds nothing relevant in a profile
+// that has memories says that the floor dropped them, and how to see them.
 func TestCLI_RecallNamesCloseProfiles(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t)
@@ -328,8 +328,12 @@ func TestCLI_RecallNamesCloseProfiles(t *testing.T) {
 		!strings.Contains(errs, `profile "alcie" holds no memories in `+c.env["MNEMO_DB"]+"; profiles there, closest first: alice (1), alicia (1)") {
 		t.Errorf("recall in a mistyped profile: exit %d\n%s%s", code, out, errs)
 	}
-	if code, _, errs := c.run("", "recall", "--profile", "alice", "zzzz"); code != 0 || errs != "" {
+	if code, _, errs := c.run("", "recall", "--profile", "alice", "zzzz"); code != 0 ||
+		!strings.Contains(errs, "nothing relevant enough: 1 result(s) below the minimum relevance 0.2") || strings.Contains(errs, "closest") {
 		t.Errorf("recall matching nothing in alice: exit %d, stderr %q", code, errs)
+	}
+	if out := c.ok("recall", "--profile", "alice", "--min-relevance", "0", "zzzz"); !strings.Contains(out, "walrus") {
+		t.Errorf("recall with --min-relevance 0: %s", out)
 	}
 }
 

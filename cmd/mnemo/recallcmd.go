@@ -80,10 +80,14 @@ func cmdRecall(ctx context.Context, a *app, args []string) error {
 	missing := fs.String("missing", "", "missing-leg policy: zero, renormalize, impute_min, impute_rank")
 	var kparam optFloat
 	fs.Var(&kparam, "kparam", "score_weighted_rrf rank offset (default from settings, 5)")
+	var minRel optFloat
+	fs.Var(&minRel, "min-relevance", "drop results whose relevance is below this, in [0, 1]; 0 returns every result (default from settings, 0.2)")
+	var autocut optInt
+	fs.Var(&autocut, "autocut", "end the results before their n-th large gap in relevance, in [0, 10]; 0 is off (default from settings, 0)")
 	trace := fs.Bool("trace", false, "explain: each leg's list, per-result contributions, per-stage timings")
 	asJSON := fs.Bool("json", false, "print JSON")
 	fs.Usage = func() {
-		fmt.Fprintln(a.stderr, "usage: mnemo recall --profile P [--project X] [--session S]... [--kind K] [--actor A]... [--after T] [--before T] [--limit N] [--exclude ID,...] [--weights lexical=1,dense=1,recency=0,access=0] [--k 60] [--trace] [--json] QUERY")
+		fmt.Fprintln(a.stderr, "usage: mnemo recall --profile P [--project X] [--session S]... [--kind K] [--actor A]... [--after T] [--before T] [--limit N] [--exclude ID,...] [--weights lexical=1,dense=1,recency=0,access=0] [--k 60] [--min-relevance R] [--autocut N] [--trace] [--json] QUERY")
 		fs.PrintDefaults()
 	}
 	pos, err := parseInterleaved(fs, args)
@@ -119,8 +123,22 @@ func cmdRecall(ctx context.Context, a *app, args []string) error {
 	if kparam.set {
 		over["kParam"] = strconv.FormatFloat(kparam.v, 'g', -1, 64)
 	}
+	if minRel.set {
+		if err := mnemotype.CheckRange("--min-relevance", minRel.v, 0, 1); err != nil {
+			return usagef("%v", err)
+		}
+		over["minRelevance"] = strconv.FormatFloat(minRel.v, 'g', -1, 64)
+	}
+	if autocut.set {
+		if autocut.v < 0 || autocut.v > 10 {
+			return usagef("--autocut = %d: must be an integer in [0, 10]", autocut.v)
+		}
+		over["autocut"] = strconv.FormatInt(autocut.v, 10)
+	}
+	// The timings come with what the relevance floor dropped, which an
+	// empty answer explains.
 	q := mnemo.Query{Text: query, Profile: *profile, Project: *project, Sessions: sessions, Exclude: exclude, Actors: actors,
-		Limit: *limit, Overrides: over, Trace: *trace}
+		Limit: *limit, Overrides: over, Trace: *trace, Timings: true}
 	for _, b := range []struct {
 		flag, v string
 		into    *time.Time
@@ -149,7 +167,16 @@ func cmdRecall(ctx context.Context, a *app, args []string) error {
 	}
 	res, rerr := e.Recall(ctx, q)
 	if rerr == nil && len(res.Results) == 0 {
-		emptyProfileHint(ctx, a, e, ef.db, q.Profile)
+		if res.Trace != nil && res.Trace.Relevance != nil && res.Trace.Relevance.BelowMin > 0 {
+			rt := res.Trace.Relevance
+			fmt.Fprintf(a.stderr, "mnemo: nothing relevant enough: %d result(s) below the minimum relevance %g (answerable %.3f, by %s); --min-relevance 0 shows them\n",
+				rt.BelowMin, rt.MinRelevance, rt.Answerable, rt.Basis)
+		} else {
+			emptyProfileHint(ctx, a, e, ef.db, q.Profile)
+		}
+	}
+	if rerr == nil && !*trace {
+		res.Trace = nil
 	}
 	if err := e.Close(); rerr == nil && err != nil {
 		return err
@@ -177,7 +204,7 @@ func printRecall(w io.Writer, res *mnemo.RecallResult) error {
 		for _, n := range names {
 			legs = append(legs, fmt.Sprintf("%s#%d", n, r.Legs[n].Rank))
 		}
-		fmt.Fprintf(w, "%2d. %.5f  %s  [%s]\n    %s\n", r.Rank, r.Score, r.ID, strings.Join(legs, " "), oneLine(r.Content, 200))
+		fmt.Fprintf(w, "%2d. %.5f  relevance %.2f  %s  [%s]\n    %s\n", r.Rank, r.Score, r.Relevance, r.ID, strings.Join(legs, " "), oneLine(r.Content, 200))
 		if res.Trace != nil && len(r.Counterfactual) > 0 {
 			strats := make([]string, 0, len(r.Counterfactual))
 			for st := range r.Counterfactual {

@@ -71,6 +71,13 @@ func TestRecollect_WritesTopThreeAtomically(t *testing.T) {
 	if b, _ := os.ReadFile(out); len(b) != 0 {
 		t.Errorf("no match should empty the file, got:\n%s", b)
 	}
+	// So does a prompt nothing in scope is relevant to (the relevance
+	// floor), though the profile has memories to pad the file with.
+	c.ok("add", "--profile", "me", "--session", "s9", "the walrus sleeps")
+	c.ok("recollect", "--profile", "me", "--out", out, "zorblat quindle vexmo")
+	if b, _ := os.ReadFile(out); len(b) != 0 {
+		t.Errorf("an irrelevant prompt should empty the file, got:\n%s", b)
+	}
 }
 
 func TestRecollect_PromptSources(t *testing.T) {

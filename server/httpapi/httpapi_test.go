@@ -170,12 +170,13 @@ func (b *bundle) create(key string, m map[string]any) string {
 }
 
 type result struct {
-	ID      string
-	Content string
-	Session string
-	Rank    int
-	Score   float64
-	Legs    map[string]struct {
+	ID        string
+	Content   string
+	Session   string
+	Rank      int
+	Score     float64
+	Relevance float64
+	Legs      map[string]struct {
 		Rank  int
 		Score float64
 	}
@@ -341,7 +342,7 @@ func TestServe_Isolation(t *testing.T) {
 	})
 	t.Run("RecallEveryLeg", func(t *testing.T) {
 		var rec recallOut
-		b.must(200, "POST", "/v1/recall", b.bob, map[string]any{"query": "Threadline auth secret alice", "trace": true, "limit": 50,
+		b.must(200, "POST", "/v1/recall", b.bob, map[string]any{"query": "Threadline auth secret alice", "trace": true, "limit": 50, "min_relevance": 0,
 			"weights": map[string]float64{"lexical": 1, "dense": 1, "recency": 1, "access": 1}}, &rec)
 		noLeak("recall", resultIDs(rec.Results))
 		if rec.Trace == nil || len(rec.Trace.Legs) < 2 {
@@ -460,9 +461,19 @@ func TestServe_Recall(t *testing.T) {
 	a := b.create(b.alice, map[string]any{"content": "Deployed Threadline v2.3 with the JWT auth fix", "session": "s1", "kind": "semantic"})
 	c := b.create(b.alice, map[string]any{"content": "Threadline onboarding checklist", "session": "s2"})
 	var rec recallOut
+	// The checklist holds one of the two words: below the default floor.
 	b.must(200, "POST", "/v1/recall", b.alice, map[string]any{"query": "Threadline JWT"}, &rec)
-	if len(rec.Results) != 2 || rec.Results[0].ID != a || rec.Trace != nil {
+	if len(rec.Results) != 1 || rec.Results[0].ID != a || rec.Trace != nil || rec.Results[0].Relevance < mnemo.DefaultMinRelevance {
 		t.Fatalf("recall = %+v", rec)
+	}
+	b.must(200, "POST", "/v1/recall", b.alice, map[string]any{"query": "Threadline JWT", "min_relevance": 0}, &rec)
+	if len(rec.Results) != 2 || rec.Results[0].ID != a || rec.Results[1].Relevance >= rec.Results[0].Relevance {
+		t.Fatalf("recall with min_relevance 0 = %+v", rec)
+	}
+	var none recallOut
+	b.must(200, "POST", "/v1/recall", b.alice, map[string]any{"query": "zorblat quindle"}, &none)
+	if len(none.Results) != 0 {
+		t.Errorf("a nonsense query recalled %+v", none.Results)
 	}
 	if l := rec.Results[0].Legs["lexical"]; l.Rank != 1 || l.Score <= 0 {
 		t.Errorf("lexical leg detail = %+v", l)
@@ -495,6 +506,10 @@ func TestServe_Recall(t *testing.T) {
 		"UnknownLeg":     map[string]any{"query": "x", "weights": map[string]float64{"graph": 1}},
 		"BadK":           map[string]any{"query": "x", "k": 0},
 		"BadKind":        map[string]any{"query": "x", "kinds": []string{"dream"}},
+		"RelevanceHigh":  map[string]any{"query": "x", "min_relevance": 1.5},
+		"RelevanceText":  map[string]any{"query": "x", "min_relevance": "high"},
+		"AutocutHigh":    map[string]any{"query": "x", "autocut": 11},
+		"AutocutNeg":     map[string]any{"query": "x", "autocut": -1},
 		"UnknownField":   map[string]any{"query": "x", "topK": 3},
 		"BadSetting":     map[string]any{"query": "x", "settings": map[string]any{"rrfK": "sixty"}},
 		"UnknownSetting": map[string]any{"query": "x", "settings": map[string]any{"nope": 1}},

@@ -27,6 +27,10 @@ type recallRequest struct {
 	After  *time.Time `json:"after,omitempty"`
 	Before *time.Time `json:"before,omitempty"`
 	Limit  int        `json:"limit,omitempty"`
+	// MinRelevance and Autocut override the settings minRelevance and
+	// autocut for this request.
+	MinRelevance *float64 `json:"min_relevance,omitempty"`
+	Autocut      *int     `json:"autocut,omitempty"`
 	// Strategy, Weights and K override the profile's settings for this
 	// request; Settings overrides any setting by name.
 	Strategy string                     `json:"strategy,omitempty"`
@@ -43,6 +47,7 @@ type RecallResult struct {
 	ID             string                     `json:"id"`
 	Content        string                     `json:"content"`
 	Score          float64                    `json:"score"`
+	Relevance      float64                    `json:"relevance"`
 	Rank           int                        `json:"rank"`
 	Kind           string                     `json:"kind"`
 	Project        string                     `json:"project,omitempty"`
@@ -87,7 +92,7 @@ type searchResponse struct {
 func results(res *mnemo.RecallResult, counterfactual bool) []RecallResult {
 	out := make([]RecallResult, 0, len(res.Results))
 	for _, r := range res.Results {
-		out = append(out, RecallResult{ID: r.ID, Content: r.Content, Score: r.Score, Rank: r.Rank, Kind: string(r.Kind),
+		out = append(out, RecallResult{ID: r.ID, Content: r.Content, Score: r.Score, Relevance: r.Relevance, Rank: r.Rank, Kind: string(r.Kind),
 			Project: r.Project, Session: r.Session, Actor: r.Actor, Seq: r.Seq, OccurredAt: r.OccurredAt,
 			Importance: r.Importance, CreatedAt: r.CreatedAt, Metadata: r.Metadata,
 			Legs: r.Legs, Duplicates: r.Duplicates})
@@ -134,6 +139,18 @@ func (s *Server) recall(w http.ResponseWriter, r *http.Request, profile string) 
 	}
 	if req.Strategy != "" {
 		over["strategy"] = req.Strategy
+	}
+	if req.MinRelevance != nil {
+		if err := mnemotype.CheckRange("min_relevance", *req.MinRelevance, 0, 1); err != nil {
+			return err
+		}
+		over["minRelevance"] = strconv.FormatFloat(*req.MinRelevance, 'g', -1, 64)
+	}
+	if req.Autocut != nil {
+		if *req.Autocut < 0 || *req.Autocut > 10 {
+			return badRequest("autocut = %d: must be an integer in [0, 10]", *req.Autocut)
+		}
+		over["autocut"] = strconv.Itoa(*req.Autocut)
 	}
 	q := mnemo.Query{Text: req.Query, Profile: profile, Project: req.Project, Sessions: req.Sessions,
 		Exclude: req.Exclude, Actors: req.Actors, Limit: req.Limit, Overrides: over, Trace: req.Trace, Timings: true}
@@ -242,6 +259,12 @@ func singleLeg(cur mnemo.Settings, leg string) map[string]string {
 	// expansion (the lexical leg keeps its fields: they are how it searches).
 	over := map[string]string{"keywordWeight": "0", "semanticWeight": "0", "recencyWeight": "0", "accessWeight": "0",
 		"strategy": "rrf", "importanceMode": "off", "candidatePolicy": "scope", "neighborRadius": "0"}
+	// No relevance floor: the leg's list as it ranks it.
+	for _, k := range []string{"minRelevance", "autocut"} {
+		if _, err := cur.Apply(map[string]string{k: "0"}); err == nil {
+			over[k] = "0"
+		}
+	}
 	if key, ok := mnemo.LegWeightKey(leg); ok {
 		over[key] = "1"
 	}

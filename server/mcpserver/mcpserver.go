@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"time"
 
@@ -92,6 +93,8 @@ type RecallInput struct {
 	After   string   `json:"after,omitempty" jsonschema:"restrict to memories that occurred at or after this RFC 3339 time"`
 	Before  string   `json:"before,omitempty" jsonschema:"restrict to memories that occurred before this RFC 3339 time"`
 	Limit   int      `json:"limit,omitempty" jsonschema:"number of memories to return, default 5, at most 1000"`
+	// MinRelevance overrides the profile's minRelevance setting.
+	MinRelevance *float64 `json:"min_relevance,omitempty" jsonschema:"leave out memories whose relevance (0 to 1) is below this; default the profile's setting (0.2); 0 returns the best matches however weak"`
 }
 
 // Recalled is one memory in memory_recall's structured output.
@@ -100,6 +103,7 @@ type Recalled struct {
 	Content    string    `json:"content"`
 	Rank       int       `json:"rank"`
 	Score      float64   `json:"score"`
+	Relevance  float64   `json:"relevance"`
 	Kind       string    `json:"kind"`
 	Project    string    `json:"project,omitempty"`
 	Session    string    `json:"session,omitempty"`
@@ -241,6 +245,12 @@ func (h *handlers) recall(ctx context.Context, req *mcp.CallToolRequest, in Reca
 		in.Limit = DefaultRecallLimit
 	}
 	q := mnemo.Query{Text: in.Query, Profile: profile, Project: in.Project, Actors: in.Actors, Limit: in.Limit}
+	if in.MinRelevance != nil {
+		if err := mnemotype.CheckRange("min_relevance", *in.MinRelevance, 0, 1); err != nil {
+			return nil, RecallOutput{}, err
+		}
+		q.Overrides = map[string]string{"minRelevance": strconv.FormatFloat(*in.MinRelevance, 'g', -1, 64)}
+	}
 	if q.After, err = parseTime("after", in.After); err != nil {
 		return nil, RecallOutput{}, err
 	}
@@ -257,7 +267,7 @@ func (h *handlers) recall(ctx context.Context, req *mcp.CallToolRequest, in Reca
 	out := RecallOutput{Results: make([]Recalled, 0, len(res.Results))}
 	var b strings.Builder
 	if len(res.Results) == 0 {
-		b.WriteString("No memories match.")
+		b.WriteString("No relevant memories.")
 	} else {
 		fmt.Fprintf(&b, "%d memories, best first:\n", len(res.Results))
 	}
@@ -268,7 +278,7 @@ func (h *handlers) recall(ctx context.Context, req *mcp.CallToolRequest, in Reca
 				legs[name] = d.Rank
 			}
 		}
-		out.Results = append(out.Results, Recalled{ID: r.ID, Content: r.Content, Rank: r.Rank, Score: r.Score,
+		out.Results = append(out.Results, Recalled{ID: r.ID, Content: r.Content, Rank: r.Rank, Score: r.Score, Relevance: r.Relevance,
 			Kind: string(r.Kind), Project: r.Project, Session: r.Session, Actor: r.Actor, Seq: r.Seq,
 			OccurredAt: r.OccurredAt, Importance: r.Importance, CreatedAt: r.CreatedAt, Legs: legs})
 		scope := []string{r.OccurredAt.Format("2006-01-02"), string(r.Kind)}
@@ -281,6 +291,7 @@ func (h *handlers) recall(ctx context.Context, req *mcp.CallToolRequest, in Reca
 		if r.Session != "" {
 			scope = append(scope, "session "+r.Session)
 		}
+		scope = append(scope, fmt.Sprintf("relevance %.2f", r.Relevance))
 		fmt.Fprintf(&b, "\n%d. [%s] (%s)\n%s\n", r.Rank, r.ID, strings.Join(scope, ", "), r.Content)
 	}
 	return text(b.String()), out, nil

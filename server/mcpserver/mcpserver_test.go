@@ -118,14 +118,23 @@ func roundTrip(t *testing.T, e *mnemo.Engine, cs *mcp.ClientSession, profile str
 	if txt := textOf(res); !strings.Contains(txt, "1. ["+st.ID+"]") || !strings.Contains(txt, "JWT auth fix") {
 		t.Errorf("readable text = %q", txt)
 	}
-	res = call(t, cs, mcpserver.ToolRecall, map[string]any{"query": "Threadline JWT auth", "session": "s2", "limit": 1}, &rc)
+	if rc.Results[0].Relevance < mnemo.DefaultMinRelevance || rc.Results[0].Relevance > 1 {
+		t.Errorf("relevance %v", rc.Results[0].Relevance)
+	}
+	// Nothing in session s2 is relevant: nothing rather than the groceries;
+	// with min_relevance 0, the groceries.
+	res = call(t, cs, mcpserver.ToolRecall, map[string]any{"query": "Threadline JWT auth", "session": "s2"}, &rc)
+	if len(rc.Results) != 0 || textOf(res) != "No relevant memories." {
+		t.Errorf("session-scoped recall of what s2 lacks: %+v (%s)", rc.Results, textOf(res))
+	}
+	res = call(t, cs, mcpserver.ToolRecall, map[string]any{"query": "Threadline JWT auth", "session": "s2", "limit": 1, "min_relevance": 0}, &rc)
 	for _, r := range rc.Results {
 		if r.Session != "s2" {
 			t.Errorf("session-scoped recall returned %+v", r)
 		}
 	}
-	if len(rc.Results) > 1 {
-		t.Errorf("limit 1 returned %d", len(rc.Results))
+	if len(rc.Results) != 1 {
+		t.Errorf("limit 1 with min_relevance 0 returned %d", len(rc.Results))
 	}
 
 	var fg mcpserver.ForgetOutput
@@ -156,7 +165,7 @@ func TestMCP_InMemoryRoundTrip(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if calls[mcpserver.ToolStore] != 2 || calls[mcpserver.ToolRecall] != 2 || calls[mcpserver.ToolForget] != 2 {
+	if calls[mcpserver.ToolStore] != 2 || calls[mcpserver.ToolRecall] != 3 || calls[mcpserver.ToolForget] != 2 {
 		t.Errorf("OnCall saw %v", calls)
 	}
 }
@@ -195,6 +204,7 @@ func TestMCP_ToolErrors(t *testing.T) {
 		{"ImportanceRange", mcpserver.ToolStore, map[string]any{"content": "x", "importance": 2}, "importance"},
 		{"EmptyQuery", mcpserver.ToolRecall, map[string]any{"query": ""}, "query is empty"},
 		{"LimitRange", mcpserver.ToolRecall, map[string]any{"query": "x", "limit": 5000}, "limit"},
+		{"MinRelevanceRange", mcpserver.ToolRecall, map[string]any{"query": "x", "min_relevance": 2}, "min_relevance"},
 		{"OtherProfilesID", mcpserver.ToolForget, map[string]any{"id": other.ID}, "memory not found"},
 		{"EmptyID", mcpserver.ToolForget, map[string]any{"id": ""}, "id is empty"},
 		{"IDAndSession", mcpserver.ToolForget, map[string]any{"id": "x", "session": "s1"}, "not both"},

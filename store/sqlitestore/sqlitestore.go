@@ -1142,8 +1142,14 @@ func (s *Store) Count(ctx context.Context, profile string) (int, error) {
 	if err := s.check(); err != nil {
 		return 0, err
 	}
+	// The profile's document count, kept with its BM25 statistics, is its
+	// number of memories (TestIndex_WritesEqualARebuild checks it).
 	var n int
-	if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM memories WHERE profile = ?`, profile).Scan(&n); err != nil {
+	err := s.r.QueryRowContext(ctx, `SELECT docs FROM profiles WHERE name = ?`, profile).Scan(&n)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
 		return 0, fmt.Errorf("count memories: %w", err)
 	}
 	return n, nil
