@@ -164,14 +164,7 @@ func TestQualityGate_RelevanceFloor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var cfgs []Config
-	for _, spec := range []string{"default", "nofloor=minRelevance=0"} {
-		cs, err := ParseConfig(spec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfgs = append(cfgs, cs...)
-	}
+	cfgs := []Config{mustConfig(t, "default"), mustConfig(t, "nofloor=minRelevance=0")}
 	rep, err := Run(t.Context(), ds, Options{Embedder: model, Configs: cfgs, Baseline: "nofloor", NoAnswer: 200, Resamples: 200, TempDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
