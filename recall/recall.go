@@ -10,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"sync"
 	"time"
@@ -518,13 +517,9 @@ func evidence(terms []string, lexical, dense []mnemotype.Hit, runLexical, runDen
 	for _, h := range lexical {
 		e.LexicalBest = max(e.LexicalBest, h.Score)
 	}
-	if runDense {
-		e.DenseBest = math.Inf(-1)
-		for _, h := range dense {
-			e.DenseBest = max(e.DenseBest, h.Score)
-		}
-		if len(dense) == 0 {
-			e.DenseBest = 0
+	for i, h := range dense {
+		if i == 0 || h.Score > e.DenseBest {
+			e.DenseBest = h.Score // cosines may all be negative
 		}
 	}
 	return e
