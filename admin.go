@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -236,6 +237,10 @@ const (
 	// KeyRoleProfile is a profile key's role: it acts on its profile's
 	// memories and settings, and nothing else.
 	KeyRoleProfile = store.RoleProfile
+	// KeyRoleService is a service's key: it acts on the profile each
+	// request names, any profile or one of the key's list (APIKey.Profiles),
+	// for a backend that serves many end users with one key.
+	KeyRoleService = store.RoleService
 	// KeyRoleAdmin is an operator's key: it reads server-wide data such
 	// as metrics and acts on no profile's memories.
 	KeyRoleAdmin = store.RoleAdmin
@@ -249,25 +254,47 @@ func (e *Engine) CreateKey(ctx context.Context, profile, name string) (token str
 	if profile == "" {
 		return "", APIKey{}, mnemotype.Invalidf("profile is required")
 	}
-	return e.createKey(ctx, profile, KeyRoleProfile, name)
+	return e.createKey(ctx, APIKey{Profile: profile, Role: KeyRoleProfile, Name: name})
+}
+
+// CreateServiceKey creates a service API key (role KeyRoleService) and
+// returns its token, as CreateKey does. The key acts on the profile each
+// request names: any profile when profiles is empty, else one of profiles.
+func (e *Engine) CreateServiceKey(ctx context.Context, name string, profiles []string) (token string, key APIKey, err error) {
+	var ps []string
+	for _, p := range profiles {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			return "", APIKey{}, mnemotype.Invalidf("a service key's profiles must not be empty")
+		}
+		if err := mnemotype.CheckText("profile", p); err != nil {
+			return "", APIKey{}, err
+		}
+		if !slices.Contains(ps, p) {
+			ps = append(ps, p)
+		}
+	}
+	return e.createKey(ctx, APIKey{Profiles: ps, Role: KeyRoleService, Name: name})
 }
 
 // CreateAdminKey creates an admin API key (role KeyRoleAdmin, no profile)
 // and returns its token, as CreateKey does.
 func (e *Engine) CreateAdminKey(ctx context.Context, name string) (token string, key APIKey, err error) {
-	return e.createKey(ctx, "", KeyRoleAdmin, name)
+	return e.createKey(ctx, APIKey{Role: KeyRoleAdmin, Name: name})
 }
 
-func (e *Engine) createKey(ctx context.Context, profile, role, name string) (token string, key APIKey, err error) {
+// createKey stores key, given its profile(s), role and name, with a new id
+// and token.
+func (e *Engine) createKey(ctx context.Context, key APIKey) (token string, _ APIKey, err error) {
 	done, err := e.enter()
 	if err != nil {
 		return "", APIKey{}, err
 	}
 	defer done()
-	if err := mnemotype.CheckText("name", name); err != nil {
+	if err := mnemotype.CheckText("name", key.Name); err != nil {
 		return "", APIKey{}, err
 	}
-	if err := mnemotype.CheckText("profile", profile); err != nil {
+	if err := mnemotype.CheckText("profile", key.Profile); err != nil {
 		return "", APIKey{}, err
 	}
 	var secret [32]byte
@@ -279,15 +306,15 @@ func (e *Engine) createKey(ctx context.Context, profile, role, name string) (tok
 		return "", APIKey{}, fmt.Errorf("create key: %w", err)
 	}
 	token = KeyTokenPrefix + base64.RawURLEncoding.EncodeToString(secret[:])
-	key = APIKey{ID: "key_" + hex.EncodeToString(idb[:]), Profile: profile, Role: role, Name: name, Hash: HashKey(token),
-		Prefix: token[:len(KeyTokenPrefix)+6], CreatedAt: time.Now().UTC()}
+	key.ID, key.Hash, key.Prefix, key.CreatedAt = "key_"+hex.EncodeToString(idb[:]), HashKey(token), token[:len(KeyTokenPrefix)+6], time.Now().UTC()
 	if err := e.st.CreateKey(ctx, key); err != nil {
 		return "", APIKey{}, err
 	}
 	return token, key, nil
 }
 
-// Keys lists API keys, oldest first: profile's, or every key (admin keys
+// Keys lists API keys, oldest first: those that may act on profile (its
+// profile keys and the service keys that may), or every key (admin keys
 // too) when profile is "". Revoked keys are kept, and listed with
 // includeRevoked.
 func (e *Engine) Keys(ctx context.Context, profile string, includeRevoked bool) ([]APIKey, error) {

@@ -6,6 +6,7 @@ package store
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/mnemo-dev/mnemo/mnemotype"
@@ -257,22 +258,28 @@ type Access struct {
 	Count   int64
 }
 
-// Key roles. A profile key acts on its one profile; an admin key reads
-// the server's operational endpoints (metrics) and acts on no profile's
-// memories.
+// Key roles. A profile key acts on its one profile; a service key acts on
+// the profile each request names, any profile or one of a list; an admin
+// key reads the server's operational endpoints (metrics) and acts on no
+// profile's memories.
 const (
 	RoleProfile = ""
+	RoleService = "service"
 	RoleAdmin   = "admin"
 )
 
-// APIKey is a stored API key: a bearer token bound to one profile (or, for
-// an admin key, to none). The token itself is never stored, only its hash.
+// APIKey is a stored API key: a bearer token bound to one profile, to the
+// profiles a service names, or (an admin key) to none. The token itself is
+// never stored, only its hash.
 type APIKey struct {
 	// ID names the key publicly (for listing and revoking).
 	ID string
-	// Profile is the profile a profile key acts on; "" for an admin key.
+	// Profile is the profile a profile key acts on; "" for the other roles.
 	Profile string
-	// Role is RoleProfile or RoleAdmin.
+	// Profiles lists the profiles a service key may act on; empty: any.
+	// Empty for the other roles.
+	Profiles []string
+	// Role is RoleProfile, RoleService or RoleAdmin.
 	Role string
 	// Name is a free-form label.
 	Name string
@@ -283,6 +290,17 @@ type APIKey struct {
 	CreatedAt time.Time
 	// RevokedAt is zero while the key is active.
 	RevokedAt time.Time
+}
+
+// ActsOn reports whether the key may act on profile's memories.
+func (k APIKey) ActsOn(profile string) bool {
+	switch k.Role {
+	case RoleProfile:
+		return profile != "" && profile == k.Profile
+	case RoleService:
+		return profile != "" && (len(k.Profiles) == 0 || slices.Contains(k.Profiles, profile))
+	}
+	return false
 }
 
 // EmbeddingCount is one row of Store.EmbeddingCounts: how many memories of
@@ -297,7 +315,9 @@ type EmbeddingCount struct {
 
 // ListKeysParams selects API keys.
 type ListKeysParams struct {
-	// Profile, when set, restricts to that profile's keys.
+	// Profile, when set, restricts to the keys that may act on that
+	// profile: its profile keys and the service keys that list it or act
+	// on any profile.
 	Profile string
 	// IncludeRevoked also returns revoked keys.
 	IncludeRevoked bool

@@ -22,16 +22,22 @@ func cmdKeys(ctx context.Context, a *app, args []string) error {
 	name := fs.String("name", "", "create: a label for the key (e.g. the machine it is for)")
 	all := fs.Bool("all", false, "list: include revoked keys")
 	admin := fs.Bool("admin", false, "create: an admin key, for /metrics; it acts on no profile's memories")
+	service := fs.Bool("service", false, "create: a service key, acting on the profile each request names (any profile, or one of --profiles)")
+	profiles := fs.String("profiles", "", "create --service: the comma-separated profiles the key may act on (default: any)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	fs.Usage = func() {
 		fmt.Fprintln(a.stderr, `usage: mnemo keys create --profile P [--name N] [--json]
+       mnemo keys create --service [--profiles P1,P2] [--name N] [--json]
        mnemo keys create --admin [--name N] [--json]
        mnemo keys list [--profile P] [--all] [--json]
        mnemo keys revoke ID...
 
 An API key authenticates HTTP and MCP requests to mnemo serve
-("Authorization: Bearer KEY") and binds them to its profile. An admin key
-(--admin) reads /metrics and acts on no profile. The key is printed once,
+("Authorization: Bearer KEY") and binds them to its profile. A service key
+(--service), for a backend serving many end users, acts on the profile each
+request names (X-Mnemo-Profile header, ?profile=, a "profile" body field or
+MCP argument): any profile, or one of --profiles. An admin key (--admin)
+reads /metrics and acts on no profile. The key is printed once,
 at creation; only its SHA-256 is stored. Revoked keys are kept: once a key
 has existed, mnemo serve requires keys (see mnemo serve --single-user). Key management never
 loads the embedder (--embedder is accepted and ignored).`)
@@ -59,15 +65,24 @@ loads the embedder (--embedder is accepted and ignored).`)
 		fs.Usage()
 		return usagef("unknown keys command %q: want create, list or revoke", verb)
 	}
-	if *admin && verb != "create" {
-		return usagef("--admin is for keys create")
+	if (*admin || *service || *profiles != "") && verb != "create" {
+		return usagef("--admin, --service and --profiles are for keys create")
 	}
-	if verb == "create" && *admin {
+	if *admin && *service {
+		return usagef("--admin and --service exclude each other")
+	}
+	if *profiles != "" && !*service {
+		return usagef("--profiles is for a service key (--service); a profile key takes --profile")
+	}
+	if verb == "create" && (*admin || *service) {
 		// $MNEMO_PROFILE is ignored; an explicit --profile is a mistake.
 		profileFlag := false
 		fs.Visit(func(f *flag.Flag) { profileFlag = profileFlag || f.Name == "profile" })
-		if profileFlag {
+		if profileFlag && *admin {
 			return usagef("--admin and --profile exclude each other: an admin key acts on no profile")
+		}
+		if profileFlag {
+			return usagef("--service and --profile exclude each other: a service key's requests name their profile (limit them with --profiles)")
 		}
 	} else if verb == "create" {
 		if err := requireProfile(*profile); err != nil {
@@ -83,21 +98,36 @@ loads the embedder (--embedder is accepted and ignored).`)
 	case "create":
 		var token string
 		var k mnemo.APIKey
-		if *admin {
+		switch {
+		case *admin:
 			token, k, err = e.CreateAdminKey(ctx, *name)
-		} else {
+		case *service:
+			var ps []string
+			for p := range strings.SplitSeq(*profiles, ",") {
+				if p = strings.TrimSpace(p); p != "" {
+					ps = append(ps, p)
+				}
+			}
+			token, k, err = e.CreateServiceKey(ctx, *name, ps)
+		default:
 			token, k, err = e.CreateKey(ctx, *profile, *name)
 		}
 		if err != nil {
 			return err
 		}
 		if *asJSON {
-			return writeJSON(a, map[string]string{"key": token, "id": k.ID, "profile": k.Profile, "role": roleName(k.Role)})
+			return writeJSON(a, struct {
+				Key string `json:"key"`
+				keyJSON
+			}{token, toKeyJSON(k)})
 		}
 		fmt.Fprintln(a.stdout, token)
-		if *admin {
+		switch {
+		case *admin:
 			fmt.Fprintf(a.stderr, "created admin key %s: store it now, it is not shown again\n", k.ID)
-		} else {
+		case *service:
+			fmt.Fprintf(a.stderr, "created service key %s for %s: store it now, it is not shown again\n", k.ID, serviceProfiles(k))
+		default:
 			fmt.Fprintf(a.stderr, "created key %s for profile %q: store it now, it is not shown again\n", k.ID, k.Profile)
 		}
 		return nil
@@ -125,7 +155,10 @@ loads the embedder (--embedder is accepted and ignored).`)
 				revoked = k.RevokedAt.Format(time.RFC3339)
 			}
 			profile := k.Profile
-			if profile == "" {
+			switch {
+			case k.Role == mnemo.KeyRoleService:
+				profile = serviceProfiles(k)
+			case profile == "":
 				profile = "-"
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s…\t%s\t%s\n", k.ID, roleName(k.Role), profile, k.Name, k.Prefix, k.CreatedAt.Format(time.RFC3339), revoked)
@@ -159,20 +192,31 @@ func openKeys(a *app, db string, mustExist bool) (*mnemo.Engine, error) {
 	return e, err
 }
 
-// roleName names a key's role as the CLI shows it: "profile" or "admin".
+// roleName names a key's role as the CLI shows it: "profile", "service"
+// or "admin".
 func roleName(role string) string {
-	if role == mnemo.KeyRoleAdmin {
-		return "admin"
+	if role == mnemo.KeyRoleProfile {
+		return "profile"
 	}
-	return "profile"
+	return role
+}
+
+// serviceProfiles describes the profiles a service key may act on.
+func serviceProfiles(k mnemo.APIKey) string {
+	if len(k.Profiles) == 0 {
+		return "any profile"
+	}
+	return strings.Join(k.Profiles, ",")
 }
 
 // keyJSON is a key as `keys list --json` prints it: never the token or
 // its hash.
 type keyJSON struct {
-	ID        string     `json:"id"`
-	Role      string     `json:"role"`
-	Profile   string     `json:"profile"`
+	ID      string `json:"id"`
+	Role    string `json:"role"`
+	Profile string `json:"profile"`
+	// Profiles lists a service key's profiles; absent: any.
+	Profiles  []string   `json:"profiles,omitempty"`
 	Name      string     `json:"name,omitempty"`
 	Prefix    string     `json:"prefix"`
 	CreatedAt time.Time  `json:"created_at"`
@@ -180,7 +224,7 @@ type keyJSON struct {
 }
 
 func toKeyJSON(k mnemo.APIKey) keyJSON {
-	out := keyJSON{ID: k.ID, Role: roleName(k.Role), Profile: k.Profile, Name: k.Name, Prefix: k.Prefix, CreatedAt: k.CreatedAt}
+	out := keyJSON{ID: k.ID, Role: roleName(k.Role), Profile: k.Profile, Profiles: k.Profiles, Name: k.Name, Prefix: k.Prefix, CreatedAt: k.CreatedAt}
 	if !k.RevokedAt.IsZero() {
 		r := k.RevokedAt
 		out.RevokedAt = &r

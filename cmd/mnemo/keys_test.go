@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -118,6 +119,64 @@ func TestKeys_Admin(t *testing.T) {
 	for _, args := range [][]string{
 		{"keys", "create", "--admin", "--profile", "alice"},
 		{"keys", "list", "--admin"},
+	} {
+		if code, _, stderr := c.run("", args...); code != 2 {
+			t.Errorf("%v: exit %d: %s", args, code, stderr)
+		}
+	}
+}
+
+// TestKeys_Service checks keys create --service [--profiles], the
+// profiles in keys list, and that keys list --profile P lists the service
+// keys that may act on P.
+func TestKeys_Service(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	c.env["MNEMO_PROFILE"] = "ignored-by-service"
+	type keyOut struct {
+		Key, ID, Profile, Role string
+		Profiles               []string
+	}
+	var anyKey, listed keyOut
+	if err := json.Unmarshal([]byte(c.ok("keys", "create", "--service", "--name", "backend", "--json")), &anyKey); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(anyKey.Key, "mnemo_") || anyKey.Role != "service" || anyKey.Profile != "" || anyKey.Profiles != nil {
+		t.Fatalf("create --service --json = %+v", anyKey)
+	}
+	if err := json.Unmarshal([]byte(c.ok("keys", "create", "--service", "--profiles", "alice, bob,alice", "--json")), &listed); err != nil {
+		t.Fatal(err)
+	}
+	if listed.Role != "service" || !slices.Equal(listed.Profiles, []string{"alice", "bob"}) {
+		t.Fatalf("create --service --profiles --json = %+v", listed)
+	}
+	delete(c.env, "MNEMO_PROFILE")
+	c.ok("keys", "create", "--profile", "carol")
+	list := c.ok("keys", "list")
+	if !regexp.MustCompile(anyKey.ID+`\s+service\s+any profile\s+backend`).MatchString(list) ||
+		!regexp.MustCompile(listed.ID+`\s+service\s+alice,bob\s+`).MatchString(list) {
+		t.Errorf("list:\n%s", list)
+	}
+	for p, want := range map[string][]string{"alice": {anyKey.ID, listed.ID}, "carol": {anyKey.ID}} {
+		var ks []keyOut
+		if err := json.Unmarshal([]byte(c.ok("keys", "list", "--profile", p, "--json")), &ks); err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, k := range ks {
+			if k.Role == "service" {
+				ids = append(ids, k.ID)
+			}
+		}
+		if !slices.Equal(ids, want) {
+			t.Errorf("keys list --profile %s: service keys %v, want %v", p, ids, want)
+		}
+	}
+	for _, args := range [][]string{
+		{"keys", "create", "--service", "--profile", "alice"},
+		{"keys", "create", "--service", "--admin"},
+		{"keys", "create", "--profile", "alice", "--profiles", "bob"},
+		{"keys", "list", "--service"},
 	} {
 		if code, _, stderr := c.run("", args...); code != 2 {
 			t.Errorf("%v: exit %d: %s", args, code, stderr)

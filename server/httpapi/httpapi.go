@@ -3,12 +3,14 @@
 // Prometheus metrics, an OpenAPI description and, at /mcp, the MCP server
 // over streamable HTTP.
 //
-// Tenancy: every request's profile comes from its API key
-// (Authorization: Bearer KEY), never from the body or the query. A key for
-// profile A asking for B's memory gets 404, exactly as for an id that does
-// not exist. While no API key has ever existed (and Config.RequireKeys is
+// Tenancy: every request acts on one profile, decided by its API key
+// (Authorization: Bearer KEY): a profile key's own (a request may name it,
+// no other), or for a service key the one the request names by the
+// X-Mnemo-Profile header, the profile query parameter or a body's profile
+// field, if the key may act on it. A key for profile A asking for B's
+// memory gets 404, exactly as for an id that does not exist. While no API key has ever existed (and Config.RequireKeys is
 // false) the server is in single-user mode: requests need no key and act on
-// Config.Profile, and only loopback Host headers are accepted (the caller,
+// Config.Profile (or the profile they name), and only loopback Host headers are accepted (the caller,
 // `mnemo serve`, also refuses to bind anything but loopback then). Revoked
 // keys are kept, so revoking the last key does not reopen the server.
 //
@@ -18,6 +20,7 @@ package httpapi
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -126,11 +129,16 @@ type route struct {
 	stream bool
 	// bigBody routes take bodies up to Config.MaxRecallBodyBytes.
 	bigBody bool
-	h       handlerFunc
+	// bodyProfile routes' bodies may name the profile (bodyProfile
+	// resolves it); the handler is called with "" for a service key's
+	// request that names none in its header or query.
+	bodyProfile bool
+	h           handlerFunc
 }
 
-// handlerFunc handles one request for profile ("" on public routes). An
-// error is written as JSON by writeError.
+// handlerFunc handles one request for profile ("" on public and admin
+// routes; see route.bodyProfile). An error is written as JSON by
+// writeError.
 type handlerFunc func(w http.ResponseWriter, r *http.Request, profile string) error
 
 // New returns a Server for cfg.
@@ -166,18 +174,18 @@ func New(cfg Config) (*Server, error) {
 		&mcp.StreamableHTTPOptions{MaxRequestBodyBytes: cfg.MaxBodyBytes, SessionTimeout: 30 * time.Minute, Logger: cfg.Logger})
 	s.mcpAuthed = auth.RequireBearerToken(mcpTokenInfo, nil)(s.mcpHTTP)
 	s.routes = []route{
-		{method: "POST", path: "/v1/memories", h: s.createMemories},
+		{method: "POST", path: "/v1/memories", bodyProfile: true, h: s.createMemories},
 		{method: "GET", path: "/v1/memories", h: s.listMemories},
 		{method: "GET", path: "/v1/memories/{id}", h: s.getMemory},
-		{method: "PATCH", path: "/v1/memories/{id}", h: s.updateMemory},
+		{method: "PATCH", path: "/v1/memories/{id}", bodyProfile: true, h: s.updateMemory},
 		{method: "DELETE", path: "/v1/memories/{id}", h: s.deleteMemory},
 		{method: "DELETE", path: "/v1/memories", h: s.deleteMemories},
 		{method: "DELETE", path: "/v1/profile", h: s.deleteProfile},
-		{method: "POST", path: "/v1/recall", bigBody: true, h: s.recall},
+		{method: "POST", path: "/v1/recall", bigBody: true, bodyProfile: true, h: s.recall},
 		{method: "GET", path: "/v1/search/lexical", h: s.searchLeg(mnemotype.LegLexical)},
 		{method: "GET", path: "/v1/search/dense", h: s.searchLeg(mnemotype.LegDense)},
 		{method: "GET", path: "/v1/settings", h: s.getSettings},
-		{method: "PATCH", path: "/v1/settings", h: s.patchSettings},
+		{method: "PATCH", path: "/v1/settings", bodyProfile: true, h: s.patchSettings},
 		{method: "GET", path: "/healthz", public: true, h: s.healthz},
 		{method: "GET", path: "/readyz", public: true, h: s.readyz},
 		{method: "GET", path: "/metrics", admin: true, h: s.metrics},
@@ -281,8 +289,6 @@ func (w *statusWriter) Flush() {
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-type profileKey struct{}
-
 // wrap builds a route's handler chain: metrics and access log, body limit,
 // handler timeout, authentication, then the handler with errors written as
 // JSON.
@@ -294,16 +300,24 @@ func (s *Server) wrap(rt route) http.Handler {
 	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		profile := ""
 		if !rt.public {
-			p, err := s.authenticate(r, rt.admin)
+			c, err := s.authenticate(r, rt.admin)
 			if err == nil {
-				err = p.allowed(rt)
+				err = c.allowed(rt)
+			}
+			var named string
+			if err == nil && !rt.admin {
+				named, err = namedProfile(r)
+			}
+			if err == nil && !rt.admin && !(rt.bodyProfile && named == "") && !rt.stream {
+				profile, err = c.act(named)
+			} else if err == nil && rt.bodyProfile {
+				profile = c.profile // the body may name another, or name it for a service key
 			}
 			if err != nil {
 				s.writeError(w, r, err)
 				return
 			}
-			profile = p.profile
-			r = r.WithContext(context.WithValue(r.Context(), profileKey{}, p.profile))
+			r = r.WithContext(context.WithValue(r.Context(), callerKey{}, callerInfo{c: c, named: named}))
 		}
 		if err := checkURLText(r); err != nil {
 			s.writeError(w, r, err)
@@ -364,27 +378,124 @@ func checkURLText(r *http.Request) error {
 
 // caller is who a request acts as.
 type caller struct {
-	// profile is the profile the request acts on: its key's, or the
-	// single-user profile; "" for an admin key.
+	// profile is the profile the request acts on: its profile key's, or
+	// the single-user profile; "" for an admin or a service key.
 	profile string
 	// admin is set for an admin key.
 	admin bool
 	// singleUser is set in single-user mode (no key).
 	singleUser bool
+	// service is the key of a service (role service), nil otherwise.
+	service *mnemo.APIKey
 }
 
 // allowed refuses an admin key on a route acting on a profile, and a
-// profile key on an admin route.
+// profile or service key on an admin route.
 func (c caller) allowed(rt route) error {
 	switch {
 	case rt.admin && !c.admin && !c.singleUser:
 		return &apiError{status: http.StatusForbidden, code: "forbidden",
-			msg: "this route needs an admin key, not a profile key (create one with `mnemo keys create --admin`)"}
+			msg: "this route needs an admin key, not a profile or service key (create one with `mnemo keys create --admin`)"}
 	case !rt.admin && c.admin:
 		return &apiError{status: http.StatusForbidden, code: "forbidden",
-			msg: "an admin key acts on no profile's memories: use a profile key (mnemo keys create --profile P)"}
+			msg: "an admin key acts on no profile's memories: use a profile key (mnemo keys create --profile P) or a service key (mnemo keys create --service)"}
 	}
 	return nil
+}
+
+// Where a request names its profile, besides a body's "profile" field.
+const (
+	headerProfile = "X-Mnemo-Profile"
+	paramProfile  = "profile"
+)
+
+// errNoProfile refuses a service key's request that names no profile.
+var errNoProfile = badRequest("a service key acts on the profile the request names: send the %s header, the %s query parameter or a \"profile\" field in the body",
+	headerProfile, paramProfile)
+
+// act returns the profile a request of c acts on when it names named ("":
+// none). A service key acts on the profile named, if the key may; a
+// profile key only on its own (naming it is allowed); single-user mode on
+// the profile named, else its own.
+func (c caller) act(named string) (string, error) {
+	if named != "" {
+		if err := mnemotype.CheckText("profile", named); err != nil {
+			return "", err
+		}
+		if strings.TrimSpace(named) == "" {
+			return "", badRequest("profile is blank")
+		}
+	}
+	switch {
+	case c.service != nil && named == "":
+		return "", errNoProfile
+	case c.service != nil && !c.service.ActsOn(named):
+		return "", &apiError{status: http.StatusForbidden, code: "forbidden",
+			msg: fmt.Sprintf("this service key may not act on profile %q (see mnemo keys list)", named)}
+	case c.service != nil, c.singleUser && named != "":
+		return named, nil
+	case named != "" && named != c.profile:
+		return "", badRequest("profile %q: this API key acts on its own profile only; naming another needs a service key (mnemo keys create --service)", named)
+	}
+	return c.profile, nil
+}
+
+// namedProfile is the profile a request names in its header or query
+// ("" if neither); naming two different ones is refused.
+func namedProfile(r *http.Request) (string, error) {
+	hs := r.Header.Values(headerProfile)
+	qs := r.URL.Query()[paramProfile]
+	if len(hs) > 1 || len(qs) > 1 {
+		return "", badRequest("name the profile once (the %s header or the %s query parameter)", headerProfile, paramProfile)
+	}
+	var h, q string
+	if len(hs) == 1 {
+		if h = strings.TrimSpace(hs[0]); h == "" {
+			return "", badRequest("the %s header is empty", headerProfile)
+		}
+	}
+	if len(qs) == 1 {
+		if q = qs[0]; q == "" {
+			return "", badRequest("the %s query parameter is empty", paramProfile)
+		}
+	}
+	if h != "" && q != "" && h != q {
+		return "", badRequest("the %s header (%q) and the %s query parameter (%q) name different profiles", headerProfile, h, paramProfile, q)
+	}
+	return cmp.Or(h, q), nil
+}
+
+// callerKey carries a request's caller and the profile its header or
+// query named, for handlers whose body may name the profile
+// (bodyProfile) and for MCP.
+type callerKey struct{}
+
+type callerInfo struct {
+	c     caller
+	named string
+}
+
+// bodyProfile returns the profile a request acts on when its body names
+// body (nil: not named); profile is what the header or query resolved to
+// ("" when a service key's request named none there).
+func bodyProfile(r *http.Request, profile string, body *string) (string, error) {
+	ci, ok := r.Context().Value(callerKey{}).(callerInfo)
+	if !ok { // a public route: never reached with a body profile
+		return "", errors.New("httpapi: no caller in the request's context")
+	}
+	if body == nil {
+		if profile == "" {
+			return "", errNoProfile
+		}
+		return profile, nil
+	}
+	if *body == "" {
+		return "", badRequest("profile is empty")
+	}
+	if ci.named != "" && ci.named != *body {
+		return "", badRequest("the body's profile %q differs from the %q the header or query names", *body, ci.named)
+	}
+	return ci.c.act(*body)
 }
 
 // authenticate returns who the request acts as: its API key, or the
@@ -403,8 +514,11 @@ func (s *Server) authenticate(r *http.Request, admin bool) (caller, error) {
 		if err != nil {
 			return caller{}, err
 		}
-		if k.Role == mnemo.KeyRoleAdmin {
+		switch k.Role {
+		case mnemo.KeyRoleAdmin:
 			return caller{admin: true}, nil
+		case mnemo.KeyRoleService:
+			return caller{service: &k}, nil
 		}
 		return caller{profile: k.Profile}, nil
 	}
@@ -709,7 +823,7 @@ func (s *Server) metrics(w http.ResponseWriter, r *http.Request, _ string) error
 	if ks, err := s.e.Keys(r.Context(), "", false); err == nil {
 		g.keys = len(ks)
 		for _, k := range ks {
-			if k.Role != mnemo.KeyRoleAdmin {
+			if k.Role == mnemo.KeyRoleProfile {
 				profiles[k.Profile] = true
 			}
 		}
@@ -764,20 +878,39 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request, _ string) erro
 }
 
 // mcpTokenInfo is the SDK's token verifier. authenticate has already
-// checked the key and put its profile in the request's context.
+// checked the key and put the caller in the request's context; the token's
+// user id (which binds an MCP session to one key) is a profile key's
+// profile or a service key's id.
 func mcpTokenInfo(_ context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
-	p, ok := r.Context().Value(profileKey{}).(string)
-	if !ok || p == "" {
+	ci, ok := r.Context().Value(callerKey{}).(callerInfo)
+	user := ci.c.profile
+	if ci.c.service != nil {
+		user = "service key " + ci.c.service.ID
+	}
+	if !ok || user == "" {
 		return nil, auth.ErrInvalidToken
 	}
-	return &auth.TokenInfo{UserID: p, Expiration: time.Now().Add(time.Hour)}, nil
+	return &auth.TokenInfo{UserID: user, Expiration: time.Now().Add(time.Hour), Extra: map[string]any{mcpCallerKey: ci}}, nil
 }
 
-// mcpProfile names a tool call's profile: the API key's (carried as the
-// token's user id), or the single-user profile while no key exists.
-func (s *Server) mcpProfile(ctx context.Context, req *mcp.CallToolRequest) (string, error) {
-	if req != nil && req.Extra != nil && req.Extra.TokenInfo != nil && req.Extra.TokenInfo.UserID != "" {
-		return req.Extra.TokenInfo.UserID, nil
+// mcpCallerKey holds the callerInfo in a token's Extra.
+const mcpCallerKey = "mnemo.caller"
+
+// mcpProfile names a tool call's profile, as act does for an HTTP request:
+// named is the tool's profile argument ("" when absent); a service key's
+// call may instead name it by the header of the HTTP request that carried
+// the call. Without a key, it is the single-user mode's.
+func (s *Server) mcpProfile(ctx context.Context, req *mcp.CallToolRequest, named string) (string, error) {
+	if req != nil && req.Extra != nil && req.Extra.TokenInfo != nil {
+		ci, ok := req.Extra.TokenInfo.Extra[mcpCallerKey].(callerInfo)
+		if !ok {
+			s.log.Error("MCP tool call: no caller in the token")
+			return "", errors.New("internal error (see server log)")
+		}
+		if named != "" && ci.named != "" && named != ci.named {
+			return "", fmt.Errorf("the profile argument %q differs from the %q the %s header names", named, ci.named, headerProfile)
+		}
+		return ci.c.act(cmp.Or(named, ci.named))
 	}
 	need, err := s.keysRequired(ctx)
 	if err != nil {
@@ -787,5 +920,5 @@ func (s *Server) mcpProfile(ctx context.Context, req *mcp.CallToolRequest) (stri
 	if need {
 		return "", errors.New("an API key is required")
 	}
-	return s.cfg.Profile, nil
+	return caller{profile: s.cfg.Profile, singleUser: true}.act(named)
 }

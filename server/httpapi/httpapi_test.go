@@ -35,6 +35,9 @@ type bundle struct {
 	path  string
 	alice string
 	bob   string
+	// as maps a service key to the profile its requests name in the
+	// X-Mnemo-Profile header (unless the request sets one).
+	as map[string]string
 }
 
 type opts struct {
@@ -132,6 +135,9 @@ func (b *bundle) doWith(method, path, key string, body any, header http.Header) 
 	}
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	if p := b.as[key]; p != "" {
+		req.Header.Set("X-Mnemo-Profile", p)
 	}
 	for k, vs := range header {
 		req.Header[k] = vs
@@ -280,9 +286,29 @@ func sameSet(a, b []string) bool {
 }
 
 // TestServe_Isolation checks every endpoint with two keys: bob never sees,
-// changes or learns the existence of alice's memories.
+// changes or learns the existence of alice's memories, whether bob's
+// requests carry bob's profile key, a service key for bob alone, or a
+// service key for any profile naming bob.
 func TestServe_Isolation(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []string{"ProfileKey", "ServiceKeyForBob", "ServiceKeyForAny"} {
+		t.Run(mode, func(t *testing.T) { testIsolation(t, mode) })
+	}
+}
+
+func testIsolation(t *testing.T, mode string) {
 	b := setup(t, opts{})
+	if mode != "ProfileKey" {
+		var only []string
+		if mode == "ServiceKeyForBob" {
+			only = []string{"bob"}
+		}
+		svc, _, err := b.e.CreateServiceKey(t.Context(), "backend", only)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.bob, b.as = svc, map[string]string{svc: "bob"}
+	}
 	var aliceIDs []string
 	for i, c := range []string{"Threadline auth secret for alice", "alice's Threadline deploy notes", "alice shared memory"} {
 		aliceIDs = append(aliceIDs, b.create(b.alice, map[string]any{"content": c, "session": "s1", "project": "p",
@@ -381,18 +407,42 @@ func TestServe_Isolation(t *testing.T) {
 			t.Errorf("bob's settings = %v", bobs)
 		}
 	})
-	t.Run("ProfileNeverFromBody", func(t *testing.T) {
-		r := b.must(400, "POST", "/v1/memories", b.bob, map[string]any{"content": "x", "profile": "alice"}, nil)
-		if !strings.Contains(r.errMsg(t), "API key") {
-			t.Errorf("message %q", r.errMsg(t))
+	t.Run("NamingAliceRefused", func(t *testing.T) {
+		// A profile key naming another profile, or a service key naming
+		// alice while its header names bob: 400.
+		const want = 400
+		r := b.must(want, "POST", "/v1/memories", b.bob, map[string]any{"content": "x", "profile": "alice"}, nil)
+		if msg := r.errMsg(t); !strings.Contains(msg, "alice") {
+			t.Errorf("message %q does not name the profile", msg)
 		}
-		b.must(400, "POST", "/v1/memories", b.bob, map[string]any{"memories": []map[string]any{{"content": "x", "profile": "alice"}}}, nil)
-		b.must(400, "POST", "/v1/recall", b.bob, map[string]any{"query": "x", "profile": "alice"}, nil)
-		b.must(400, "PATCH", "/v1/memories/"+bobID, b.bob, map[string]any{"profile": "alice"}, nil)
-		b.must(400, "GET", "/v1/memories?profile=alice", b.bob, nil, nil)
-		b.must(400, "GET", "/v1/search/lexical?q=x&profile=alice", b.bob, nil, nil)
+		b.must(want, "POST", "/v1/memories", b.bob, map[string]any{"memories": []map[string]any{{"content": "x", "profile": "alice"}}}, nil)
+		b.must(want, "POST", "/v1/recall", b.bob, map[string]any{"query": "x", "profile": "alice"}, nil)
+		b.must(want, "PATCH", "/v1/memories/"+aliceIDs[0], b.bob, map[string]any{"profile": "alice", "content": "hijacked"}, nil)
+		b.must(want, "PATCH", "/v1/settings", b.bob, map[string]any{"profile": "alice", "keywordWeight": 0}, nil)
+		for _, path := range []string{"/v1/memories?profile=alice", "/v1/search/lexical?q=x&profile=alice", "/v1/settings?profile=alice",
+			"/v1/memories/" + aliceIDs[0] + "?profile=alice"} {
+			b.must(want, "GET", path, b.bob, nil, nil)
+		}
+		b.must(want, "DELETE", "/v1/profile?profile=alice", b.bob, nil, nil)
+		b.must(want, "DELETE", "/v1/memories?profile=alice&session=s1", b.bob, nil, nil)
+		if mode != "ProfileKey" {
+			// Without the header that names bob: a key for bob alone is
+			// refused alice (403), a key for any profile is not.
+			h := header("X-Mnemo-Profile", "alice")
+			if mode == "ServiceKeyForBob" {
+				for _, c := range []struct{ method, path string }{{"GET", "/v1/memories"}, {"GET", "/v1/memories/" + aliceIDs[0]},
+					{"GET", "/v1/settings"}, {"DELETE", "/v1/profile"}, {"GET", "/v1/search/dense?q=x"}} {
+					if r := b.doWith(c.method, c.path, b.bob, nil, h); r.status != 403 {
+						t.Errorf("%s %s naming alice: %d %s, want 403", c.method, c.path, r.status, r.body)
+					}
+				}
+			}
+		}
 		if n, _ := b.e.Count(t.Context(), "alice"); n != 3 {
 			t.Errorf("alice holds %d memories, want 3", n)
+		}
+		if m, err := b.e.Get(t.Context(), "alice", aliceIDs[0]); err != nil || strings.Contains(m.Content, "hijacked") {
+			t.Errorf("alice's memory after the attempts: %+v, %v", m, err)
 		}
 	})
 }

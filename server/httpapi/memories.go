@@ -28,13 +28,14 @@ type memoryIn struct {
 	CreatedAt  *time.Time      `json:"created_at,omitempty"`
 	Metadata   json.RawMessage `json:"metadata,omitempty"`
 	Embedding  []float32       `json:"embedding,omitempty"`
-	// Profile is accepted by the decoder only to refuse it clearly.
+	// Profile names the profile (see bodyProfile); in a batch, it must
+	// be the batch's.
 	Profile *string `json:"profile,omitempty"`
 }
 
 func (m *memoryIn) input(profile string) (mnemo.Input, error) {
-	if m.Profile != nil {
-		return mnemo.Input{}, errProfileInBody
+	if m.Profile != nil && *m.Profile != profile {
+		return mnemo.Input{}, badRequest("profile %q: a batch's memories are all of its profile (%q)", *m.Profile, profile)
 	}
 	in := mnemo.Input{ID: m.ID, Content: m.Content, Kind: m.Kind, Profile: profile, Project: m.Project,
 		Session: m.Session, Actor: m.Actor, Seq: m.Seq, Importance: m.Importance, Embedding: m.Embedding}
@@ -49,8 +50,6 @@ func (m *memoryIn) input(profile string) (mnemo.Input, error) {
 	}
 	return in, nil
 }
-
-var errProfileInBody = badRequest("profile is set by the API key, not by the request body")
 
 // createRequest is POST /v1/memories: one memory, or {"memories": [...]}.
 type createRequest struct {
@@ -117,14 +116,17 @@ func (s *Server) createMemories(w http.ResponseWriter, r *http.Request, profile 
 			one.Importance != nil || one.CreatedAt != nil || len(one.Metadata) > 0 || len(one.Embedding) > 0 {
 			return badRequest("send either one memory or {\"memories\": [...]}, not both")
 		}
-		if req.Profile != nil {
-			return errProfileInBody
-		}
 		if len(req.Memories) == 0 {
 			return badRequest("memories is empty")
 		}
+		if req.Profile == nil { // the batch's profile may be named by its first memory
+			req.Profile = req.Memories[0].Profile
+		}
 	} else {
 		req.Memories = []memoryIn{req.memoryIn}
+	}
+	if profile, err = bodyProfile(r, profile, req.Profile); err != nil {
+		return err
 	}
 	ins := make([]mnemo.Input, len(req.Memories))
 	for i := range req.Memories {
@@ -194,16 +196,19 @@ type patchRequest struct {
 	// Metadata replaces the metadata; null clears it. A RawMessage sees
 	// the null that a pointer would swallow.
 	Metadata json.RawMessage `json:"metadata,omitempty"`
-	Profile  *string         `json:"profile,omitempty"`
+	// Profile names the memory's profile (see bodyProfile); a memory
+	// never changes profile.
+	Profile *string `json:"profile,omitempty"`
 }
 
 func (s *Server) updateMemory(w http.ResponseWriter, r *http.Request, profile string) error {
 	var req patchRequest
-	if err := decodeJSON(r, &req); err != nil {
+	err := decodeJSON(r, &req)
+	if err != nil {
 		return err
 	}
-	if req.Profile != nil {
-		return badRequest("profile cannot change: it is set by the API key")
+	if profile, err = bodyProfile(r, profile, req.Profile); err != nil {
+		return err
 	}
 	p := mnemo.Patch{Content: req.Content, Kind: req.Kind, Project: req.Project, Session: req.Session, Actor: req.Actor,
 		Seq: req.Seq, OccurredAt: req.OccurredAt, Importance: req.Importance}
@@ -301,16 +306,17 @@ func (s *Server) listMemories(w http.ResponseWriter, r *http.Request, profile st
 	return nil
 }
 
-// onlyParams rejects query parameters other than allowed (a typo such as
-// "sesion" would otherwise silently widen the scope).
+// onlyParams rejects query parameters other than allowed and profile
+// (read by the middleware): a typo such as "sesion" would otherwise
+// silently widen the scope.
 func onlyParams(q url.Values, allowed ...string) error {
 	ok := map[string]bool{}
 	for _, a := range allowed {
 		ok[a] = true
 	}
 	for k := range q {
-		if !ok[k] {
-			return badRequest("unknown query parameter %q: allowed are %s", k, strings.Join(allowed, ", "))
+		if !ok[k] && k != paramProfile {
+			return badRequest("unknown query parameter %q: allowed are %s", k, strings.Join(append(allowed, paramProfile), ", "))
 		}
 	}
 	return nil

@@ -29,10 +29,10 @@ func TestOpenAPI_SchemasMatchTheTypes(t *testing.T) {
 		schema string
 		fields []string
 	}{
-		{"MemoryInput", jsonFields(reflect.TypeFor[memoryIn](), "profile")},
-		{"MemoryPatch", jsonFields(reflect.TypeFor[patchRequest](), "profile")},
+		{"MemoryInput", jsonFields(reflect.TypeFor[memoryIn]())},
+		{"MemoryPatch", jsonFields(reflect.TypeFor[patchRequest]())},
 		{"Memory", jsonFields(reflect.TypeFor[mnemo.Memory]())},
-		{"RecallRequest", jsonFields(reflect.TypeFor[recallRequest](), "profile")},
+		{"RecallRequest", jsonFields(reflect.TypeFor[recallRequest]())},
 		{"Result", jsonFields(reflect.TypeFor[RecallResult]())},
 		{"Settings", mnemo.SettingNames()},
 		{"Deleted", jsonFields(reflect.TypeFor[deletedResponse]())},

@@ -105,11 +105,12 @@ func results(res *mnemo.RecallResult, counterfactual bool) []RecallResult {
 
 func (s *Server) recall(w http.ResponseWriter, r *http.Request, profile string) error {
 	var req recallRequest
-	if err := decodeJSON(r, &req); err != nil {
+	err := decodeJSON(r, &req)
+	if err != nil {
 		return err
 	}
-	if req.Profile != nil {
-		return errProfileInBody
+	if profile, err = bodyProfile(r, profile, req.Profile); err != nil {
+		return err
 	}
 	over := map[string]string{}
 	if len(req.Settings) > 0 {

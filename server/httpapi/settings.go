@@ -36,6 +36,19 @@ func (s *Server) patchSettings(w http.ResponseWriter, r *http.Request, profile s
 	if raw == nil {
 		return badRequest("send a JSON object of settings, e.g. {\"keywordWeight\": 1.0}")
 	}
+	var named *string
+	if v, ok := raw[paramProfile]; ok { // no setting is named profile
+		var p string
+		if err := json.Unmarshal(v, &p); err != nil {
+			return badRequest("profile must be a string")
+		}
+		named = &p
+		delete(raw, paramProfile)
+	}
+	var err error
+	if profile, err = bodyProfile(r, profile, named); err != nil {
+		return err
+	}
 	if len(raw) == 0 {
 		return badRequest("no settings given: known settings are %s", strings.Join(mnemo.SettingNames(), ", "))
 	}

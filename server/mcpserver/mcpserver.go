@@ -4,9 +4,9 @@
 // Engine in process; the transport (stdio for `mnemo mcp`, streamable HTTP
 // at /mcp for `mnemo serve`) is the caller's choice.
 //
-// Every tool call acts on one profile, named by a ProfileFunc: a fixed
-// profile on stdio, the profile bound to the request's API key over HTTP.
-// A tool never takes a profile argument.
+// Every tool call acts on one profile, named by a ProfileFunc from the
+// call's optional profile argument: a fixed profile on stdio, over HTTP the
+// profile of the request's API key, or the one a service key's call names.
 package mcpserver
 
 import (
@@ -35,14 +35,21 @@ const (
 // DefaultRecallLimit is memory_recall's limit when the call gives none.
 const DefaultRecallLimit = 5
 
-// ProfileFunc names the profile a tool call acts on. An error refuses the
-// call (e.g. no API key); its message is shown to the client as it is, so
-// it must not carry internal details.
-type ProfileFunc func(ctx context.Context, req *mcp.CallToolRequest) (string, error)
+// ProfileFunc names the profile a tool call acts on, given the profile
+// the call's arguments name ("" when none). An error refuses the call (e.g.
+// no API key, or a profile the caller may not act on); its message is
+// shown to the client as it is, so it must not carry internal details.
+type ProfileFunc func(ctx context.Context, req *mcp.CallToolRequest, named string) (string, error)
 
-// Fixed returns a ProfileFunc that always names profile.
+// Fixed returns a ProfileFunc that always names profile, and refuses a
+// call that names another.
 func Fixed(profile string) ProfileFunc {
-	return func(context.Context, *mcp.CallToolRequest) (string, error) { return profile, nil }
+	return func(_ context.Context, _ *mcp.CallToolRequest, named string) (string, error) {
+		if named != "" && named != profile {
+			return "", fmt.Errorf("profile %q: this server acts on profile %q only", named, profile)
+		}
+		return profile, nil
+	}
 }
 
 // Options configures New. The zero value (or nil) is ready to use.
@@ -61,6 +68,7 @@ type Options struct {
 
 // StoreInput is memory_store's input.
 type StoreInput struct {
+	Profile    string         `json:"profile,omitempty" jsonschema:"the profile (end user) to act on: required with a service key; other keys and the stdio server act on their own profile"`
 	Content    string         `json:"content" jsonschema:"the text to remember"`
 	Session    string         `json:"session,omitempty" jsonschema:"the session it belongs to"`
 	Project    string         `json:"project,omitempty" jsonschema:"the project it belongs to"`
@@ -86,6 +94,7 @@ type StoreOutput struct {
 
 // RecallInput is memory_recall's input.
 type RecallInput struct {
+	Profile string   `json:"profile,omitempty" jsonschema:"the profile (end user) to act on: required with a service key; other keys and the stdio server act on their own profile"`
 	Query   string   `json:"query" jsonschema:"what to recall"`
 	Session string   `json:"session,omitempty" jsonschema:"restrict to this session"`
 	Project string   `json:"project,omitempty" jsonschema:"restrict to this project"`
@@ -123,6 +132,7 @@ type RecallOutput struct {
 
 // ForgetInput is memory_forget's input.
 type ForgetInput struct {
+	Profile string `json:"profile,omitempty" jsonschema:"the profile (end user) to act on: required with a service key; other keys and the stdio server act on their own profile"`
 	ID      string `json:"id,omitempty" jsonschema:"the id of the memory to forget"`
 	Session string `json:"session,omitempty" jsonschema:"forget every memory of this session instead (give id or session)"`
 }
@@ -206,7 +216,7 @@ func observe[In, Out any](h *handlers, tool string, f mcp.ToolHandlerFor[In, Out
 }
 
 func (h *handlers) store(ctx context.Context, req *mcp.CallToolRequest, in StoreInput) (*mcp.CallToolResult, StoreOutput, error) {
-	profile, err := h.profile(ctx, req)
+	profile, err := h.profile(ctx, req, in.Profile)
 	if err != nil {
 		return nil, StoreOutput{}, err
 	}
@@ -237,7 +247,7 @@ func (h *handlers) store(ctx context.Context, req *mcp.CallToolRequest, in Store
 }
 
 func (h *handlers) recall(ctx context.Context, req *mcp.CallToolRequest, in RecallInput) (*mcp.CallToolResult, RecallOutput, error) {
-	profile, err := h.profile(ctx, req)
+	profile, err := h.profile(ctx, req, in.Profile)
 	if err != nil {
 		return nil, RecallOutput{}, err
 	}
@@ -298,7 +308,7 @@ func (h *handlers) recall(ctx context.Context, req *mcp.CallToolRequest, in Reca
 }
 
 func (h *handlers) forget(ctx context.Context, req *mcp.CallToolRequest, in ForgetInput) (*mcp.CallToolResult, ForgetOutput, error) {
-	profile, err := h.profile(ctx, req)
+	profile, err := h.profile(ctx, req, in.Profile)
 	if err != nil {
 		return nil, ForgetOutput{}, err
 	}

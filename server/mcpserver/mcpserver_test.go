@@ -235,7 +235,9 @@ func TestMCP_ToolErrors(t *testing.T) {
 func TestMCP_ProfileFuncRefuses(t *testing.T) {
 	t.Parallel()
 	e := openEngine(t)
-	deny := func(context.Context, *mcp.CallToolRequest) (string, error) { return "", errors.New("API key required") }
+	deny := func(context.Context, *mcp.CallToolRequest, string) (string, error) {
+		return "", errors.New("API key required")
+	}
 	cs := connect(t, mcpserver.New(e, deny, nil))
 	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: mcpserver.ToolStore, Arguments: map[string]any{"content": "x"}})
 	if err != nil {

@@ -3,8 +3,10 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -12,14 +14,20 @@ import (
 	"github.com/mnemo-dev/mnemo/store"
 )
 
-const keyCols = `id, profile, name, hash, prefix, created_at, revoked_at, role`
+const keyCols = `id, profile, name, hash, prefix, created_at, revoked_at, role, profiles`
 
 func scanKey(sc scanner) (store.APIKey, error) {
 	var k store.APIKey
 	var created int64
 	var revoked sql.NullInt64
-	if err := sc.Scan(&k.ID, &k.Profile, &k.Name, &k.Hash, &k.Prefix, &created, &revoked, &k.Role); err != nil {
+	var profiles sql.NullString
+	if err := sc.Scan(&k.ID, &k.Profile, &k.Name, &k.Hash, &k.Prefix, &created, &revoked, &k.Role, &profiles); err != nil {
 		return k, err
+	}
+	if profiles.Valid {
+		if err := json.Unmarshal([]byte(profiles.String), &k.Profiles); err != nil {
+			return k, fmt.Errorf("key %s: profiles: %w", k.ID, err)
+		}
 	}
 	k.CreatedAt = time.Unix(0, created).UTC()
 	if revoked.Valid {
@@ -37,21 +45,28 @@ func (s *Store) CreateKey(ctx context.Context, k store.APIKey) error {
 	switch {
 	case strings.TrimSpace(k.ID) == "":
 		return mnemotype.Invalidf("key id is empty")
-	case k.Role != store.RoleProfile && k.Role != store.RoleAdmin:
-		return mnemotype.Invalidf("key role %q: must be %q (a profile key) or %q", k.Role, store.RoleProfile, store.RoleAdmin)
+	case k.Role != store.RoleProfile && k.Role != store.RoleService && k.Role != store.RoleAdmin:
+		return mnemotype.Invalidf("key role %q: must be %q (a profile key), %q or %q", k.Role, store.RoleProfile, store.RoleService, store.RoleAdmin)
 	case k.Role == store.RoleProfile && strings.TrimSpace(k.Profile) == "":
 		return mnemotype.Invalidf("profile is required")
-	case k.Role == store.RoleAdmin && k.Profile != "":
-		return mnemotype.Invalidf("an admin key acts on no profile: profile must be empty")
+	case k.Role != store.RoleProfile && k.Profile != "":
+		return mnemotype.Invalidf("a %s key is bound to no one profile: profile must be empty", k.Role)
+	case k.Role != store.RoleService && len(k.Profiles) > 0:
+		return mnemotype.Invalidf("only a service key lists profiles")
+	case slices.ContainsFunc(k.Profiles, func(p string) bool { return strings.TrimSpace(p) == "" }):
+		return mnemotype.Invalidf("a service key's profiles must not be empty")
 	case strings.TrimSpace(k.Hash) == "":
 		return mnemotype.Invalidf("key hash is empty")
 	}
-	var revoked any
+	var revoked, profiles any
 	if !k.RevokedAt.IsZero() {
 		revoked = k.RevokedAt.UnixNano()
 	}
-	_, err = w.ExecContext(ctx, `INSERT INTO api_keys(`+keyCols+`) VALUES (?,?,?,?,?,?,?,?)`,
-		k.ID, k.Profile, k.Name, k.Hash, k.Prefix, k.CreatedAt.UnixNano(), revoked, k.Role)
+	if len(k.Profiles) > 0 {
+		profiles = jsonList(k.Profiles)
+	}
+	_, err = w.ExecContext(ctx, `INSERT INTO api_keys(`+keyCols+`) VALUES (?,?,?,?,?,?,?,?,?)`,
+		k.ID, k.Profile, k.Name, k.Hash, k.Prefix, k.CreatedAt.UnixNano(), revoked, k.Role, profiles)
 	if err != nil {
 		if isUnique(err) {
 			return fmt.Errorf("%w: key %s: id or hash %w", mnemotype.ErrInvalid, k.ID, mnemotype.ErrExists)
@@ -84,7 +99,8 @@ func (s *Store) ListKeys(ctx context.Context, p store.ListKeysParams) ([]store.A
 	where := []string{"1 = 1"}
 	var args []any
 	if p.Profile != "" {
-		where, args = append(where, "profile = ?"), append(args, p.Profile)
+		where = append(where, `(profile = ? OR role = '`+store.RoleService+`' AND (profiles IS NULL OR ? IN (SELECT value FROM json_each(profiles))))`)
+		args = append(args, p.Profile, p.Profile)
 	}
 	if !p.IncludeRevoked {
 		where = append(where, "revoked_at IS NULL")

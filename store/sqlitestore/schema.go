@@ -153,6 +153,9 @@ var migrations = []string{
 		content, actor, time, context, scope, content='', contentless_delete=1, tokenize='porter unicode61'
 	);
 	INSERT INTO counters(name, value) VALUES ('context_turns', -1);`,
+	// 7: service keys: role 'service', profiles the JSON list of the
+	// profiles it may act on (NULL: any).
+	`ALTER TABLE api_keys ADD COLUMN profiles TEXT;`,
 }
 
 // migrationSteps holds the Go part of migrations, by the version they

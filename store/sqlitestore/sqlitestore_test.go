@@ -173,14 +173,35 @@ func TestOpen_AppliesOnlyMissingMigrations(t *testing.T) {
 	for from := 4; from < len(migrations); from++ {
 		t.Run(fmt.Sprintf("from=%d", from), func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "mnemo.db")
-			db := rawDB(t, path)
-			stmts := append([]string{`CREATE TABLE schema_version (version INTEGER NOT NULL)`,
-				fmt.Sprintf(`INSERT INTO schema_version(version) VALUES (%d)`, from)}, migrations[:from]...)
-			stmts = append(stmts,
-				`INSERT INTO memories(id, profile, kind, content, importance, created_at, accessed_at, seq)
+			var stmts []string
+			if from < 6 {
+				stmts = append([]string{`CREATE TABLE schema_version (version INTEGER NOT NULL)`,
+					fmt.Sprintf(`INSERT INTO schema_version(version) VALUES (%d)`, from)}, migrations[:from]...)
+				stmts = append(stmts,
+					`INSERT INTO memories(id, profile, kind, content, importance, created_at, accessed_at, seq)
 					VALUES ('m1', 'alice', 'episodic', 'the walrus migrates', 0.5, 1715176560000000000, 1715176560000000000, 1)`,
-				`UPDATE counters SET value = 1 WHERE name = 'seq'`,
-				`INSERT INTO api_keys(id, profile, hash, created_at) VALUES ('k1', 'alice', 'hash-k1', 1715176560000000000)`)
+					`UPDATE counters SET value = 1 WHERE name = 'seq'`)
+			} else {
+				// From version 6 on, the store writes its own full-text
+				// index: a current store writes the memory, then the
+				// migrations after from are undone.
+				s := openPath(t, path)
+				at := time.Date(2024, 5, 8, 13, 56, 0, 0, time.UTC)
+				m := mnemotype.Memory{ID: "m1", Profile: "alice", Kind: mnemotype.KindEpisodic, Content: "the walrus migrates",
+					Importance: 0.5, CreatedAt: at, AccessedAt: at, OccurredAt: at}
+				if err := s.Insert(ctx, []mnemotype.Memory{m}); err != nil {
+					t.Fatal(err)
+				}
+				if err := s.Close(); err != nil {
+					t.Fatal(err)
+				}
+				for v := len(migrations); v > from; v-- {
+					stmts = append(stmts, undoMigration[v])
+				}
+				stmts = append(stmts, fmt.Sprintf(`UPDATE schema_version SET version = %d`, from))
+			}
+			stmts = append(stmts, `INSERT INTO api_keys(id, profile, hash, created_at) VALUES ('k1', 'alice', 'hash-k1', 1715176560000000000)`)
+			db := rawDB(t, path)
 			for _, q := range stmts {
 				if _, err := db.ExecContext(ctx, q); err != nil {
 					t.Fatalf("%s: %v", q, err)
@@ -212,6 +233,12 @@ func TestOpen_AppliesOnlyMissingMigrations(t *testing.T) {
 			}
 		})
 	}
+}
+
+// undoMigration reverts migration v (from version 6 on), for
+// TestOpen_AppliesOnlyMissingMigrations.
+var undoMigration = map[int]string{
+	7: `ALTER TABLE api_keys DROP COLUMN profiles`,
 }
 
 func TestOpen_RefusesNewerSchema(t *testing.T) {

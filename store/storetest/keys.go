@@ -85,6 +85,59 @@ func ExerciseKeys(t *testing.T, open OpenFunc) {
 		}
 	})
 
+	t.Run("ServiceRoundTrip", func(t *testing.T) {
+		b := setup(t, open)
+		anyProfile := key("svc-any", "", 0)
+		anyProfile.Role = store.RoleService
+		listed := key("svc-ab", "", time.Second)
+		listed.Role, listed.Profiles = store.RoleService, []string{"alice", "bob"}
+		create(b, anyProfile, listed, key("k-carol", "carol", 2*time.Second))
+		for _, c := range []struct {
+			k       store.APIKey
+			acts    []string
+			actsNot []string
+		}{
+			{anyProfile, []string{"alice", "bob", "carol"}, []string{""}},
+			{listed, []string{"alice", "bob"}, []string{"carol", "", "Alice"}},
+		} {
+			got, err := b.s.KeyByHash(b.ctx, c.k.Hash)
+			if err != nil {
+				t.Fatalf("KeyByHash(%s): %v", c.k.ID, err)
+			}
+			if got.Role != store.RoleService || got.Profile != "" || !slices.Equal(got.Profiles, c.k.Profiles) {
+				t.Errorf("KeyByHash(%s) = %+v, want %+v", c.k.ID, got, c.k)
+			}
+			for _, p := range c.acts {
+				if !got.ActsOn(p) {
+					t.Errorf("%s does not act on %q", c.k.ID, p)
+				}
+			}
+			for _, p := range c.actsNot {
+				if got.ActsOn(p) {
+					t.Errorf("%s acts on %q", c.k.ID, p)
+				}
+			}
+		}
+		// Listing a profile's keys lists every key that may act on it.
+		for p, want := range map[string][]string{
+			"alice": {"svc-any", "svc-ab"}, "carol": {"svc-any", "k-carol"}, "dave": {"svc-any"},
+		} {
+			if got := keyIDs(list(b, store.ListKeysParams{Profile: p})); !slices.Equal(got, want) {
+				t.Errorf("ListKeys(%s) = %v, want %v", p, got, want)
+			}
+		}
+		for name, k := range map[string]store.APIKey{
+			"ServiceWithProfile": {ID: "s2", Profile: "alice", Role: store.RoleService, Hash: "h-s2", CreatedAt: t0},
+			"ProfileKeyWithList": {ID: "s3", Profile: "alice", Profiles: []string{"bob"}, Hash: "h-s3", CreatedAt: t0},
+			"AdminWithList":      {ID: "s4", Role: store.RoleAdmin, Profiles: []string{"bob"}, Hash: "h-s4", CreatedAt: t0},
+			"EmptyListedProfile": {ID: "s5", Role: store.RoleService, Profiles: []string{"bob", " "}, Hash: "h-s5", CreatedAt: t0},
+		} {
+			if err := b.s.CreateKey(b.ctx, k); !errors.Is(err, mnemotype.ErrInvalid) {
+				t.Errorf("%s: CreateKey error = %v, want ErrInvalid", name, err)
+			}
+		}
+	})
+
 	t.Run("UnknownHashNotFound", func(t *testing.T) {
 		b := setup(t, open)
 		create(b, key("k1", "alice", 0))

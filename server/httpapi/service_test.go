@@ -1,0 +1,319 @@
+package httpapi_test
+
+import (
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mnemo-dev/mnemo"
+	"github.com/mnemo-dev/mnemo/server/httpapi"
+	"github.com/mnemo-dev/mnemo/server/mcpserver"
+)
+
+// serviceKeys adds to b a service key for any profile and one for alice
+// only.
+func serviceKeys(t *testing.T, b *bundle) (anyKey, aliceOnly string) {
+	t.Helper()
+	var err error
+	if anyKey, _, err = b.e.CreateServiceKey(t.Context(), "backend", nil); err != nil {
+		t.Fatal(err)
+	}
+	if aliceOnly, _, err = b.e.CreateServiceKey(t.Context(), "alice's app", []string{"alice"}); err != nil {
+		t.Fatal(err)
+	}
+	return anyKey, aliceOnly
+}
+
+func header(kv ...string) http.Header {
+	h := http.Header{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		h.Add(kv[i], kv[i+1])
+	}
+	return h
+}
+
+// TestServe_ServiceKeyNamesTheProfile: a service key acts on the profile
+// named by the X-Mnemo-Profile header, the profile query parameter or the
+// body's profile field, on every route; naming none, or two different
+// ones, is a 400.
+func TestServe_ServiceKeyNamesTheProfile(t *testing.T) {
+	b := setup(t, opts{})
+	svc, _ := serviceKeys(t, b)
+	var out struct{ ID string }
+	if r := b.doWith("POST", "/v1/memories", svc, map[string]any{"content": "alice's walrus note"}, header("X-Mnemo-Profile", "alice")); r.status != 201 {
+		t.Fatalf("create by header: %d %s", r.status, r.body)
+	} else {
+		r.json(t, &out)
+	}
+	aliceID := out.ID
+	b.must(201, "POST", "/v1/memories?profile=bob", svc, map[string]any{"content": "bob's walrus note"}, &out)
+	bobID := out.ID
+	// A profile that has no key of its own: the service creates it.
+	b.must(201, "POST", "/v1/memories", svc, map[string]any{"content": "carol's walrus note", "profile": "carol", "session": "s1"}, &out)
+	carolID := out.ID
+	b.must(201, "POST", "/v1/memories", svc, map[string]any{"memories": []map[string]any{
+		{"content": "carol's second note", "profile": "carol"}, {"content": "carol's third note"}}}, nil)
+	b.must(201, "POST", "/v1/memories", svc, map[string]any{"profile": "carol", "memories": []map[string]any{{"content": "carol's fourth note"}}}, nil)
+
+	for _, c := range []struct{ profile, id string }{{"alice", aliceID}, {"bob", bobID}, {"carol", carolID}} {
+		if m, err := b.e.Get(t.Context(), c.profile, c.id); err != nil || m.Profile != c.profile {
+			t.Errorf("%s's memory %s: %+v, %v", c.profile, c.id, m, err)
+		}
+	}
+	if n, _ := b.e.Count(t.Context(), "carol"); n != 4 {
+		t.Errorf("carol holds %d memories, want 4", n)
+	}
+	// The profile keys see what the service wrote for them.
+	b.must(200, "GET", "/v1/memories/"+aliceID, b.alice, nil, nil)
+	b.must(404, "GET", "/v1/memories/"+aliceID, b.bob, nil, nil)
+
+	var rec recallOut
+	for _, via := range []struct {
+		path string
+		body map[string]any
+		h    http.Header
+	}{
+		{"/v1/recall", map[string]any{"query": "walrus note", "min_relevance": 0, "profile": "carol"}, nil},
+		{"/v1/recall", map[string]any{"query": "walrus note", "min_relevance": 0}, header("X-Mnemo-Profile", "carol")},
+		{"/v1/recall?profile=carol", map[string]any{"query": "walrus note", "min_relevance": 0}, nil},
+	} {
+		r := b.doWith("POST", via.path, svc, via.body, via.h)
+		if r.status != 200 {
+			t.Fatalf("recall %s %v: %d %s", via.path, via.h, r.status, r.body)
+		}
+		rec = recallOut{}
+		r.json(t, &rec)
+		if ids := resultIDs(rec.Results); len(ids) == 0 || ids[0] != carolID || slices.Contains(ids, aliceID) || slices.Contains(ids, bobID) {
+			t.Errorf("recall for carol via %s %v = %v", via.path, via.h, ids)
+		}
+	}
+	var lr struct{ Memories []mnemo.Memory }
+	b.must(200, "GET", "/v1/memories?profile=bob", svc, nil, &lr)
+	if len(lr.Memories) != 1 || lr.Memories[0].ID != bobID {
+		t.Errorf("bob's list = %+v", lr.Memories)
+	}
+	var sr struct{ Results []result }
+	b.must(200, "GET", "/v1/search/lexical?q=walrus&profile=alice", svc, nil, &sr)
+	if ids := resultIDs(sr.Results); !slices.Equal(ids, []string{aliceID}) {
+		t.Errorf("alice's lexical search = %v", ids)
+	}
+	var set map[string]any
+	b.must(200, "PATCH", "/v1/settings", svc, map[string]any{"profile": "carol", "keywordWeight": 0.5}, &set)
+	b.must(200, "GET", "/v1/settings?profile=carol", svc, nil, &set)
+	if set["keywordWeight"] != 0.5 {
+		t.Errorf("carol's settings = %v", set)
+	}
+	b.must(200, "GET", "/v1/settings", b.alice, nil, &set)
+	if set["keywordWeight"] == 0.5 {
+		t.Error("the PATCH for carol changed alice's settings")
+	}
+	b.must(200, "PATCH", "/v1/memories/"+carolID+"?profile=carol", svc, map[string]any{"importance": 0.9}, nil)
+	b.must(200, "PATCH", "/v1/memories/"+carolID, svc, map[string]any{"importance": 0.8, "profile": "carol"}, nil)
+	b.must(404, "PATCH", "/v1/memories/"+carolID, svc, map[string]any{"importance": 0.1, "profile": "bob"}, nil)
+	if m, _ := b.e.Get(t.Context(), "carol", carolID); m.Importance != 0.8 {
+		t.Errorf("carol's importance = %v, want 0.8", m.Importance)
+	}
+	var del struct{ Deleted int }
+	b.must(200, "DELETE", "/v1/memories?profile=carol&session=s1", svc, nil, &del)
+	if del.Deleted != 1 {
+		t.Errorf("deleted %d of carol's session s1, want 1", del.Deleted)
+	}
+	b.must(400, "DELETE", "/v1/profile", svc, nil, nil)
+	var pd struct {
+		Profile  string
+		Memories int
+		Keys     int
+	}
+	b.must(200, "DELETE", "/v1/profile?profile=carol", svc, nil, &pd)
+	if pd.Profile != "carol" || pd.Memories != 3 || pd.Keys != 0 {
+		t.Errorf("DELETE /v1/profile?profile=carol = %+v, want carol's 3 memories and no key", pd)
+	}
+	// Deleting a profile keeps the service key that named it.
+	b.must(200, "GET", "/v1/memories?profile=alice", svc, nil, nil)
+}
+
+// TestServe_ServiceKeyRefusals: a service key's request that names no
+// profile, names two, or names one the key may not act on is refused on
+// every route, and changes nothing; a service key cannot read /metrics.
+func TestServe_ServiceKeyRefusals(t *testing.T) {
+	b := setup(t, opts{})
+	svc, aliceOnly := serviceKeys(t, b)
+	bobID := b.create(b.bob, map[string]any{"content": "bob's note", "session": "s1"})
+	routes := []struct {
+		method, path string
+		body         map[string]any
+	}{
+		{"POST", "/v1/memories", map[string]any{"content": "x"}},
+		{"GET", "/v1/memories", nil},
+		{"GET", "/v1/memories/" + bobID, nil},
+		{"PATCH", "/v1/memories/" + bobID, map[string]any{"content": "hijacked"}},
+		{"DELETE", "/v1/memories/" + bobID, nil},
+		{"DELETE", "/v1/memories?session=s1", nil},
+		{"DELETE", "/v1/profile", nil},
+		{"POST", "/v1/recall", map[string]any{"query": "note"}},
+		{"GET", "/v1/search/lexical?q=note", nil},
+		{"GET", "/v1/search/dense?q=note", nil},
+		{"GET", "/v1/settings", nil},
+		{"PATCH", "/v1/settings", map[string]any{"keywordWeight": 0}},
+	}
+	for _, rt := range routes {
+		r := b.do(rt.method, rt.path, svc, rt.body)
+		if r.status != 400 || !strings.Contains(r.errMsg(t), "X-Mnemo-Profile") {
+			t.Errorf("%s %s naming no profile: %d %s, want 400 saying how to name it", rt.method, rt.path, r.status, r.body)
+		}
+		r = b.doWith(rt.method, rt.path, aliceOnly, rt.body, header("X-Mnemo-Profile", "bob"))
+		if r.status != 403 || !strings.Contains(r.errMsg(t), `"bob"`) {
+			t.Errorf("%s %s by alice's service key naming bob: %d %s, want 403", rt.method, rt.path, r.status, r.body)
+		}
+		sep := "?"
+		if strings.Contains(rt.path, "?") {
+			sep = "&"
+		}
+		r = b.doWith(rt.method, rt.path+sep+"profile=alice", svc, rt.body, header("X-Mnemo-Profile", "bob"))
+		if r.status != 400 || !strings.Contains(r.errMsg(t), "different profiles") {
+			t.Errorf("%s %s naming bob and alice: %d %s, want 400", rt.method, rt.path, r.status, r.body)
+		}
+		if rt.body != nil {
+			body := map[string]any{"profile": "alice"}
+			for k, v := range rt.body {
+				body[k] = v
+			}
+			r = b.doWith(rt.method, rt.path, svc, body, header("X-Mnemo-Profile", "bob"))
+			if r.status != 400 || !strings.Contains(r.errMsg(t), "differs") {
+				t.Errorf("%s %s naming bob in the header and alice in the body: %d %s, want 400", rt.method, rt.path, r.status, r.body)
+			}
+		}
+	}
+	for _, bad := range []http.Header{header("X-Mnemo-Profile", " "), header("X-Mnemo-Profile", "bob", "X-Mnemo-Profile", "bob"),
+		header("X-Mnemo-Profile", "bad\xffname")} {
+		if r := b.doWith("GET", "/v1/memories", svc, nil, bad); r.status != 400 {
+			t.Errorf("GET /v1/memories with %v: %d %s, want 400", bad, r.status, r.body)
+		}
+	}
+	b.must(400, "GET", "/v1/memories?profile=", svc, nil, nil)
+	if m, err := b.e.Get(t.Context(), "bob", bobID); err != nil || m.Content != "bob's note" {
+		t.Errorf("bob's memory after the refusals: %+v, %v", m, err)
+	}
+	if n, _ := b.e.Count(t.Context(), "bob"); n != 1 {
+		t.Errorf("bob holds %d memories, want 1", n)
+	}
+	if n, _ := b.e.Count(t.Context(), "alice"); n != 0 {
+		t.Errorf("alice holds %d memories, want 0", n)
+	}
+	b.must(403, "GET", "/metrics", svc, nil, nil)
+}
+
+// TestServe_NamingOwnProfile: a profile key may name its own profile (a
+// client written for service keys works with it); single-user mode acts on
+// the profile a request names.
+func TestServe_NamingOwnProfile(t *testing.T) {
+	t.Parallel()
+	t.Run("ProfileKey", func(t *testing.T) {
+		b := setup(t, opts{})
+		id := b.create(b.alice, map[string]any{"content": "alice names herself", "profile": "alice"})
+		b.must(200, "GET", "/v1/memories/"+id+"?profile=alice", b.alice, nil, nil)
+		if r := b.doWith("GET", "/v1/memories/"+id, b.alice, nil, header("X-Mnemo-Profile", "alice")); r.status != 200 {
+			t.Errorf("GET naming alice in the header: %d %s", r.status, r.body)
+		}
+	})
+	t.Run("SingleUser", func(t *testing.T) {
+		b := setup(t, opts{singleUser: true, cfg: func(c *httpapi.Config) { c.Profile = "me" }})
+		b.create("", map[string]any{"content": "for me"})
+		id := b.create("", map[string]any{"content": "for a tester", "profile": "tester"})
+		if _, err := b.e.Get(t.Context(), "tester", id); err != nil {
+			t.Errorf("single-user write naming tester: %v", err)
+		}
+		var lr struct{ Memories []mnemo.Memory }
+		b.must(200, "GET", "/v1/memories?profile=tester", "", nil, &lr)
+		if len(lr.Memories) != 1 || lr.Memories[0].ID != id {
+			t.Errorf("tester's list = %+v", lr.Memories)
+		}
+	})
+}
+
+// TestServe_MCPServiceKey: over MCP, a service key's tool calls name their
+// profile by the profile argument (or the X-Mnemo-Profile header of the
+// connection's requests); a key for alice alone is refused bob; a profile
+// key is refused another profile.
+func TestServe_MCPServiceKey(t *testing.T) {
+	b := setup(t, opts{})
+	svc, aliceOnly := serviceKeys(t, b)
+	cs := b.mcpClient(svc)
+	var st mcpserver.StoreOutput
+	callTool(t, cs, mcpserver.ToolStore, map[string]any{"content": "carol's MCP walrus", "profile": "carol"}, &st)
+	if m, err := b.e.Get(t.Context(), "carol", st.ID); err != nil || m.Content != "carol's MCP walrus" {
+		t.Fatalf("stored for carol: %+v, %v", m, err)
+	}
+	var rec mcpserver.RecallOutput
+	callTool(t, cs, mcpserver.ToolRecall, map[string]any{"query": "walrus", "profile": "carol", "min_relevance": 0}, &rec)
+	if len(rec.Results) != 1 || rec.Results[0].ID != st.ID {
+		t.Errorf("carol's recall = %+v", rec.Results)
+	}
+	callTool(t, cs, mcpserver.ToolRecall, map[string]any{"query": "walrus", "profile": "bob", "min_relevance": 0}, &rec)
+	if len(rec.Results) != 0 {
+		t.Errorf("bob's recall holds carol's memory: %+v", rec.Results)
+	}
+	for _, c := range []struct {
+		cs   *mcp.ClientSession
+		args map[string]any
+		want string
+	}{
+		{cs, map[string]any{"content": "x"}, "X-Mnemo-Profile"},
+		{b.mcpClient(aliceOnly), map[string]any{"content": "x", "profile": "bob"}, `"bob"`},
+		{b.mcpClient(b.alice), map[string]any{"content": "x", "profile": "bob"}, "own profile"},
+	} {
+		res := callTool(t, c.cs, mcpserver.ToolStore, c.args, nil)
+		if !res.IsError || !strings.Contains(textOf(res), c.want) {
+			t.Errorf("store %v: error %v %q, want one saying %s", c.args, res.IsError, textOf(res), c.want)
+		}
+	}
+	if n, _ := b.e.Count(t.Context(), "bob"); n != 0 {
+		t.Errorf("bob holds %d memories after refused calls", n)
+	}
+	callTool(t, cs, mcpserver.ToolForget, map[string]any{"id": st.ID, "profile": "carol"}, nil)
+	if n, _ := b.e.Count(t.Context(), "carol"); n != 0 {
+		t.Errorf("carol holds %d memories after memory_forget", n)
+	}
+
+	// The connection's header names the profile for every call.
+	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+	hs, err := c.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: b.ts.URL + "/mcp",
+		HTTPClient: &http.Client{Transport: bearer{key: svc, base: withHeader{"X-Mnemo-Profile", "dave", http.DefaultTransport}}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hs.Close()
+	callTool(t, hs, mcpserver.ToolStore, map[string]any{"content": "dave's note"}, &st)
+	if _, err := b.e.Get(t.Context(), "dave", st.ID); err != nil {
+		t.Errorf("the header's profile was not used: %v", err)
+	}
+	res := callTool(t, hs, mcpserver.ToolStore, map[string]any{"content": "x", "profile": "erin"}, nil)
+	if !res.IsError || !strings.Contains(textOf(res), "differs") {
+		t.Errorf("argument erin with header dave: %v %q", res.IsError, textOf(res))
+	}
+}
+
+// withHeader sets one request header.
+type withHeader struct {
+	name, value string
+	base        http.RoundTripper
+}
+
+func (h withHeader) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set(h.name, h.value)
+	return h.base.RoundTrip(r)
+}
+
+func textOf(res *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
