@@ -248,6 +248,47 @@ func TestMCP_ProfileFuncRefuses(t *testing.T) {
 	}
 }
 
+// TestMCP_FixedProfileArgument: on a Fixed profile, every tool accepts
+// its own profile as the profile argument and refuses another, storing,
+// recalling and forgetting nothing of it.
+func TestMCP_FixedProfileArgument(t *testing.T) {
+	t.Parallel()
+	e := openEngine(t)
+	if _, err := e.Remember(t.Context(), mnemo.Input{Profile: "bob", Content: "bob's walrus", ID: "b1"}); err != nil {
+		t.Fatal(err)
+	}
+	cs := connect(t, mcpserver.New(e, mcpserver.Fixed("alice"), nil))
+	call := func(tool string, args map[string]any) *mcp.CallToolResult {
+		t.Helper()
+		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: tool, Arguments: args})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	if res := call(mcpserver.ToolStore, map[string]any{"content": "alice's walrus", "profile": "alice"}); res.IsError {
+		t.Fatalf("naming its own profile: %q", textOf(res))
+	}
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{mcpserver.ToolStore, map[string]any{"content": "x", "profile": "bob"}},
+		{mcpserver.ToolRecall, map[string]any{"query": "walrus", "profile": "bob"}},
+		{mcpserver.ToolForget, map[string]any{"id": "b1", "profile": "bob"}},
+	} {
+		if res := call(c.tool, c.args); !res.IsError || !strings.Contains(textOf(res), `profile "bob"`) {
+			t.Errorf("%s naming bob: %v %q", c.tool, res.IsError, textOf(res))
+		}
+	}
+	if n, _ := e.Count(t.Context(), "bob"); n != 1 {
+		t.Errorf("bob holds %d memories, want 1", n)
+	}
+	if n, _ := e.Count(t.Context(), "alice"); n != 1 {
+		t.Errorf("alice holds %d memories, want 1", n)
+	}
+}
+
 // TestMCP_ForgetSession: memory_forget with a session forgets that session
 // of the caller's profile alone and says how many.
 func TestMCP_ForgetSession(t *testing.T) {
