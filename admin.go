@@ -36,6 +36,11 @@ type ListQuery struct {
 	// Project and Session, when set, restrict the listing.
 	Project string
 	Session string
+	// Actors, After, Before and Metadata, when set, restrict the listing
+	// as they restrict a recall (see Query).
+	Actors        []string
+	After, Before time.Time
+	Metadata      map[string]any
 	// Limit is the page size in [1, MaxListLimit]. Defaults to
 	// DefaultListLimit.
 	Limit int
@@ -71,7 +76,17 @@ func (e *Engine) List(ctx context.Context, q ListQuery) (Page, error) {
 	if q.Limit < 1 || q.Limit > MaxListLimit {
 		return Page{}, mnemotype.Invalidf("limit = %d: must be an integer in [1, %d]", q.Limit, MaxListLimit)
 	}
+	// The recall query's checks of the same fields.
+	if err := (Query{Profile: q.Profile, Project: q.Project, Sessions: []string{q.Session}, Actors: q.Actors,
+		After: q.After, Before: q.Before, Metadata: q.Metadata}).validateScope(); err != nil {
+		return Page{}, err
+	}
+	md, err := mnemotype.MetadataFilter("metadata", q.Metadata)
+	if err != nil {
+		return Page{}, err
+	}
 	p, err := e.st.List(ctx, store.ListParams{Profile: q.Profile, Project: q.Project, Session: q.Session,
+		Actors: q.Actors, After: q.After, Before: q.Before, Metadata: md,
 		Limit: q.Limit, Cursor: q.Cursor, WithEmbedding: q.WithEmbeddings})
 	if err != nil {
 		return Page{}, err

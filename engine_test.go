@@ -2,6 +2,7 @@ package mnemo_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -116,18 +117,23 @@ func TestEngine_ScopeIsolation(t *testing.T) {
 	e, _ := setup(t)
 	ctx := context.Background()
 	text := "the deploy of the billing service failed on tuesday"
-	mk := func(profile, project, session, kind string) mnemo.Memory {
-		return remember(t, e, mnemo.Input{Profile: profile, Project: project, Session: session, Kind: kind, Content: text})
+	mk := func(profile, project, session, kind, md string) mnemo.Memory {
+		in := mnemo.Input{Profile: profile, Project: project, Session: session, Kind: kind, Content: text}
+		if md != "" {
+			in.Metadata = json.RawMessage(md)
+		}
+		return remember(t, e, in)
 	}
-	a1 := mk("A", "p1", "s1", "episodic")
-	a2 := mk("A", "p1", "s2", "semantic")
-	a3 := mk("A", "p2", "s3", "episodic")
-	b1 := mk("B", "p1", "s1", "episodic")
+	a1 := mk("A", "p1", "s1", "episodic", `{"speaker": "Caroline", "n": 1}`)
+	a2 := mk("A", "p1", "s2", "semantic", `{"speaker": "Melanie", "n": 2, "pinned": true}`)
+	a3 := mk("A", "p2", "s3", "episodic", "")
+	b1 := mk("B", "p1", "s1", "episodic", `{"speaker": "Caroline"}`)
 	// The memories share their text: duplicates are not collapsed here.
 	legs := map[string]map[string]string{
 		"lexical only": {"semanticWeight": "0", "collapseDuplicates": "false"},
 		"dense only":   {"keywordWeight": "0", "collapseDuplicates": "false"},
 		"all legs":     {"recencyWeight": "1", "accessWeight": "1", "collapseDuplicates": "false"},
+		"pool policy":  {"candidatePolicy": "pool", "recencyWeight": "1", "accessWeight": "1", "collapseDuplicates": "false"},
 	}
 	cases := []struct {
 		name string
@@ -143,6 +149,12 @@ func TestEngine_ScopeIsolation(t *testing.T) {
 		{"project p1", mnemo.Query{Profile: "A", Project: "p1"}, []string{a1.ID, a2.ID}},
 		{"kind semantic", mnemo.Query{Profile: "A", Kinds: []mnemo.Kind{"semantic"}}, []string{a2.ID}},
 		{"exclude", mnemo.Query{Profile: "A", Exclude: []string{a1.ID, b1.ID}}, []string{a2.ID, a3.ID}},
+		{"metadata string", mnemo.Query{Profile: "A", Metadata: map[string]any{"speaker": "Caroline"}}, []string{a1.ID}},
+		{"metadata number", mnemo.Query{Profile: "A", Metadata: map[string]any{"n": 2}}, []string{a2.ID}},
+		{"metadata bool", mnemo.Query{Profile: "A", Metadata: map[string]any{"pinned": true}}, []string{a2.ID}},
+		{"metadata absent", mnemo.Query{Profile: "A", Metadata: map[string]any{"speaker": nil}}, []string{a3.ID}},
+		{"metadata and project", mnemo.Query{Profile: "A", Project: "p2", Metadata: map[string]any{"speaker": "Caroline"}}, nil},
+		{"metadata of profile B", mnemo.Query{Profile: "B", Metadata: map[string]any{"speaker": "Melanie"}}, nil},
 	}
 	for legName, over := range legs {
 		for _, c := range cases {

@@ -27,7 +27,16 @@ func (q Query) Validate() error {
 	if q.Limit < 0 || q.Limit > MaxLimit {
 		return mnemotype.Invalidf("limit = %d: must be an integer in [1, %d]", q.Limit, MaxLimit)
 	}
-	check := []struct{ name, v string }{{"query", q.Text}, {"profile", q.Profile}, {"project", q.Project}}
+	if err := mnemotype.CheckText("query", q.Text); err != nil {
+		return err
+	}
+	return q.validateScope()
+}
+
+// validateScope checks the fields of q that scope it (every one but the
+// text and the limit), as Validate does.
+func (q Query) validateScope() error {
+	check := []struct{ name, v string }{{"profile", q.Profile}, {"project", q.Project}}
 	for i, s := range q.Sessions {
 		check = append(check, struct{ name, v string }{fmt.Sprintf("sessions[%d]", i), s})
 	}
@@ -54,7 +63,7 @@ func (q Query) Validate() error {
 	for _, l := range []struct {
 		name string
 		n    int
-	}{{"exclude", len(q.Exclude)}, {"sessions", len(q.Sessions)}, {"kinds", len(q.Kinds)}, {"actors", len(q.Actors)}} {
+	}{{"exclude", len(q.Exclude)}, {"sessions", len(q.Sessions)}, {"kinds", len(q.Kinds)}, {"actors", len(q.Actors)}, {"metadata", len(q.Metadata)}} {
 		if l.n > MaxListItems {
 			return mnemotype.Invalidf("%s has %d items: at most %d allowed", l.name, l.n, MaxListItems)
 		}
@@ -66,6 +75,9 @@ func (q Query) Validate() error {
 		if len(a) > mnemotype.MaxActorBytes {
 			return mnemotype.Invalidf("actors[%d] is %d bytes: at most %d allowed", i, len(a), mnemotype.MaxActorBytes)
 		}
+	}
+	if _, err := mnemotype.MetadataFilter("metadata", q.Metadata); err != nil {
+		return err
 	}
 	for _, b := range []struct {
 		name string

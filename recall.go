@@ -35,6 +35,11 @@ type Query struct {
 	// After and Before, when not zero, restrict recall to memories that
 	// occurred at or after After, and before Before.
 	After, Before time.Time
+	// Metadata, when set, restricts recall to memories whose metadata has
+	// each key (a top-level member) equal to its value: a string, a number
+	// (float64 or int), a bool, or nil for a member that is null or absent
+	// (see mnemotype.MetadataMatch).
+	Metadata map[string]any
 	// Limit is the number of memories to return, in [1, MaxLimit].
 	// Defaults to DefaultLimit.
 	Limit int
@@ -94,6 +99,10 @@ func (e *Engine) Recall(ctx context.Context, q Query) (*RecallResult, error) {
 	if err := q.Validate(); err != nil {
 		return nil, err
 	}
+	md, err := mnemotype.MetadataFilter("metadata", q.Metadata)
+	if err != nil {
+		return nil, err
+	}
 	if q.Limit == 0 {
 		q.Limit = DefaultLimit
 	}
@@ -134,7 +143,7 @@ func (e *Engine) Recall(ctx context.Context, q Query) (*RecallResult, error) {
 	req := recall.Request{
 		Query: q.Text,
 		Scope: mnemotype.Scope{Profile: q.Profile, Project: q.Project, Sessions: q.Sessions, Kinds: q.Kinds, Exclude: q.Exclude,
-			Actors: q.Actors, After: q.After, Before: q.Before},
+			Actors: q.Actors, After: q.After, Before: q.Before, Metadata: md},
 		Limit:          q.Limit,
 		ProfileSize:    size,
 		Options:        opts,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 
@@ -79,6 +80,15 @@ func TestQuery_Validate(t *testing.T) {
 		{"exclude", mnemo.Query{Profile: "me", Text: "x", Exclude: []string{"\xff"}}, "exclude[0] is not valid UTF-8"},
 		{"kind", mnemo.Query{Profile: "me", Text: "x", Kinds: []mnemo.Kind{"dream"}}, "kinds[0]"},
 		{"override", mnemo.Query{Profile: "me", Text: "x", Overrides: map[string]string{"strategy": "\xff"}}, "strategy is not valid UTF-8"},
+		{"metadata", mnemo.Query{Profile: "me", Text: "x", Metadata: map[string]any{"speaker": "Caroline", "n": 2, "f": 2.5, "ok": true, "gone": nil}}, ""},
+		{"metadata object", mnemo.Query{Profile: "me", Text: "x", Metadata: map[string]any{"who": map[string]any{"a": 1}}}, "metadata.who: must be a string, a number, true, false or null"},
+		{"metadata array", mnemo.Query{Profile: "me", Text: "x", Metadata: map[string]any{"tags": []any{"a"}}}, "metadata.tags: must be"},
+		{"metadata empty key", mnemo.Query{Profile: "me", Text: "x", Metadata: map[string]any{"": "v"}}, "metadata: a key is empty"},
+		{"metadata NaN", mnemo.Query{Profile: "me", Text: "x", Metadata: map[string]any{"n": math.NaN()}}, "metadata.n is not a finite number"},
+		{"metadata key", mnemo.Query{Profile: "me", Text: "x", Metadata: map[string]any{"\xff": "v"}}, "metadata: a key is not valid UTF-8"},
+		{"metadata value", mnemo.Query{Profile: "me", Text: "x", Metadata: map[string]any{"k": "\xff"}}, "metadata.k is not valid UTF-8"},
+		{"metadata long key", mnemo.Query{Profile: "me", Text: "x", Metadata: map[string]any{strings.Repeat("k", 257): "v"}}, "a key is 257 bytes"},
+		{"metadata long value", mnemo.Query{Profile: "me", Text: "x", Metadata: map[string]any{"k": strings.Repeat("v", 4097)}}, "metadata.k is 4097 bytes"},
 	} {
 		err := c.q.Validate()
 		if c.want == "" {

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -280,6 +281,84 @@ type Scope struct {
 	// After and Before, when not zero, restrict to memories that occurred
 	// at or after After, and before Before.
 	After, Before time.Time
+	// Metadata, when non-empty, restricts to memories whose metadata
+	// matches every entry.
+	Metadata []MetadataMatch
+}
+
+// MetadataMatch keeps the memories whose metadata (a JSON object) has the
+// top-level member Key equal to Value: a string, a number (float64; 2 and
+// 2.0 are equal), a bool, or nil, which matches a member that is null and a
+// memory without the member. A string never equals a number ("2" is not 2).
+type MetadataMatch struct {
+	Key   string
+	Value any
+}
+
+// Limits of a metadata filter.
+const (
+	MaxMetadataKeyBytes   = 256
+	MaxMetadataValueBytes = 4096
+)
+
+// MetadataFilter validates the metadata equality filter m (as a JSON
+// object decodes: values string, float64, bool or nil) under field, and
+// returns it as matches sorted by key.
+func MetadataFilter(field string, m map[string]any) ([]MetadataMatch, error) {
+	out := make([]MetadataMatch, 0, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		v := m[k]
+		switch {
+		case k == "":
+			return nil, Invalidf("%s: a key is empty", field)
+		case len(k) > MaxMetadataKeyBytes:
+			return nil, Invalidf("%s: a key is %d bytes: at most %d allowed", field, len(k), MaxMetadataKeyBytes)
+		case !utf8.ValidString(k):
+			return nil, Invalidf("%s: a key is not valid UTF-8", field)
+		}
+		switch x := v.(type) {
+		case string:
+			if !utf8.ValidString(x) {
+				return nil, Invalidf("%s.%s is not valid UTF-8", field, k)
+			}
+			if len(x) > MaxMetadataValueBytes {
+				return nil, Invalidf("%s.%s is %d bytes: at most %d allowed", field, k, len(x), MaxMetadataValueBytes)
+			}
+		case float64:
+			if math.IsNaN(x) || math.IsInf(x, 0) {
+				return nil, Invalidf("%s.%s is not a finite number", field, k)
+			}
+		case int:
+			v = float64(x)
+		case int64:
+			v = float64(x)
+		case json.Number:
+			f, err := x.Float64()
+			if err != nil || math.IsInf(f, 0) {
+				return nil, Invalidf("%s.%s is not a finite number", field, k)
+			}
+			v = f
+		case bool, nil:
+		default:
+			return nil, Invalidf("%s.%s: must be a string, a number, true, false or null (equality with a JSON scalar), not %T", field, k, v)
+		}
+		out = append(out, MetadataMatch{Key: k, Value: v})
+	}
+	return out, nil
+}
+
+// ParseMetadataValue reads a metadata filter value given as text (a query
+// parameter, a command-line flag): a JSON number, true, false, null or a
+// "quoted string" as JSON reads it, any other text as itself.
+func ParseMetadataValue(s string) any {
+	var v any
+	if err := json.Unmarshal([]byte(s), &v); err == nil {
+		switch v.(type) {
+		case string, float64, bool, nil:
+			return v
+		}
+	}
+	return s
 }
 
 // MaxActorBytes bounds a memory's actor.

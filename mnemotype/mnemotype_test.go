@@ -1,10 +1,12 @@
 package mnemotype
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 func TestCheckID(t *testing.T) {
@@ -87,4 +89,41 @@ func TestMemory_Validate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzMetadataFilter: a metadata filter value given as text always reads
+// as a JSON scalar, a quoted string reads as what it quotes, other text as
+// itself; MetadataFilter accepts it unless it breaks a stated limit, and
+// never panics.
+func FuzzMetadataFilter(f *testing.F) {
+	for _, s := range []string{"Caroline", "2", `"2"`, "true", "null", "[1]", `{"a":1}`, "1e400", " 2 ", "", "\xff", `"\u00e9"`} {
+		f.Add("k", s)
+	}
+	f.Fuzz(func(t *testing.T, key, text string) {
+		v := ParseMetadataValue(text)
+		switch x := v.(type) {
+		case string:
+			var quoted string
+			if x != text && json.Unmarshal([]byte(text), &quoted) != nil {
+				t.Fatalf("ParseMetadataValue(%q) = %q, neither the text nor what it quotes", text, x)
+			}
+		case float64, bool, nil:
+		default:
+			t.Fatalf("ParseMetadataValue(%q) = %T", text, v)
+		}
+		ms, err := MetadataFilter("metadata", map[string]any{key: v})
+		valid := key != "" && len(key) <= MaxMetadataKeyBytes && utf8.ValidString(key)
+		if s, ok := v.(string); ok {
+			valid = valid && utf8.ValidString(s) && len(s) <= MaxMetadataValueBytes
+		}
+		if valid != (err == nil) {
+			t.Fatalf("MetadataFilter(%q: %#v) error = %v, want valid = %v", key, v, err, valid)
+		}
+		if err == nil && (len(ms) != 1 || ms[0].Key != key) {
+			t.Fatalf("MetadataFilter(%q: %#v) = %+v", key, v, ms)
+		}
+		if err != nil && !errors.Is(err, ErrInvalid) {
+			t.Fatalf("MetadataFilter error %v is not ErrInvalid", err)
+		}
+	})
 }

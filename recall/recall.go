@@ -27,6 +27,7 @@ type Source interface {
 	Lexical(ctx context.Context, p store.LexicalParams) ([]mnemotype.Hit, error)
 	RecentlyAccessed(ctx context.Context, scope mnemotype.Scope, n int) ([]string, error)
 	Neighbors(ctx context.Context, scope mnemotype.Scope, ids []string, radius int) ([]store.Neighbor, error)
+	InScope(ctx context.Context, scope mnemotype.Scope) ([]string, error)
 }
 
 // Vectors is what the pipeline needs from the in-memory index.
@@ -315,8 +316,16 @@ func Run(ctx context.Context, src Source, vec Vectors, req Request) (*Response, 
 		}
 		wg.Add(1)
 		go timed("dense", func() error {
+			f := filter
+			if len(req.Scope.Metadata) > 0 { // the index holds no metadata: the store resolves the filter
+				only, err := src.InScope(ctx, req.Scope)
+				if err != nil {
+					return err
+				}
+				f.Only = only
+			}
 			var err error
-			dense, err = search(req.Vector, req.Model, filter, fetch)
+			dense, err = search(req.Vector, req.Model, f, fetch)
 			if err == nil && crossConcurrent {
 				wg.Add(1)
 				go timed("lexical_cross", func() error {

@@ -33,6 +33,7 @@ type fakeSource struct {
 	LexicalFunc          func(ctx context.Context, p store.LexicalParams) ([]mnemotype.Hit, error)
 	RecentlyAccessedFunc func(ctx context.Context, scope mnemotype.Scope, n int) ([]string, error)
 	NeighborsFunc        func(ctx context.Context, scope mnemotype.Scope, ids []string, radius int) ([]store.Neighbor, error)
+	InScopeFunc          func(ctx context.Context, scope mnemotype.Scope) ([]string, error)
 
 	mu           sync.Mutex
 	lexCalls     []store.LexicalParams
@@ -71,6 +72,14 @@ func (f *fakeSource) Neighbors(ctx context.Context, scope mnemotype.Scope, ids [
 		return nil, nil
 	}
 	return f.NeighborsFunc(ctx, scope, ids, radius)
+}
+
+func (f *fakeSource) InScope(ctx context.Context, scope mnemotype.Scope) ([]string, error) {
+	if f.InScopeFunc == nil {
+		f.t.Errorf("unexpected InScope call: %+v", scope)
+		return nil, nil
+	}
+	return f.InScopeFunc(ctx, scope)
 }
 
 // fakeVectors is a recall.Vectors recording its calls. newVectors makes one
@@ -488,6 +497,38 @@ func TestRun_DenseFilter(t *testing.T) {
 	if len(src.lexCalls) == 0 || !sameScope(src.lexCalls[0].Scope, req.Scope) {
 		t.Errorf("Lexical scope = %+v, want %+v", src.lexCalls, req.Scope)
 	}
+}
+
+// TestRun_DenseMetadataFilter: the index cannot evaluate a metadata
+// filter, so the dense leg searches only the memories the store finds in
+// the scope; without one, the store is not asked.
+func TestRun_DenseMetadataFilter(t *testing.T) {
+	t.Parallel()
+	vec := newVectors(t, corpus(t))
+	var asked []mnemotype.Scope
+	src := &fakeSource{t: t, LexicalFunc: canned(hits("c"), nil), InScopeFunc: func(_ context.Context, sc mnemotype.Scope) ([]string, error) {
+		asked = append(asked, sc)
+		return []string{"c", "f", "n"}, nil
+	}}
+	req := request("alpha", 5)
+	req.Options.MinRelevance = 0
+	req.Scope.Metadata = []mnemotype.MetadataMatch{{Key: "speaker", Value: "Caroline"}}
+	resp := run(t, src, vec, req)
+	if len(asked) != 1 || !sameScope(asked[0], req.Scope) {
+		t.Errorf("InScope calls = %+v, want one with the request's scope", asked)
+	}
+	if len(vec.searchCalls) != 1 || !slices.Equal(vec.searchCalls[0].filter.Only, []string{"c", "f", "n"}) {
+		t.Fatalf("Search calls = %+v, want one with Only [c f n]", vec.searchCalls)
+	}
+	if got := resultIDs(resp.Results); !slices.Equal(slices.Sorted(slices.Values(got)), []string{"c", "f"}) {
+		t.Errorf("results = %v, want c and f (n has no embedding)", got)
+	}
+	src.InScopeFunc = func(context.Context, mnemotype.Scope) ([]string, error) { return nil, errors.New("disk on fire") }
+	if _, err := recall.Run(t.Context(), src, vec, req); err == nil || !strings.Contains(err.Error(), "disk on fire") {
+		t.Errorf("InScope's error: Run error = %v", err)
+	}
+	src.InScopeFunc = nil
+	run(t, src, vec, request("alpha", 5)) // fails if InScope is called
 }
 
 func TestRun_SignalLegs(t *testing.T) {

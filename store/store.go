@@ -72,6 +72,10 @@ type Store interface {
 	// RecentlyAccessed returns the ids of the n most recently accessed
 	// memories in the scope that have an embedding (seed 001's vector pool).
 	RecentlyAccessed(ctx context.Context, scope mnemotype.Scope, n int) ([]string, error)
+	// InScope returns the ids of every memory in the scope (every field of
+	// Scope honoured), in no particular order: for an index that cannot
+	// evaluate part of a scope (a metadata filter) itself.
+	InScope(ctx context.Context, scope mnemotype.Scope) ([]string, error)
 	// Changes reports what changed in a profile after sequence number since,
 	// for in-memory indexes to catch up with writes by any process.
 	Changes(ctx context.Context, profile string, since int64) (ChangeSet, error)
@@ -156,7 +160,12 @@ type ListParams struct {
 	Profile string
 	Project string
 	Session string
-	Limit   int
+	// Actors, After, Before and Metadata restrict the listing as the
+	// fields of mnemotype.Scope do.
+	Actors        []string
+	After, Before time.Time
+	Metadata      []mnemotype.MetadataMatch
+	Limit         int
 	// Cursor is the NextCursor of the previous page, or "" for the first.
 	Cursor string
 	// WithEmbedding also reads each memory's embedding.

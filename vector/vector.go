@@ -288,6 +288,10 @@ type Filter struct {
 	// After and Before, when not zero, keep the memories that occurred at
 	// or after After, and before Before.
 	After, Before time.Time
+	// Only, when not nil, keeps these memories alone (a scope the index
+	// cannot evaluate itself, such as a metadata filter, resolved by the
+	// store); an empty, non-nil list keeps none.
+	Only []string
 }
 
 // FilterOf is the Filter of a scope (its profile aside).
@@ -304,7 +308,8 @@ type compiled struct {
 	actors        []int32
 	kinds         []mnemotype.Kind
 	exclude       map[int]bool
-	after, before *instant // nil: no bound
+	only          map[int]bool // nil: any
+	after, before *instant     // nil: no bound
 }
 
 func (x *Index) compile(f Filter) compiled {
@@ -347,6 +352,17 @@ func (x *Index) compile(f Filter) compiled {
 			return compiled{none: true}
 		}
 	}
+	if f.Only != nil {
+		c.only = make(map[int]bool, len(f.Only))
+		for _, id := range f.Only {
+			if s, ok := x.slot[id]; ok {
+				c.only[s] = true
+			}
+		}
+		if len(c.only) == 0 {
+			return compiled{none: true}
+		}
+	}
 	if len(f.Exclude) > 0 {
 		c.exclude = make(map[int]bool, len(f.Exclude))
 		for _, id := range f.Exclude {
@@ -360,6 +376,9 @@ func (x *Index) compile(f Filter) compiled {
 
 func (c *compiled) match(s int, r *row) bool {
 	if c.project >= 0 && r.project != c.project {
+		return false
+	}
+	if c.only != nil && !c.only[s] {
 		return false
 	}
 	if c.sessions != nil {

@@ -3,7 +3,11 @@ package main
 import (
 	"errors"
 	"flag"
+	"fmt"
+	"strings"
+	"time"
 
+	"github.com/mnemo-dev/mnemo"
 	"github.com/mnemo-dev/mnemo/mnemotype"
 )
 
@@ -42,3 +46,58 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 }
 
 func isInvalid(err error) bool { return errors.Is(err, mnemotype.ErrInvalid) }
+
+// metaFlag collects repeatable --meta KEY=VALUE metadata equality filters;
+// VALUE reads as mnemotype.ParseMetadataValue does (2 a number, '"2"' a
+// string, true, false, null, any other text as itself).
+type metaFlag map[string]any
+
+func (m *metaFlag) String() string { return fmt.Sprint(map[string]any(*m)) }
+
+func (m *metaFlag) Set(s string) error {
+	k, v, ok := strings.Cut(s, "=")
+	if !ok || k == "" {
+		return fmt.Errorf("%q: want KEY=VALUE, e.g. speaker=Caroline", s)
+	}
+	if *m == nil {
+		*m = metaFlag{}
+	}
+	if _, dup := (*m)[k]; dup {
+		return fmt.Errorf("key %q given twice: a member equals one value", k)
+	}
+	(*m)[k] = mnemotype.ParseMetadataValue(v)
+	return nil
+}
+
+// scopeFilters are the filters list and export share with recall: actor,
+// time range and metadata.
+type scopeFilters struct {
+	actors        listFlag
+	after, before string
+	meta          metaFlag
+}
+
+func (f *scopeFilters) register(fs *flag.FlagSet) {
+	fs.Var(&f.actors, "actor", `only memories of this actor (repeatable, or comma-separated; "" for none)`)
+	fs.StringVar(&f.after, "after", "", "only memories that occurred at or after this time (RFC 3339 or a date)")
+	fs.StringVar(&f.before, "before", "", "only memories that occurred before this time (RFC 3339 or a date)")
+	fs.Var(&f.meta, "meta", `only memories whose metadata has KEY equal to VALUE (repeatable; VALUE 2 is a number, '"2"' a string, null also matches an absent KEY)`)
+}
+
+// apply sets the filters on q.
+func (f *scopeFilters) apply(q *mnemo.ListQuery) error {
+	q.Actors, q.Metadata = f.actors, f.meta
+	for _, b := range []struct {
+		flag, v string
+		into    *time.Time
+	}{{"--after", f.after, &q.After}, {"--before", f.before, &q.Before}} {
+		if b.v != "" {
+			t, err := parseTime(b.flag, b.v)
+			if err != nil {
+				return err
+			}
+			*b.into = t
+		}
+	}
+	return nil
+}

@@ -22,11 +22,13 @@ func cmdList(ctx context.Context, a *app, args []string) error {
 	profile := fs.String("profile", a.getenv("MNEMO_PROFILE"), "profile to list (required) (default $MNEMO_PROFILE)")
 	project := fs.String("project", "", "only this project's memories")
 	session := fs.String("session", "", "only this session's memories")
+	var filters scopeFilters
+	filters.register(fs)
 	limit := fs.Int("limit", mnemo.DefaultListLimit, fmt.Sprintf("memories per page, in [1, %d]", mnemo.MaxListLimit))
 	cursor := fs.String("cursor", "", "the next_cursor a previous page printed")
 	asJSON := fs.Bool("json", false, `print {"memories": [...], "next_cursor": "..."} as JSON`)
 	fs.Usage = func() {
-		fmt.Fprintln(a.stderr, "usage: mnemo list --profile P [--project X] [--session S] [--limit N] [--cursor C] [--json]")
+		fmt.Fprintln(a.stderr, "usage: mnemo list --profile P [--project X] [--session S] [--actor A]... [--after T] [--before T] [--meta KEY=VALUE]... [--limit N] [--cursor C] [--json]")
 		fs.PrintDefaults()
 	}
 	pos, err := parseInterleaved(fs, args)
@@ -47,7 +49,11 @@ func cmdList(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	defer e.Close()
-	page, err := e.List(ctx, mnemo.ListQuery{Profile: *profile, Project: *project, Session: *session, Limit: *limit, Cursor: *cursor})
+	lq := mnemo.ListQuery{Profile: *profile, Project: *project, Session: *session, Limit: *limit, Cursor: *cursor}
+	if err := filters.apply(&lq); err != nil {
+		return err
+	}
+	page, err := e.List(ctx, lq)
 	if err != nil {
 		return err
 	}
@@ -96,9 +102,11 @@ func cmdExport(ctx context.Context, a *app, args []string) error {
 	profile := fs.String("profile", a.getenv("MNEMO_PROFILE"), "profile to export (required) (default $MNEMO_PROFILE)")
 	project := fs.String("project", "", "only this project's memories")
 	session := fs.String("session", "", "only this session's memories")
+	var filters scopeFilters
+	filters.register(fs)
 	embeddings := fs.Bool("embeddings", false, "include each memory's embedding (import then stores it instead of embedding the text again)")
 	fs.Usage = func() {
-		fmt.Fprintln(a.stderr, "usage: mnemo export --profile P [--project X] [--session S] [--embeddings] > memories.jsonl")
+		fmt.Fprintln(a.stderr, "usage: mnemo export --profile P [--project X] [--session S] [--actor A]... [--after T] [--before T] [--meta KEY=VALUE]... [--embeddings] > memories.jsonl")
 		fs.PrintDefaults()
 	}
 	pos, err := parseInterleaved(fs, args)
@@ -121,8 +129,12 @@ func cmdExport(ctx context.Context, a *app, args []string) error {
 	enc.SetEscapeHTML(false)
 	n := 0
 	for cursor := ""; ; {
-		page, err := e.List(ctx, mnemo.ListQuery{Profile: *profile, Project: *project, Session: *session, Limit: exportPage,
-			Cursor: cursor, WithEmbeddings: *embeddings})
+		lq := mnemo.ListQuery{Profile: *profile, Project: *project, Session: *session, Limit: exportPage,
+			Cursor: cursor, WithEmbeddings: *embeddings}
+		if err := filters.apply(&lq); err != nil {
+			return err
+		}
+		page, err := e.List(ctx, lq)
 		if err != nil {
 			return err
 		}

@@ -348,3 +348,68 @@ func TestEditDistance(t *testing.T) {
 		}
 	}
 }
+
+// TestCLI_Filters: list, export and recall take --actor, --after,
+// --before and --meta KEY=VALUE filters; a malformed --meta is a usage
+// error.
+func TestCLI_Filters(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	c.ok("import", writeLines(t, []string{
+		`{"id":"c1","text":"walrus at the zoo","speaker":"Caroline","timestamp":"2023-05-08T10:00:00Z","metadata":{"mood":"happy","n":2}}`,
+		`{"id":"c2","text":"walrus painting","speaker":"Caroline","timestamp":"2023-06-08T10:00:00Z","metadata":{"mood":"sad","n":"2"}}`,
+		`{"id":"m1","text":"walrus facts","speaker":"Melanie","timestamp":"2023-05-09T10:00:00Z","metadata":{"mood":"happy"}}`,
+		`{"id":"n1","text":"walrus without metadata","timestamp":"2023-05-10T10:00:00Z"}`,
+	}), "--profile", "me")
+	listIDs := func(args ...string) []string {
+		t.Helper()
+		var page struct{ Memories []mnemo.Memory }
+		if err := json.Unmarshal([]byte(c.ok(append([]string{"list", "--profile", "me", "--json"}, args...)...)), &page); err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, m := range page.Memories {
+			ids = append(ids, m.ID)
+		}
+		return slices.Sorted(slices.Values(ids))
+	}
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--meta", "mood=happy"}, []string{"c1", "m1"}},
+		{[]string{"--meta", "mood=happy", "--actor", "Caroline"}, []string{"c1"}},
+		{[]string{"--meta", "n=2"}, []string{"c1"}},
+		{[]string{"--meta", `n="2"`}, []string{"c2"}},
+		{[]string{"--meta", "mood=null"}, []string{"n1"}},
+		{[]string{"--actor", "Melanie,Caroline", "--before", "2023-06-01"}, []string{"c1", "m1"}},
+		{[]string{"--after", "2023-05-09T10:00:00Z"}, []string{"c2", "m1", "n1"}},
+	} {
+		if got := listIDs(tc.args...); !slices.Equal(got, tc.want) {
+			t.Errorf("list %v = %v, want %v", tc.args, got, tc.want)
+		}
+	}
+	if out := c.ok("export", "--profile", "me", "--meta", "mood=sad"); strings.Count(out, "\n") != 1 || !strings.Contains(out, `"id":"c2"`) {
+		t.Errorf("export --meta mood=sad:\n%s", out)
+	}
+	var rec struct{ Results []struct{ ID string } }
+	if err := json.Unmarshal([]byte(c.ok("recall", "--profile", "me", "--json", "--min-relevance", "0", "--meta", "mood=happy", "walrus")), &rec); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range rec.Results {
+		got = append(got, r.ID)
+	}
+	if slices.Sort(got); !slices.Equal(got, []string{"c1", "m1"}) {
+		t.Errorf("recall --meta mood=happy = %v, want [c1 m1]", got)
+	}
+	for _, args := range [][]string{
+		{"list", "--profile", "me", "--meta", "mood"},
+		{"list", "--profile", "me", "--meta", "=x"},
+		{"recall", "--profile", "me", "--meta", "n=1", "--meta", "n=2", "walrus"},
+	} {
+		if code, _, stderr := c.run("", args...); code != 2 {
+			t.Errorf("%v: exit %d, want 2: %s", args, code, stderr)
+		}
+	}
+}

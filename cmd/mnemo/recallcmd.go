@@ -71,6 +71,8 @@ func cmdRecall(ctx context.Context, a *app, args []string) error {
 	fs.Var(&actors, "actor", "restrict to memories of this actor (repeatable, or comma-separated)")
 	after := fs.String("after", "", "restrict to memories that occurred at or after this time (RFC 3339 or a date)")
 	before := fs.String("before", "", "restrict to memories that occurred before this time (RFC 3339 or a date)")
+	var meta metaFlag
+	fs.Var(&meta, "meta", `restrict to memories whose metadata has KEY equal to VALUE (repeatable; VALUE 2 is a number, '"2"' a string, null also matches an absent KEY)`)
 	limit := fs.Int("limit", mnemo.DefaultLimit, "number of memories to return")
 	weights := fs.String("weights", "", "leg weights, e.g. lexical=1,dense=1,recency=0,access=0 (each in [0, 5])")
 	var k optFloat
@@ -87,7 +89,7 @@ func cmdRecall(ctx context.Context, a *app, args []string) error {
 	trace := fs.Bool("trace", false, "explain: each leg's list, per-result contributions, per-stage timings")
 	asJSON := fs.Bool("json", false, "print JSON")
 	fs.Usage = func() {
-		fmt.Fprintln(a.stderr, "usage: mnemo recall --profile P [--project X] [--session S]... [--kind K] [--actor A]... [--after T] [--before T] [--limit N] [--exclude ID,...] [--weights lexical=1,dense=1,recency=0,access=0] [--k 60] [--min-relevance R] [--autocut N] [--trace] [--json] QUERY")
+		fmt.Fprintln(a.stderr, "usage: mnemo recall --profile P [--project X] [--session S]... [--kind K] [--actor A]... [--after T] [--before T] [--meta KEY=VALUE]... [--limit N] [--exclude ID,...] [--weights lexical=1,dense=1,recency=0,access=0] [--k 60] [--min-relevance R] [--autocut N] [--trace] [--json] QUERY")
 		fs.PrintDefaults()
 	}
 	pos, err := parseInterleaved(fs, args)
@@ -138,7 +140,7 @@ func cmdRecall(ctx context.Context, a *app, args []string) error {
 	// The timings come with what the relevance floor dropped, which an
 	// empty answer explains.
 	q := mnemo.Query{Text: query, Profile: *profile, Project: *project, Sessions: sessions, Exclude: exclude, Actors: actors,
-		Limit: *limit, Overrides: over, Trace: *trace, Timings: true}
+		Metadata: meta, Limit: *limit, Overrides: over, Trace: *trace, Timings: true}
 	for _, b := range []struct {
 		flag, v string
 		into    *time.Time

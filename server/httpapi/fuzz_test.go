@@ -198,12 +198,15 @@ func FuzzRecallBody(f *testing.F) {
 		`{"query": "   "}`,
 		`{"query": "x", "limit": 100000}`,
 		`{"query": "x", "profile": "bob"}`,
+		`{"query": "walrus", "metadata": {"mood": "happy", "n": 2, "ok": true, "gone": null}}`,
+		`{"query": "walrus", "metadata": {"n": 1e400}}`,
+		`{"query": "walrus", "metadata": {"": {"nested": []}}}`,
 	} {
 		f.Add(seed)
 	}
 	s := newFuzzServer(f)
 	for _, c := range []string{"Threadline auth fix deployed", "the walrus painting in May", "x y z"} {
-		s.do(f, "POST", "/v1/memories", `{"content": "`+c+`", "session": "s1", "actor": "Caroline"}`)
+		s.do(f, "POST", "/v1/memories", `{"content": "`+c+`", "session": "s1", "actor": "Caroline", "metadata": {"mood": "happy", "n": 2}}`)
 	}
 	f.Fuzz(func(t *testing.T, body string) {
 		before := s.count(t)

@@ -286,11 +286,21 @@ type listResponse struct {
 
 func (s *Server) listMemories(w http.ResponseWriter, r *http.Request, profile string) error {
 	q := r.URL.Query()
-	if err := onlyParams(q, "project", "session", "limit", "cursor"); err != nil {
+	if err := onlyParams(q, "project", "session", "actors", "after", "before", "limit", "cursor", metadataParams); err != nil {
 		return err
 	}
-	lq := mnemo.ListQuery{Profile: profile, Project: q.Get("project"), Session: q.Get("session"), Cursor: q.Get("cursor")}
+	lq := mnemo.ListQuery{Profile: profile, Project: q.Get("project"), Session: q.Get("session"), Cursor: q.Get("cursor"),
+		Actors: listParam(q, "actors")}
 	var err error
+	if lq.Metadata, err = metadataParam(q); err != nil {
+		return err
+	}
+	if lq.After, err = timeParam(q, "after"); err != nil {
+		return err
+	}
+	if lq.Before, err = timeParam(q, "before"); err != nil {
+		return err
+	}
 	if lq.Limit, err = intParam(q, "limit", mnemo.DefaultListLimit, 1, mnemo.MaxListLimit); err != nil {
 		return err
 	}
@@ -315,11 +325,35 @@ func onlyParams(q url.Values, allowed ...string) error {
 		ok[a] = true
 	}
 	for k := range q {
-		if !ok[k] && k != paramProfile {
+		if !ok[k] && k != paramProfile && !(ok[metadataParams] && strings.HasPrefix(k, metadataParams)) {
 			return badRequest("unknown query parameter %q: allowed are %s", k, strings.Join(append(allowed, paramProfile), ", "))
 		}
 	}
 	return nil
+}
+
+// metadataParams is the prefix of the query parameters of a metadata
+// filter: metadata.KEY=VALUE (onlyParams allows them all when given it).
+const metadataParams = "metadata."
+
+// metadataParam is the metadata filter of q's metadata.KEY=VALUE
+// parameters: VALUE as mnemotype.ParseMetadataValue reads it (2 a number,
+// "2" with its quotes a string). nil when there is none; a key given
+// twice is refused.
+func metadataParam(q url.Values) (map[string]any, error) {
+	var out map[string]any
+	for k, vs := range q {
+		if key, ok := strings.CutPrefix(k, metadataParams); ok {
+			if len(vs) > 1 {
+				return nil, badRequest("query parameter %s is given %d times: a member equals one value", k, len(vs))
+			}
+			if out == nil {
+				out = map[string]any{}
+			}
+			out[key] = mnemotype.ParseMetadataValue(vs[0])
+		}
+	}
+	return out, nil
 }
 
 // intParam parses an integer query parameter in [lo, hi]; absent gives def.

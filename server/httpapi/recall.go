@@ -26,7 +26,10 @@ type recallRequest struct {
 	// [after, before).
 	After  *time.Time `json:"after,omitempty"`
 	Before *time.Time `json:"before,omitempty"`
-	Limit  int        `json:"limit,omitempty"`
+	// Metadata restricts recall to memories whose metadata has each
+	// top-level member equal to the given JSON scalar.
+	Metadata map[string]any `json:"metadata,omitempty"`
+	Limit    int            `json:"limit,omitempty"`
 	// MinRelevance and Autocut override the settings minRelevance and
 	// autocut for this request.
 	MinRelevance *float64 `json:"min_relevance,omitempty"`
@@ -154,7 +157,7 @@ func (s *Server) recall(w http.ResponseWriter, r *http.Request, profile string) 
 		over["autocut"] = strconv.Itoa(*req.Autocut)
 	}
 	q := mnemo.Query{Text: req.Query, Profile: profile, Project: req.Project, Sessions: req.Sessions,
-		Exclude: req.Exclude, Actors: req.Actors, Limit: req.Limit, Overrides: over, Trace: req.Trace, Timings: true}
+		Exclude: req.Exclude, Actors: req.Actors, Metadata: req.Metadata, Limit: req.Limit, Overrides: over, Trace: req.Trace, Timings: true}
 	if req.After != nil {
 		q.After = *req.After
 	}
@@ -207,7 +210,7 @@ func (s *Server) observeRecall(endpoint string, res *mnemo.RecallResult) {
 func (s *Server) searchLeg(leg string) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request, profile string) error {
 		q := r.URL.Query()
-		if err := onlyParams(q, "q", "sessions", "sessionIds", "project", "kinds", "exclude", "actors", "after", "before", "limit"); err != nil {
+		if err := onlyParams(q, "q", "sessions", "sessionIds", "project", "kinds", "exclude", "actors", "after", "before", "limit", metadataParams); err != nil {
 			return err
 		}
 		text := q.Get("q")
@@ -224,6 +227,9 @@ func (s *Server) searchLeg(leg string) handlerFunc {
 		}
 		query := mnemo.Query{Text: text, Profile: profile, Project: q.Get("project"), Sessions: listParam(q, "sessions", "sessionIds"),
 			Exclude: listParam(q, "exclude"), Actors: listParam(q, "actors"), Limit: limit, Overrides: singleLeg(cur, leg), Timings: true}
+		if query.Metadata, err = metadataParam(q); err != nil {
+			return err
+		}
 		if query.After, err = timeParam(q, "after"); err != nil {
 			return err
 		}

@@ -317,3 +317,95 @@ func textOf(res *mcp.CallToolResult) string {
 	}
 	return b.String()
 }
+
+// TestServe_MetadataFilter: metadata equality filters on recall (body),
+// list and the search legs (metadata.KEY=VALUE), with actor and time
+// filters on list; bad filters are 400s naming them.
+func TestServe_MetadataFilter(t *testing.T) {
+	b := setup(t, opts{})
+	mk := func(content, actor, occurred string, md map[string]any) string {
+		m := map[string]any{"content": content, "actor": actor, "occurred_at": occurred}
+		if md != nil {
+			m["metadata"] = md
+		}
+		return b.create(b.alice, m)
+	}
+	c1 := mk("the walrus at the zoo", "Caroline", "2023-05-08T10:00:00Z", map[string]any{"speaker": "Caroline", "n": 2, "pinned": true})
+	c2 := mk("a walrus painting", "Caroline", "2023-06-08T10:00:00Z", map[string]any{"speaker": "Caroline", "n": "2"})
+	m1 := mk("walrus facts", "Melanie", "2023-05-09T10:00:00Z", map[string]any{"speaker": "Melanie"})
+	n1 := mk("walrus without metadata", "", "2023-05-10T10:00:00Z", nil)
+	b.create(b.bob, map[string]any{"content": "bob's walrus", "metadata": map[string]any{"speaker": "Caroline"}})
+
+	recallIDs := func(md map[string]any) []string {
+		t.Helper()
+		var rec recallOut
+		b.must(200, "POST", "/v1/recall", b.alice, map[string]any{"query": "walrus", "min_relevance": 0, "limit": 10, "metadata": md}, &rec)
+		return slices.Sorted(slices.Values(resultIDs(rec.Results)))
+	}
+	sorted := func(ids ...string) []string { return slices.Sorted(slices.Values(ids)) }
+	for _, c := range []struct {
+		md   map[string]any
+		want []string
+	}{
+		{map[string]any{"speaker": "Caroline"}, sorted(c1, c2)},
+		{map[string]any{"n": 2}, sorted(c1)},
+		{map[string]any{"n": "2"}, sorted(c2)},
+		{map[string]any{"pinned": true}, sorted(c1)},
+		{map[string]any{"speaker": nil}, sorted(n1)},
+		{map[string]any{"speaker": "Caroline", "pinned": false}, nil},
+	} {
+		if got := recallIDs(c.md); !slices.Equal(got, c.want) {
+			t.Errorf("recall metadata %v = %v, want %v", c.md, got, c.want)
+		}
+	}
+	listIDs := func(params string) []string {
+		t.Helper()
+		var lr struct{ Memories []mnemo.Memory }
+		b.must(200, "GET", "/v1/memories?"+params, b.alice, nil, &lr)
+		var ids []string
+		for _, m := range lr.Memories {
+			ids = append(ids, m.ID)
+		}
+		return slices.Sorted(slices.Values(ids))
+	}
+	for params, want := range map[string][]string{
+		"metadata.speaker=Caroline":                  sorted(c1, c2),
+		"metadata.n=2":                               sorted(c1),
+		"metadata.n=%222%22":                         sorted(c2),
+		"metadata.speaker=null":                      sorted(n1),
+		"metadata.speaker=Caroline&metadata.n=2":     sorted(c1),
+		"actors=Melanie":                             sorted(m1),
+		"actors=Caroline&after=2023-06-01T00:00:00Z": sorted(c2),
+		"before=2023-05-09T12:00:00Z":                sorted(c1, m1),
+	} {
+		if got := listIDs(params); !slices.Equal(got, want) {
+			t.Errorf("list ?%s = %v, want %v", params, got, want)
+		}
+	}
+	for _, leg := range []string{"lexical", "dense"} {
+		var sr struct{ Results []result }
+		b.must(200, "GET", "/v1/search/"+leg+"?q=walrus&limit=10&metadata.speaker=Melanie", b.alice, nil, &sr)
+		if got := resultIDs(sr.Results); !slices.Equal(got, []string{m1}) {
+			t.Errorf("search %s metadata.speaker=Melanie = %v, want [%s]", leg, got, m1)
+		}
+	}
+	for _, c := range []struct {
+		method, path string
+		body         any
+		want         string
+	}{
+		{"POST", "/v1/recall", map[string]any{"query": "walrus", "metadata": map[string]any{"who": map[string]any{"a": 1}}}, "metadata.who"},
+		{"POST", "/v1/recall", map[string]any{"query": "walrus", "metadata": map[string]any{"": "x"}}, "a key is empty"},
+		{"POST", "/v1/recall", `{"query": "walrus", "metadata": ["speaker"]}`, "metadata"},
+		{"GET", "/v1/memories?metadata.n=1&metadata.n=2", nil, "metadata.n is given 2 times"},
+		{"GET", "/v1/memories?metadata.=x", nil, "a key is empty"},
+		{"GET", "/v1/memories?metadata=x", nil, "unknown query parameter"},
+		{"GET", "/v1/memories?after=yesterday", nil, "after"},
+		{"GET", "/v1/search/dense?q=walrus&metadata.n=1&metadata.n=1", nil, "given 2 times"},
+	} {
+		r := b.do(c.method, c.path, b.alice, c.body)
+		if r.status != 400 || !strings.Contains(r.errMsg(t), c.want) {
+			t.Errorf("%s %s %v: %d %s, want 400 with %q", c.method, c.path, c.body, r.status, r.body, c.want)
+		}
+	}
+}

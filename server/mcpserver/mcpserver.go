@@ -101,7 +101,9 @@ type RecallInput struct {
 	Actors  []string `json:"actors,omitempty" jsonschema:"restrict to memories of these actors (speakers)"`
 	After   string   `json:"after,omitempty" jsonschema:"restrict to memories that occurred at or after this RFC 3339 time"`
 	Before  string   `json:"before,omitempty" jsonschema:"restrict to memories that occurred before this RFC 3339 time"`
-	Limit   int      `json:"limit,omitempty" jsonschema:"number of memories to return, default 5, at most 1000"`
+	// Metadata is an equality filter on the memories' metadata.
+	Metadata map[string]any `json:"metadata,omitempty" jsonschema:"restrict to memories whose metadata has each of these top-level members equal to the given string, number, boolean or null (null: the member is null or absent)"`
+	Limit    int            `json:"limit,omitempty" jsonschema:"number of memories to return, default 5, at most 1000"`
 	// MinRelevance overrides the profile's minRelevance setting.
 	MinRelevance *float64 `json:"min_relevance,omitempty" jsonschema:"leave out memories whose relevance (0 to 1) is below this; default the profile's setting (0.2); 0 returns the best matches however weak"`
 }
@@ -254,7 +256,7 @@ func (h *handlers) recall(ctx context.Context, req *mcp.CallToolRequest, in Reca
 	if in.Limit == 0 {
 		in.Limit = DefaultRecallLimit
 	}
-	q := mnemo.Query{Text: in.Query, Profile: profile, Project: in.Project, Actors: in.Actors, Limit: in.Limit}
+	q := mnemo.Query{Text: in.Query, Profile: profile, Project: in.Project, Actors: in.Actors, Metadata: in.Metadata, Limit: in.Limit}
 	if in.MinRelevance != nil {
 		if err := mnemotype.CheckRange("min_relevance", *in.MinRelevance, 0, 1); err != nil {
 			return nil, RecallOutput{}, err

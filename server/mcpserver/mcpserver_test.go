@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -311,5 +312,54 @@ func TestMCP_ForgetSession(t *testing.T) {
 		if n, _ := e.Count(t.Context(), profile); n != want {
 			t.Errorf("%s holds %d memories, want %d", profile, n, want)
 		}
+	}
+}
+
+// TestMCP_RecallFilters: memory_recall's actor, time and metadata filters
+// hold, and a bad metadata filter is an error naming it.
+func TestMCP_RecallFilters(t *testing.T) {
+	t.Parallel()
+	e := openEngine(t)
+	for _, in := range []mnemo.Input{
+		{ID: "c1", Content: "walrus at the zoo", Actor: "Caroline", Metadata: json.RawMessage(`{"mood": "happy", "n": 2}`)},
+		{ID: "c2", Content: "walrus painting", Actor: "Caroline", Metadata: json.RawMessage(`{"mood": "sad"}`)},
+		{ID: "m1", Content: "walrus facts", Actor: "Melanie", Metadata: json.RawMessage(`{"mood": "happy"}`)},
+	} {
+		in.Profile = "me"
+		if _, err := e.Remember(t.Context(), in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cs := connect(t, mcpserver.New(e, mcpserver.Fixed("me"), nil))
+	recall := func(args map[string]any) (*mcp.CallToolResult, []string) {
+		t.Helper()
+		args["query"], args["min_relevance"] = "walrus", 0
+		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: mcpserver.ToolRecall, Arguments: args})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out mcpserver.RecallOutput
+		js, _ := json.Marshal(res.StructuredContent)
+		_ = json.Unmarshal(js, &out)
+		var ids []string
+		for _, r := range out.Results {
+			ids = append(ids, r.ID)
+		}
+		return res, slices.Sorted(slices.Values(ids))
+	}
+	for _, c := range []struct {
+		args map[string]any
+		want []string
+	}{
+		{map[string]any{"metadata": map[string]any{"mood": "happy"}}, []string{"c1", "m1"}},
+		{map[string]any{"metadata": map[string]any{"mood": "happy", "n": 2}}, []string{"c1"}},
+		{map[string]any{"metadata": map[string]any{"mood": "happy"}, "actors": []string{"Melanie"}}, []string{"m1"}},
+	} {
+		if res, got := recall(c.args); res.IsError || !slices.Equal(got, c.want) {
+			t.Errorf("recall %v = %v (%q), want %v", c.args, got, textOf(res), c.want)
+		}
+	}
+	if res, _ := recall(map[string]any{"metadata": map[string]any{"mood": []any{"happy"}}}); !res.IsError || !strings.Contains(textOf(res), "metadata.mood") {
+		t.Errorf("an array value: %v %q", res.IsError, textOf(res))
 	}
 }

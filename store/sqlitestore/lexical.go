@@ -206,8 +206,8 @@ func (s *Store) newLexQuery(ctx context.Context, tx *sql.Tx, sc mnemotype.Scope)
 		q.nScope += strings.Count(part, `"`) / 2
 	}
 	q.scope = strings.Join(parts, " AND ")
-	if !sc.After.IsZero() || !sc.Before.IsZero() {
-		cond, args := timeRangeSQL("w", sc)
+	if !sc.After.IsZero() || !sc.Before.IsZero() || len(sc.Metadata) > 0 {
+		cond, args := rangeAndMetadataSQL("w", sc)
 		q.within = ` AND +memories_fts.rowid IN (SELECT w.rid FROM memories w WHERE w.profile = ?` + cond + `)`
 		q.withinArgs = append([]any{sc.Profile}, args...)
 	}

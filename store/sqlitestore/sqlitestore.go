@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -792,27 +793,23 @@ func (s *Store) List(ctx context.Context, p store.ListParams) (store.ListPage, e
 	if p.Limit <= 0 {
 		p.Limit = 100
 	}
-	where := []string{"profile = ?"}
-	args := []any{p.Profile}
-	if p.Project != "" {
-		where, args = append(where, "project = ?"), append(args, p.Project)
-	}
+	sc := mnemotype.Scope{Profile: p.Profile, Project: p.Project, Actors: p.Actors, After: p.After, Before: p.Before, Metadata: p.Metadata}
 	if p.Session != "" {
-		where, args = append(where, "session = ?"), append(args, p.Session)
+		sc.Sessions = []string{p.Session}
 	}
+	cond, args := scopeSQL("m", sc)
 	if p.Cursor != "" {
 		at, id, err := decodeCursor(p.Cursor)
 		if err != nil {
 			return store.ListPage{}, err
 		}
-		where, args = append(where, "(created_at, id) > (?, ?)"), append(args, at, id)
+		cond, args = cond+" AND (m.created_at, m.id) > (?, ?)", append(args, at, id)
 	}
 	cols := memoryCols
 	if p.WithEmbedding {
 		cols += ", embedding"
 	}
-	q := `SELECT ` + cols + ` FROM memories WHERE ` + strings.Join(where, " AND ") +
-		` ORDER BY created_at, id LIMIT ?`
+	q := `SELECT ` + cols + ` FROM memories m WHERE ` + cond + ` ORDER BY m.created_at, m.id LIMIT ?`
 	rows, err := s.r.QueryContext(ctx, q, append(args, p.Limit+1)...)
 	if err != nil {
 		return store.ListPage{}, fmt.Errorf("list memories: %w", err)
@@ -888,8 +885,38 @@ func scopeSQL(a string, sc mnemotype.Scope) (string, []any) {
 		conds = append(conds, a+".actor IN (SELECT value FROM json_each(?))")
 		args = append(args, jsonList(sc.Actors))
 	}
-	cond, targs := timeRangeSQL(a, sc)
+	cond, targs := rangeAndMetadataSQL(a, sc)
 	return strings.Join(conds, " AND ") + cond, append(args, targs...)
+}
+
+// rangeAndMetadataSQL returns the conditions (each preceded by AND)
+// keeping the memories of table alias a in sc's time range and matching
+// its metadata filter.
+func rangeAndMetadataSQL(a string, sc mnemotype.Scope) (string, []any) {
+	cond, args := timeRangeSQL(a, sc)
+	for _, m := range sc.Metadata {
+		c, margs := metadataSQL(a, m)
+		cond, args = cond+" AND "+c, append(args, margs...)
+	}
+	return cond, args
+}
+
+// metadataSQL is the condition keeping the memories of table alias a whose
+// metadata matches m (see mnemotype.MetadataMatch). json_each over the
+// top-level object compares member names as data, so any key works without
+// JSON path quoting.
+func metadataSQL(a string, m mnemotype.MetadataMatch) (string, []any) {
+	member := `SELECT 1 FROM json_each(` + a + `.metadata) WHERE key = ?`
+	switch v := m.Value.(type) {
+	case string:
+		return `EXISTS (` + member + ` AND type = 'text' AND value = ?)`, []any{m.Key, v}
+	case float64:
+		return `EXISTS (` + member + ` AND type IN ('integer', 'real') AND value = ?)`, []any{m.Key, v}
+	case bool:
+		return `EXISTS (` + member + ` AND type = '` + strconv.FormatBool(v) + `')`, []any{m.Key}
+	default: // nil: null or absent
+		return `NOT EXISTS (` + member + ` AND type != 'null')`, []any{m.Key}
+	}
 }
 
 // timeRangeSQL returns the conditions (each preceded by AND) keeping the
@@ -955,6 +982,31 @@ func (s *Store) RecentlyAccessed(ctx context.Context, scope mnemotype.Scope, n i
 		ids = append(ids, id)
 	}
 	return ids, rows.Err()
+}
+
+// InScope implements store.Store.
+func (s *Store) InScope(ctx context.Context, scope mnemotype.Scope) ([]string, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	cond, args := scopeSQL("m", scope)
+	rows, err := s.r.QueryContext(ctx, `SELECT m.id FROM memories m WHERE `+cond, args...)
+	if err != nil {
+		return nil, fmt.Errorf("memories in scope: %w", err)
+	}
+	defer rows.Close()
+	ids := []string{}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("memories in scope: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("memories in scope: %w", err)
+	}
+	return ids, nil
 }
 
 // Sequence implements store.Store.

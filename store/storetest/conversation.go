@@ -17,6 +17,16 @@ func occurred(at time.Time) memOpt {
 	return func(m *mnemotype.Memory) { m.OccurredAt = at }
 }
 
+// metaScope is profile's scope with the metadata filter of the key, value
+// pairs kv.
+func metaScope(profile string, kv ...any) mnemotype.Scope {
+	sc := mnemotype.Scope{Profile: profile}
+	for i := 0; i+1 < len(kv); i += 2 {
+		sc.Metadata = append(sc.Metadata, mnemotype.MetadataMatch{Key: kv[i].(string), Value: kv[i+1]})
+	}
+	return sc
+}
+
 // exerciseConversation is the conformance group of the memory model of
 // conversations: who said it (Actor), when it happened (OccurredAt), its
 // order in the session (Seq), the fields the lexical leg searches, and the
@@ -50,11 +60,15 @@ func exerciseConversation(t *testing.T, open OpenFunc) {
 	scoped := func(b *bundle) {
 		b.insert(fillers("alice", 6)...)
 		b.insert(
-			mem("alice", "c1", "a walrus by the sea", actor("Caroline"), occurred(time.Date(2023, 5, 8, 13, 56, 0, 0, time.UTC)), embedded(1)),
-			mem("alice", "c2", "the walrus again", actor("Caroline"), occurred(time.Date(2023, 6, 1, 0, 0, 0, 0, time.UTC)), embedded(2)),
-			mem("alice", "m1", "a walrus painting", actor("Melanie"), occurred(time.Date(2023, 5, 31, 23, 59, 59, 999999999, time.UTC)), embedded(3)),
+			mem("alice", "c1", "a walrus by the sea", actor("Caroline"), occurred(time.Date(2023, 5, 8, 13, 56, 0, 0, time.UTC)), embedded(1),
+				metadata(`{"speaker": "Caroline", "n": 2, "pinned": true, "the \"key\".$[0]": "odd"}`)),
+			mem("alice", "c2", "the walrus again", actor("Caroline"), occurred(time.Date(2023, 6, 1, 0, 0, 0, 0, time.UTC)), embedded(2),
+				metadata(`{"speaker": "Caroline", "n": 2.0, "pinned": false, "nested": {"speaker": "Melanie"}}`)),
+			mem("alice", "m1", "a walrus painting", actor("Melanie"), occurred(time.Date(2023, 5, 31, 23, 59, 59, 999999999, time.UTC)), embedded(3),
+				metadata(`{"speaker": "Melanie", "n": "2", "tag": null}`)),
 			mem("alice", "n1", "walrus, no actor", occurred(time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)), embedded(4)),
-			mem("bob", "b1", "bob's walrus", actor("Caroline"), occurred(time.Date(2023, 5, 9, 0, 0, 0, 0, time.UTC)), embedded(5)),
+			mem("bob", "b1", "bob's walrus", actor("Caroline"), occurred(time.Date(2023, 5, 9, 0, 0, 0, 0, time.UTC)), embedded(5),
+				metadata(`{"speaker": "Melanie"}`)),
 		)
 	}
 	may := time.Date(2023, 5, 1, 0, 0, 0, 0, time.UTC)
@@ -74,6 +88,22 @@ func exerciseConversation(t *testing.T, open OpenFunc) {
 		{"May", mnemotype.Scope{Profile: "alice", After: may, Before: june}, []string{"c1", "m1"}},
 		{"MayByCaroline", mnemotype.Scope{Profile: "alice", After: may, Before: june, Actors: []string{"Caroline"}}, []string{"c1"}},
 		{"ToTheNanosecond", mnemotype.Scope{Profile: "alice", After: time.Date(2023, 5, 31, 23, 59, 59, 999999999, time.UTC), Before: june}, []string{"m1"}},
+		{"MetaString", metaScope("alice", "speaker", "Caroline"), []string{"c1", "c2"}},
+		{"MetaNumber", metaScope("alice", "n", 2.0), []string{"c1", "c2"}},
+		{"MetaStringIsNotANumber", metaScope("alice", "n", "2"), []string{"m1"}},
+		{"MetaTrue", metaScope("alice", "pinned", true), []string{"c1"}},
+		{"MetaFalse", metaScope("alice", "pinned", false), []string{"c2"}},
+		{"MetaNullOrAbsent", metaScope("alice", "tag", nil), []string{"c1", "c2", "m1", "n1"}},
+		{"MetaKeyTakenLiterally", metaScope("alice", `the "key".$[0]`, "odd"), []string{"c1"}},
+		{"MetaTopLevelOnly", metaScope("alice", "speaker", "Melanie"), []string{"m1"}},
+		{"MetaEvery", metaScope("alice", "speaker", "Caroline", "pinned", true), []string{"c1"}},
+		{"MetaUnknownKey", metaScope("alice", "mood", "calm"), nil},
+		{"MetaOfAnotherProfile", metaScope("bob", "speaker", "Caroline"), nil},
+		{"MetaActorAndTime", func() mnemotype.Scope {
+			sc := metaScope("alice", "speaker", "Caroline")
+			sc.Actors, sc.Before = []string{"Caroline"}, june
+			return sc
+		}(), []string{"c1"}},
 	} {
 		t.Run("Scope"+tc.name, func(t *testing.T) {
 			b := setup(t, open)
@@ -90,6 +120,14 @@ func exerciseConversation(t *testing.T, open OpenFunc) {
 			}
 			if got := b.recent(tc.scope, 10); !sameSet(got, tc.want) {
 				t.Errorf("RecentlyAccessed: %v, want %v", got, tc.want)
+			}
+			in, err := b.s.InScope(b.ctx, tc.scope)
+			if err != nil {
+				t.Fatalf("InScope: %v", err)
+			}
+			in = slices.DeleteFunc(in, func(id string) bool { return strings.HasPrefix(id, "filler-") })
+			if !sameSet(in, tc.want) {
+				t.Errorf("InScope (fillers aside): %v, want %v", in, tc.want)
 			}
 		})
 	}

@@ -2114,6 +2114,10 @@ func exerciseClose(t *testing.T, open OpenFunc) {
 			_, err := b.s.RecentlyAccessed(b.ctx, mnemotype.Scope{Profile: "alice"}, 10)
 			return err
 		}},
+		{"InScope", func(b *bundle) error {
+			_, err := b.s.InScope(b.ctx, mnemotype.Scope{Profile: "alice"})
+			return err
+		}},
 		{"Changes", func(b *bundle) error {
 			_, err := b.s.Changes(b.ctx, "alice", 0)
 			return err
