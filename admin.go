@@ -373,7 +373,7 @@ func (e *Engine) Authenticate(ctx context.Context, token string) (APIKey, error)
 	return k, nil
 }
 
-// RecallPool answers q like Recall with the candidatePolicy "pool" (seed
+// RecallPool answers q like Recall with the candidate_policy "pool" (seed
 // 001's two-stage pool: the lexical leg's top LexicalCap plus the PoolSize
 // most recently accessed memories), but without loading the profile's
 // whole in-memory index: only the pool's embeddings and signals are read
@@ -391,7 +391,7 @@ func (e *Engine) RecallPool(ctx context.Context, q Query) (*RecallResult, error)
 	for k, v := range q.Overrides {
 		over[k] = v
 	}
-	over["candidatePolicy"] = string(recall.PolicyPool)
+	over["candidate_policy"] = string(recall.PolicyPool)
 	q.Overrides = over
 	if strings.TrimSpace(q.Profile) == "" {
 		return nil, mnemotype.Invalidf("profile is required")

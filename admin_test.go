@@ -146,7 +146,7 @@ func TestEngine_List(t *testing.T) {
 func denseTop(t *testing.T, e *mnemo.Engine, profile, text string) (string, float64) {
 	t.Helper()
 	res, err := e.Recall(t.Context(), mnemo.Query{Profile: profile, Text: text, Limit: 1,
-		Overrides: map[string]string{"keywordWeight": "0", "semanticWeight": "1"}})
+		Overrides: map[string]string{"keyword_weight": "0", "semantic_weight": "1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +190,7 @@ func TestEngine_Update(t *testing.T) {
 			t.Errorf("the old content still scores %g in the dense leg", score)
 		}
 		// The lexical index follows the content too.
-		res, err := e.Recall(ctx, mnemo.Query{Profile: "alice", Text: "payment", Overrides: map[string]string{"semanticWeight": "0"}})
+		res, err := e.Recall(ctx, mnemo.Query{Profile: "alice", Text: "payment", Overrides: map[string]string{"semantic_weight": "0"}})
 		if err != nil || len(res.Results) != 1 || res.Results[0].ID != m.ID {
 			t.Errorf("lexical recall of the new content: %v %v", res, err)
 		}
@@ -378,12 +378,12 @@ func TestEngine_RecallPool(t *testing.T) {
 	for _, q := range []mnemo.Query{
 		{Profile: "alice", Text: "deploy auth token", Limit: 3},
 		{Profile: "alice", Text: "staging cluster review", Limit: 10, Sessions: []string{"s1"}},
-		{Profile: "alice", Text: "payment", Limit: 5, Overrides: map[string]string{"recencyWeight": "0.6", "accessWeight": "0.4", "importanceMode": "boost"}},
+		{Profile: "alice", Text: "payment", Limit: 5, Overrides: map[string]string{"recency_weight": "0.6", "access_weight": "0.4", "importance_mode": "boost"}},
 		{Profile: "alice", Text: "nothing matches zzz", Limit: 3},
 		{Profile: "bob", Text: "deploy auth token", Limit: 3},
 	} {
 		full := q
-		full.Overrides = map[string]string{"candidatePolicy": "pool"}
+		full.Overrides = map[string]string{"candidate_policy": "pool"}
 		for k, v := range q.Overrides {
 			full.Overrides[k] = v
 		}
@@ -482,7 +482,7 @@ func TestEngine_DeleteProfile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.UpdateSettings(ctx, "alice", map[string]string{"semanticWeight": "0.7"}); err != nil {
+	if _, err := e.UpdateSettings(ctx, "alice", map[string]string{"semantic_weight": "0.7"}); err != nil {
 		t.Fatal(err)
 	}
 	if got := recall("alice"); len(got) != 3 {

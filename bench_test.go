@@ -177,12 +177,12 @@ func BenchmarkRecall_100k(b *testing.B) { benchmarkRecall(b, 100_000, nil) }
 
 // BenchmarkRecallPool_100k uses seed 001's two-stage candidate pool.
 func BenchmarkRecallPool_100k(b *testing.B) {
-	benchmarkRecall(b, 100_000, map[string]string{"candidatePolicy": "pool"})
+	benchmarkRecall(b, 100_000, map[string]string{"candidate_policy": "pool"})
 }
 
 // BenchmarkRecallAllLegs_10k adds the recency and access legs.
 func BenchmarkRecallAllLegs_10k(b *testing.B) {
-	benchmarkRecall(b, 10_000, map[string]string{"recencyWeight": "0.6", "accessWeight": "0.4"})
+	benchmarkRecall(b, 10_000, map[string]string{"recency_weight": "0.6", "access_weight": "0.4"})
 }
 
 // BenchmarkRecallAfterWrite_10k times each recall right after a memory is

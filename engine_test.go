@@ -130,10 +130,10 @@ func TestEngine_ScopeIsolation(t *testing.T) {
 	b1 := mk("B", "p1", "s1", "episodic", `{"speaker": "Caroline"}`)
 	// The memories share their text: duplicates are not collapsed here.
 	legs := map[string]map[string]string{
-		"lexical only": {"semanticWeight": "0", "collapseDuplicates": "false"},
-		"dense only":   {"keywordWeight": "0", "collapseDuplicates": "false"},
-		"all legs":     {"recencyWeight": "1", "accessWeight": "1", "collapseDuplicates": "false"},
-		"pool policy":  {"candidatePolicy": "pool", "recencyWeight": "1", "accessWeight": "1", "collapseDuplicates": "false"},
+		"lexical only": {"semantic_weight": "0", "collapse_duplicates": "false"},
+		"dense only":   {"keyword_weight": "0", "collapse_duplicates": "false"},
+		"all legs":     {"recency_weight": "1", "access_weight": "1", "collapse_duplicates": "false"},
+		"pool policy":  {"candidate_policy": "pool", "recency_weight": "1", "access_weight": "1", "collapse_duplicates": "false"},
 	}
 	cases := []struct {
 		name string
@@ -197,7 +197,7 @@ func TestEngine_QueriesNeverBreakFTS(t *testing.T) {
 	}
 	// Plain-word semantics: the words are found, operators are not applied.
 	for _, q := range []string{"café", "cafe", "Zürich", "東京", "column", "gates"} {
-		res, err := e.Recall(ctx, mnemo.Query{Profile: "me", Text: q, Overrides: map[string]string{"semanticWeight": "0"}})
+		res, err := e.Recall(ctx, mnemo.Query{Profile: "me", Text: q, Overrides: map[string]string{"semantic_weight": "0"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -260,8 +260,8 @@ func TestEngine_InvalidInput(t *testing.T) {
 		{"whitespace", mnemo.Query{Profile: "me", Text: " \t\n"}, "query"},
 		{"negative limit", mnemo.Query{Profile: "me", Text: "x", Limit: -1}, "limit"},
 		{"huge limit", mnemo.Query{Profile: "me", Text: "x", Limit: 1 << 20}, "limit"},
-		{"weight above 5", mnemo.Query{Profile: "me", Text: "x", Overrides: map[string]string{"keywordWeight": "5.5"}}, "keywordWeight"},
-		{"weight NaN", mnemo.Query{Profile: "me", Text: "x", Overrides: map[string]string{"semanticWeight": "NaN"}}, "semanticWeight"},
+		{"weight above 5", mnemo.Query{Profile: "me", Text: "x", Overrides: map[string]string{"keyword_weight": "5.5"}}, "keyword_weight"},
+		{"weight NaN", mnemo.Query{Profile: "me", Text: "x", Overrides: map[string]string{"semantic_weight": "NaN"}}, "semantic_weight"},
 		{"unknown setting", mnemo.Query{Profile: "me", Text: "x", Overrides: map[string]string{"bogus": "1"}}, "bogus"},
 		{"bad strategy", mnemo.Query{Profile: "me", Text: "x", Overrides: map[string]string{"strategy": "magic"}}, "strategy"},
 		{"bad kind", mnemo.Query{Profile: "me", Text: "x", Kinds: []mnemo.Kind{"dream"}}, "kinds"},
@@ -297,20 +297,20 @@ func TestEngine_Settings(t *testing.T) {
 	if err != nil || s != mnemo.DefaultSettings() {
 		t.Fatalf("defaults: %v %+v", err, s)
 	}
-	s, err = e.UpdateSettings(ctx, "me", map[string]string{"semanticweight": "0.5", "rrfK": "20"})
+	s, err = e.UpdateSettings(ctx, "me", map[string]string{"semanticweight": "0.5", "rrf_k": "20"})
 	if err != nil || s.SemanticWeight != 0.5 || s.RRFK != 20 {
 		t.Fatalf("update: %v %+v", err, s)
 	}
-	if _, err := e.UpdateSettings(ctx, "me", map[string]string{"rrfK": "30", "keywordWeight": "-1"}); !errors.Is(err, mnemo.ErrInvalid) {
+	if _, err := e.UpdateSettings(ctx, "me", map[string]string{"rrf_k": "30", "keyword_weight": "-1"}); !errors.Is(err, mnemo.ErrInvalid) {
 		t.Fatalf("invalid update accepted: %v", err)
 	}
 	if s, _ := e.Settings(ctx, "me"); s.RRFK != 20 {
-		t.Fatalf("a rejected update changed rrfK to %v", s.RRFK)
+		t.Fatalf("a rejected update changed rrf_k to %v", s.RRFK)
 	}
 	if s, _ := e.Settings(ctx, "other"); s != mnemo.DefaultSettings() {
 		t.Fatalf("settings leaked across profiles: %+v", s)
 	}
-	if _, err := e.UpdateSettings(ctx, "", map[string]string{"fetchMultiplier": "5"}); err != nil {
+	if _, err := e.UpdateSettings(ctx, "", map[string]string{"fetch_multiplier": "5"}); err != nil {
 		t.Fatal(err)
 	}
 	if s, _ := e.Settings(ctx, "other"); s.FetchMultiplier != 5 {
@@ -318,7 +318,7 @@ func TestEngine_Settings(t *testing.T) {
 	}
 	// Live: the next recall uses the new weights (lexical off → no lexical leg).
 	remember(t, e, mnemo.Input{Profile: "me", Content: "alpha beta"})
-	if _, err := e.UpdateSettings(ctx, "me", map[string]string{"keywordWeight": "0"}); err != nil {
+	if _, err := e.UpdateSettings(ctx, "me", map[string]string{"keyword_weight": "0"}); err != nil {
 		t.Fatal(err)
 	}
 	res, err := e.Recall(ctx, mnemo.Query{Profile: "me", Text: "alpha", Trace: true})
@@ -388,7 +388,7 @@ func TestEngine_SeesOtherWriters(t *testing.T) {
 	}
 	defer e2.Close()
 	m2 := remember(t, e2, mnemo.Input{Profile: "me", Content: "second memory about canoes"})
-	res, err := e1.Recall(ctx, mnemo.Query{Profile: "me", Text: "canoes", Overrides: map[string]string{"keywordWeight": "0"}})
+	res, err := e1.Recall(ctx, mnemo.Query{Profile: "me", Text: "canoes", Overrides: map[string]string{"keyword_weight": "0"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -425,9 +425,9 @@ func TestLegWeightKey(t *testing.T) {
 		leg, want string
 		ok        bool
 	}{
-		{"lexical", "keywordWeight", true}, {" BM25 ", "keywordWeight", true}, {"keyword", "keywordWeight", true},
-		{"dense", "semanticWeight", true}, {"Semantic", "semanticWeight", true}, {"vector", "semanticWeight", true},
-		{"recency", "recencyWeight", true}, {"access", "accessWeight", true},
+		{"lexical", "keyword_weight", true}, {" BM25 ", "keyword_weight", true}, {"keyword", "keyword_weight", true},
+		{"dense", "semantic_weight", true}, {"Semantic", "semantic_weight", true}, {"vector", "semantic_weight", true},
+		{"recency", "recency_weight", true}, {"access", "access_weight", true},
 		{"graph", "", false}, {"", "", false},
 	} {
 		if got, ok := mnemo.LegWeightKey(tc.leg); got != tc.want || ok != tc.ok {
@@ -513,7 +513,7 @@ func TestEngine_TenantScoresArePrivate(t *testing.T) {
 		for _, q := range queries {
 			for _, sessions := range [][]string{nil, {"s1"}} {
 				res, err := e.Recall(ctx, mnemo.Query{Profile: "alice", Text: q, Sessions: sessions, Limit: 8, NoTouch: true,
-					Overrides: map[string]string{"recencyWeight": "0.3", "accessWeight": "0.2"}})
+					Overrides: map[string]string{"recency_weight": "0.3", "access_weight": "0.2"}})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -721,7 +721,7 @@ func TestEngine_CollapseDuplicates(t *testing.T) {
 	}
 	other := remember(t, e, mnemo.Input{Profile: "me", Content: "the deploy of the billing service"}).ID
 	third := remember(t, e, mnemo.Input{Profile: "me", Content: "deploy notes"}).ID
-	res, err := e.Recall(ctx, mnemo.Query{Profile: "me", Text: "deploy failed", Limit: 3, Overrides: map[string]string{"minRelevance": "0"}})
+	res, err := e.Recall(ctx, mnemo.Query{Profile: "me", Text: "deploy failed", Limit: 3, Overrides: map[string]string{"min_relevance": "0"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -738,11 +738,11 @@ func TestEngine_CollapseDuplicates(t *testing.T) {
 			t.Errorf("result %d has rank %d", i, r.Rank)
 		}
 	}
-	res, err = e.Recall(ctx, mnemo.Query{Profile: "me", Text: "deploy failed", Limit: 3, Overrides: map[string]string{"collapseDuplicates": "false"}})
+	res, err = e.Recall(ctx, mnemo.Query{Profile: "me", Text: "deploy failed", Limit: 3, Overrides: map[string]string{"collapse_duplicates": "false"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := ids(res); len(got) != 3 || !slices.Contains(copies, got[1]) || res.Results[0].Duplicates != nil {
-		t.Errorf("collapseDuplicates=false: %v", got)
+		t.Errorf("collapse_duplicates=false: %v", got)
 	}
 }

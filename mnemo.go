@@ -128,7 +128,7 @@ type Config struct {
 	// as the caller's context allows.
 	QueryEmbedTimeout time.Duration
 	// ContextTurns is how many previous turns of its session the SQLite
-	// store indexes with each memory, for the contextFieldWeight setting
+	// store indexes with each memory, for the context_field_weight setting
 	// (sqlitestore.Options.ContextTurns): 0 keeps what the database is
 	// indexed with (a new database: sqlitestore.DefaultContextTurns), -1 none; another number than
 	// the database's rebuilds its full-text index on Open. Ignored with

@@ -44,7 +44,7 @@ type Query struct {
 	// Defaults to DefaultLimit.
 	Limit int
 	// Overrides changes settings for this request only (same keys as
-	// Settings, e.g. "semanticWeight": "0.5", "strategy": "rrf").
+	// Settings, e.g. "semantic_weight": "0.5", "strategy": "rrf").
 	Overrides map[string]string
 	// Trace asks for the per-leg lists and per-stage timings, and every
 	// result's rank under the other strategies (Recalled.Counterfactual),

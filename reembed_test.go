@@ -88,7 +88,7 @@ func openAt(t *testing.T, path string, emb embed.Embedder) *mnemo.Engine {
 func denseOnly(t *testing.T, e *mnemo.Engine, profile, text string) *mnemo.RecallResult {
 	t.Helper()
 	res, err := e.Recall(t.Context(), mnemo.Query{Profile: profile, Text: text, Trace: true,
-		Overrides: map[string]string{"keywordWeight": "0", "semanticWeight": "1", "minRelevance": "0"}})
+		Overrides: map[string]string{"keyword_weight": "0", "semantic_weight": "1", "min_relevance": "0"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,23 +17,23 @@ const MaxWeight = 5.0
 
 // Settings are the live, per-profile tunables of recall. Stored settings of
 // a profile override the engine's defaults key by key; a request may
-// override them again. JSON names follow seed 000 (semanticWeight,
-// keywordWeight) and extend it.
+// override them again. JSON names follow seed 000 (semantic_weight,
+// keyword_weight) and extend it.
 type Settings struct {
 	// KeywordWeight is the lexical (BM25) leg's weight in [0, 5]. 0 skips the leg.
-	KeywordWeight float64 `json:"keywordWeight"`
+	KeywordWeight float64 `json:"keyword_weight"`
 	// SemanticWeight is the dense (embedding) leg's weight in [0, 5].
 	// Defaults to 0.5: half the lexical weight, the middle of a plateau
 	// (0.4–0.7) where the default strategy beats BM25 alone on locomo-dev
 	// and stays level with it on scifact, whose technical vocabulary the
 	// built-in GloVe embedder handles poorly (docs/eval/README.md).
-	SemanticWeight float64 `json:"semanticWeight"`
+	SemanticWeight float64 `json:"semantic_weight"`
 	// RecencyWeight is the recency leg's weight in [0, 5].
-	RecencyWeight float64 `json:"recencyWeight"`
+	RecencyWeight float64 `json:"recency_weight"`
 	// AccessWeight is the access-frequency leg's weight in [0, 5].
-	AccessWeight float64 `json:"accessWeight"`
+	AccessWeight float64 `json:"access_weight"`
 	// RRFK is RRF's k, in [1, 1000].
-	RRFK float64 `json:"rrfK"`
+	RRFK float64 `json:"rrf_k"`
 	// Strategy is the fusion strategy. Defaults to weighted_average (a
 	// convex combination of minmax-normalised scores): with the default
 	// weights it beats rrf on both evaluation datasets, significantly —
@@ -42,70 +42,70 @@ type Settings struct {
 	// (docs/eval/README.md). Rank-only rrf lets a weak leg's rank 1 weigh
 	// as much as a strong leg's, however flat the weak leg's scores are.
 	Strategy string `json:"strategy"`
-	// FetchMultiplier: each leg fetches limit × fetchMultiplier, in [1, 20].
-	FetchMultiplier int `json:"fetchMultiplier"`
+	// FetchMultiplier: each leg fetches limit × fetch_multiplier, in [1, 20].
+	FetchMultiplier int `json:"fetch_multiplier"`
 	// ImportanceMode is multiplier, boost or off.
-	ImportanceMode string `json:"importanceMode"`
+	ImportanceMode string `json:"importance_mode"`
 	// CandidatePolicy is scope (exact search over the scope) or pool (seed 001).
-	CandidatePolicy string `json:"candidatePolicy"`
+	CandidatePolicy string `json:"candidate_policy"`
 	// LexicalCap is the pool policy's lexical hit cap, in [1, 10000].
-	LexicalCap int `json:"lexicalCap"`
+	LexicalCap int `json:"lexical_cap"`
 	// PoolSize is the pool policy's recently-accessed window, in [1, 100000].
-	PoolSize int `json:"poolSize"`
+	PoolSize int `json:"pool_size"`
 	// Normalization maps scores to [0, 1] for the score-based strategies:
 	// minmax, zscore, none, tmm or dbsf. Defaults to minmax, the best of
 	// them under weighted_average on both evaluation datasets.
 	Normalization string `json:"normalization"`
 	// KParam is score_weighted_rrf's rank offset, in (0, 1000].
-	KParam float64 `json:"kParam"`
+	KParam float64 `json:"k_param"`
 	// BordaK is borda_rank's k, in (0, 1000].
-	BordaK float64 `json:"bordaK"`
+	BordaK float64 `json:"borda_k"`
 	// MissingLeg is what a leg contributes for a candidate it did not list:
 	// zero, renormalize, impute_min or impute_rank.
-	MissingLeg string `json:"missingLeg"`
+	MissingLeg string `json:"missing_leg"`
 	// HighConfidence turns on seed 002's shortcut to max_confidence when the
 	// top dense score reaches HighConfidenceThreshold.
-	HighConfidence bool `json:"highConfidence"`
+	HighConfidence bool `json:"high_confidence"`
 	// HighConfidenceThreshold is that threshold, in [-1, 1].
-	HighConfidenceThreshold float64 `json:"highConfidenceThreshold"`
+	HighConfidenceThreshold float64 `json:"high_confidence_threshold"`
 	// AdaptiveWeights splits the lexical and dense weights by the query's
 	// detected intent (seed 002's table).
-	AdaptiveWeights bool `json:"adaptiveWeights"`
+	AdaptiveWeights bool `json:"adaptive_weights"`
 	// ExactMatchBonus, in [0, 1], rewards memories containing the query's
 	// quoted phrase or identifier (seed 004); 0 is off.
-	ExactMatchBonus float64 `json:"exactMatchBonus"`
+	ExactMatchBonus float64 `json:"exact_match_bonus"`
 	// ActorFieldWeight, TimeFieldWeight and ContextFieldWeight, each in
 	// [0, 5], weigh fields of the lexical leg against the content's 1
 	// (BM25F): who said it, when it happened in words ("Monday 8 May
 	// 2023"), and the previous turn of its session. 0 leaves the field
 	// out of the search.
-	ActorFieldWeight   float64 `json:"actorFieldWeight"`
-	TimeFieldWeight    float64 `json:"timeFieldWeight"`
-	ContextFieldWeight float64 `json:"contextFieldWeight"`
+	ActorFieldWeight   float64 `json:"actor_field_weight"`
+	TimeFieldWeight    float64 `json:"time_field_weight"`
+	ContextFieldWeight float64 `json:"context_field_weight"`
 	// NeighborRadius, in [0, 10], and NeighborShare, in [0, 1]: each of the
 	// best fused candidates lends NeighborShare/distance of its score to
 	// the turns of its session within NeighborRadius (the answer is often
 	// the turn after the question that matches). 0 is off.
-	NeighborRadius int     `json:"neighborRadius"`
-	NeighborShare  float64 `json:"neighborShare"`
+	NeighborRadius int     `json:"neighbor_radius"`
+	NeighborShare  float64 `json:"neighbor_share"`
 	// CollapseDuplicates keeps, of memories whose contents are the same
 	// but for case, punctuation and spacing, the best-ranked alone; the
 	// others are listed on it (Recalled.Duplicates) and the next results
 	// take their places.
-	CollapseDuplicates bool `json:"collapseDuplicates"`
+	CollapseDuplicates bool `json:"collapse_duplicates"`
 	// MinRelevance, in [0, 1], drops results whose relevance estimate
 	// (package relevance: the fitted probability that the query has an
 	// answer in scope, times the result's share of the best score) is below
 	// it; 0 keeps every result. A recall where nothing is relevant returns
 	// nothing.
-	MinRelevance float64 `json:"minRelevance"`
+	MinRelevance float64 `json:"min_relevance"`
 	// Autocut, in [0, 10], ends the results before their Autocut-th large
 	// gap in relevance (relevance.Autocut: a drop of at least 0.1 and at
 	// least twice the mean of the other drops); 0 is off.
 	Autocut int `json:"autocut"`
 	// RelevanceMargin, in [0, 1]: the importance prior reorders two results
 	// only when their relevance differs by at most this much.
-	RelevanceMargin float64 `json:"relevanceMargin"`
+	RelevanceMargin float64 `json:"relevance_margin"`
 }
 
 // DefaultSettings returns the settings a new profile starts with.
@@ -247,11 +247,11 @@ func enumField(name string, p func(*Settings) *string, parse func(string) (strin
 
 func settingFields() []settingField {
 	return []settingField{
-		floatField("keywordWeight", func(s *Settings) *float64 { return &s.KeywordWeight }, 0, MaxWeight),
-		floatField("semanticWeight", func(s *Settings) *float64 { return &s.SemanticWeight }, 0, MaxWeight),
-		floatField("recencyWeight", func(s *Settings) *float64 { return &s.RecencyWeight }, 0, MaxWeight),
-		floatField("accessWeight", func(s *Settings) *float64 { return &s.AccessWeight }, 0, MaxWeight),
-		floatField("rrfK", func(s *Settings) *float64 { return &s.RRFK }, 1, 1000),
+		floatField("keyword_weight", func(s *Settings) *float64 { return &s.KeywordWeight }, 0, MaxWeight),
+		floatField("semantic_weight", func(s *Settings) *float64 { return &s.SemanticWeight }, 0, MaxWeight),
+		floatField("recency_weight", func(s *Settings) *float64 { return &s.RecencyWeight }, 0, MaxWeight),
+		floatField("access_weight", func(s *Settings) *float64 { return &s.AccessWeight }, 0, MaxWeight),
+		floatField("rrf_k", func(s *Settings) *float64 { return &s.RRFK }, 1, 1000),
 		enumField("strategy", func(s *Settings) *string { return &s.Strategy }, func(v string) (string, error) {
 			if v == "" {
 				return "", mnemotype.Invalidf("strategy is empty: must be one of %s", strategyNames())
@@ -259,40 +259,40 @@ func settingFields() []settingField {
 			st, err := fusion.ParseStrategy(v)
 			return string(st), err
 		}),
-		intField("fetchMultiplier", func(s *Settings) *int { return &s.FetchMultiplier }, 1, 20),
-		enumField("importanceMode", func(s *Settings) *string { return &s.ImportanceMode }, func(v string) (string, error) {
+		intField("fetch_multiplier", func(s *Settings) *int { return &s.FetchMultiplier }, 1, 20),
+		enumField("importance_mode", func(s *Settings) *string { return &s.ImportanceMode }, func(v string) (string, error) {
 			m, err := fusion.ParseImportanceMode(v)
 			return string(m), err
 		}),
-		enumField("candidatePolicy", func(s *Settings) *string { return &s.CandidatePolicy }, func(v string) (string, error) {
+		enumField("candidate_policy", func(s *Settings) *string { return &s.CandidatePolicy }, func(v string) (string, error) {
 			p, err := recall.ParsePolicy(v)
 			return string(p), err
 		}),
-		intField("lexicalCap", func(s *Settings) *int { return &s.LexicalCap }, 1, 10000),
-		intField("poolSize", func(s *Settings) *int { return &s.PoolSize }, 1, 100000),
+		intField("lexical_cap", func(s *Settings) *int { return &s.LexicalCap }, 1, 10000),
+		intField("pool_size", func(s *Settings) *int { return &s.PoolSize }, 1, 100000),
 		enumField("normalization", func(s *Settings) *string { return &s.Normalization }, func(v string) (string, error) {
 			n, err := fusion.ParseNormalization(v)
 			return string(n), err
 		}),
-		positiveField("kParam", func(s *Settings) *float64 { return &s.KParam }, 1000),
-		positiveField("bordaK", func(s *Settings) *float64 { return &s.BordaK }, 1000),
-		enumField("missingLeg", func(s *Settings) *string { return &s.MissingLeg }, func(v string) (string, error) {
+		positiveField("k_param", func(s *Settings) *float64 { return &s.KParam }, 1000),
+		positiveField("borda_k", func(s *Settings) *float64 { return &s.BordaK }, 1000),
+		enumField("missing_leg", func(s *Settings) *string { return &s.MissingLeg }, func(v string) (string, error) {
 			m, err := fusion.ParseMissing(v)
 			return string(m), err
 		}),
-		boolField("highConfidence", func(s *Settings) *bool { return &s.HighConfidence }),
-		floatField("highConfidenceThreshold", func(s *Settings) *float64 { return &s.HighConfidenceThreshold }, -1, 1),
-		boolField("adaptiveWeights", func(s *Settings) *bool { return &s.AdaptiveWeights }),
-		floatField("exactMatchBonus", func(s *Settings) *float64 { return &s.ExactMatchBonus }, 0, 1),
-		floatField("actorFieldWeight", func(s *Settings) *float64 { return &s.ActorFieldWeight }, 0, MaxWeight),
-		floatField("timeFieldWeight", func(s *Settings) *float64 { return &s.TimeFieldWeight }, 0, MaxWeight),
-		floatField("contextFieldWeight", func(s *Settings) *float64 { return &s.ContextFieldWeight }, 0, MaxWeight),
-		intField("neighborRadius", func(s *Settings) *int { return &s.NeighborRadius }, 0, 10),
-		floatField("neighborShare", func(s *Settings) *float64 { return &s.NeighborShare }, 0, 1),
-		boolField("collapseDuplicates", func(s *Settings) *bool { return &s.CollapseDuplicates }),
-		floatField("minRelevance", func(s *Settings) *float64 { return &s.MinRelevance }, 0, 1),
+		boolField("high_confidence", func(s *Settings) *bool { return &s.HighConfidence }),
+		floatField("high_confidence_threshold", func(s *Settings) *float64 { return &s.HighConfidenceThreshold }, -1, 1),
+		boolField("adaptive_weights", func(s *Settings) *bool { return &s.AdaptiveWeights }),
+		floatField("exact_match_bonus", func(s *Settings) *float64 { return &s.ExactMatchBonus }, 0, 1),
+		floatField("actor_field_weight", func(s *Settings) *float64 { return &s.ActorFieldWeight }, 0, MaxWeight),
+		floatField("time_field_weight", func(s *Settings) *float64 { return &s.TimeFieldWeight }, 0, MaxWeight),
+		floatField("context_field_weight", func(s *Settings) *float64 { return &s.ContextFieldWeight }, 0, MaxWeight),
+		intField("neighbor_radius", func(s *Settings) *int { return &s.NeighborRadius }, 0, 10),
+		floatField("neighbor_share", func(s *Settings) *float64 { return &s.NeighborShare }, 0, 1),
+		boolField("collapse_duplicates", func(s *Settings) *bool { return &s.CollapseDuplicates }),
+		floatField("min_relevance", func(s *Settings) *float64 { return &s.MinRelevance }, 0, 1),
 		intField("autocut", func(s *Settings) *int { return &s.Autocut }, 0, 10),
-		floatField("relevanceMargin", func(s *Settings) *float64 { return &s.RelevanceMargin }, 0, 1),
+		floatField("relevance_margin", func(s *Settings) *float64 { return &s.RelevanceMargin }, 0, 1),
 	}
 }
 
@@ -306,13 +306,35 @@ func SettingNames() []string {
 	return out
 }
 
+// SettingKey returns the canonical (snake_case) name of a settings key
+// given in any accepted spelling: the canonical one, or the camelCase one
+// of earlier releases (keywordWeight for keyword_weight), a deprecated
+// alias kept for one release; letter case is ignored. ok is false for an
+// unknown key.
+func SettingKey(key string) (name string, ok bool) {
+	k := foldKey(key)
+	for _, f := range settingFields() {
+		if foldKey(f.name) == k {
+			return f.name, true
+		}
+	}
+	return "", false
+}
+
+// foldKey is key lower-cased without underscores: the form every accepted
+// spelling of a settings key shares.
+func foldKey(key string) string {
+	return strings.ToLower(strings.ReplaceAll(strings.TrimSpace(key), "_", ""))
+}
+
 // Apply returns s with the key=value pairs of kv applied, validated as a
 // whole: on any error (an unknown key, a value out of range) s is returned
 // unchanged with an ErrInvalid error naming the key and its allowed range.
+// Keys may be spelled as SettingKey accepts.
 func (s Settings) Apply(kv map[string]string) (Settings, error) {
 	byName := map[string]settingField{}
 	for _, f := range settingFields() {
-		byName[strings.ToLower(f.name)] = f
+		byName[foldKey(f.name)] = f
 	}
 	keys := make([]string, 0, len(kv))
 	for k := range kv {
@@ -321,7 +343,7 @@ func (s Settings) Apply(kv map[string]string) (Settings, error) {
 	sort.Strings(keys)
 	out := s
 	for _, k := range keys {
-		f, ok := byName[strings.ToLower(k)]
+		f, ok := byName[foldKey(k)]
 		if !ok {
 			return s, mnemotype.Invalidf("unknown setting %q: known settings are %s", k, strings.Join(SettingNames(), ", "))
 		}
@@ -341,15 +363,12 @@ func (s Settings) Map() map[string]string {
 	return out
 }
 
-// canonical maps user-typed keys to their canonical spelling.
+// canonical maps user-typed keys to their canonical spelling (SettingKey);
+// unknown keys are kept as they are.
 func canonical(kv map[string]string) map[string]string {
-	byName := map[string]string{}
-	for _, n := range SettingNames() {
-		byName[strings.ToLower(n)] = n
-	}
 	out := make(map[string]string, len(kv))
 	for k, v := range kv {
-		if n, ok := byName[strings.ToLower(k)]; ok {
+		if n, ok := SettingKey(k); ok {
 			k = n
 		}
 		out[k] = v
@@ -375,7 +394,7 @@ func (s Settings) checkWeights() error {
 			return nil
 		}
 	}
-	return mnemotype.Invalidf("weights: keywordWeight, semanticWeight, recencyWeight and accessWeight are all 0: " +
+	return mnemotype.Invalidf("weights: keyword_weight, semantic_weight, recency_weight and access_weight are all 0: " +
 		"at least one must be > 0, or recall finds nothing")
 }
 
@@ -442,13 +461,13 @@ func strategyNames() string {
 func LegWeightKey(leg string) (string, bool) {
 	switch strings.ToLower(strings.TrimSpace(leg)) {
 	case mnemotype.LegLexical, "keyword", "bm25":
-		return "keywordWeight", true
+		return "keyword_weight", true
 	case mnemotype.LegDense, "semantic", "vector":
-		return "semanticWeight", true
+		return "semantic_weight", true
 	case mnemotype.LegRecency:
-		return "recencyWeight", true
+		return "recency_weight", true
 	case mnemotype.LegAccess:
-		return "accessWeight", true
+		return "access_weight", true
 	}
 	return "", false
 }

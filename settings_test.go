@@ -20,10 +20,10 @@ func TestEngine_AllZeroWeightsRefused(t *testing.T) {
 	e, _ := setup(t)
 	ctx := context.Background()
 	remember(t, e, mnemo.Input{Profile: "me", Content: "alpha beta"})
-	zero := map[string]string{"keywordWeight": "0", "semanticWeight": "0", "recencyWeight": "0", "accessWeight": "0"}
+	zero := map[string]string{"keyword_weight": "0", "semantic_weight": "0", "recency_weight": "0", "access_weight": "0"}
 	check := func(name string, err error) {
 		t.Helper()
-		if !errors.Is(err, mnemo.ErrInvalid) || !strings.Contains(err.Error(), "keywordWeight") ||
+		if !errors.Is(err, mnemo.ErrInvalid) || !strings.Contains(err.Error(), "keyword_weight") ||
 			!strings.Contains(err.Error(), "all 0") {
 			t.Errorf("%s: err = %v, want an ErrInvalid error naming the weights", name, err)
 		}
@@ -38,13 +38,13 @@ func TestEngine_AllZeroWeightsRefused(t *testing.T) {
 		t.Errorf("a refused update changed the settings: %+v", s)
 	}
 	// Weights that reach zero in two steps: the second step is refused.
-	if _, err := e.UpdateSettings(ctx, "me", map[string]string{"semanticWeight": "0"}); err != nil {
+	if _, err := e.UpdateSettings(ctx, "me", map[string]string{"semantic_weight": "0"}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = e.UpdateSettings(ctx, "me", map[string]string{"keywordWeight": "0"})
+	_, err = e.UpdateSettings(ctx, "me", map[string]string{"keyword_weight": "0"})
 	check("UpdateSettings to the last non-zero weight", err)
 	// One weight left is enough.
-	if _, err := e.Recall(ctx, mnemo.Query{Profile: "me", Text: "alpha", Overrides: map[string]string{"keywordWeight": "0", "recencyWeight": "1"}}); err != nil {
+	if _, err := e.Recall(ctx, mnemo.Query{Profile: "me", Text: "alpha", Overrides: map[string]string{"keyword_weight": "0", "recency_weight": "1"}}); err != nil {
 		t.Errorf("recall with only the recency leg: %v", err)
 	}
 	d := mnemo.DefaultSettings()
@@ -63,7 +63,7 @@ func TestEngine_StoredAllZeroWeights(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := st.SetSettings(ctx, "me", map[string]string{"keywordWeight": "0", "semanticWeight": "0"}); err != nil {
+	if err := st.SetSettings(ctx, "me", map[string]string{"keyword_weight": "0", "semantic_weight": "0"}); err != nil {
 		t.Fatal(err)
 	}
 	e, err := mnemo.Open("", &mnemo.Config{Embedder: embed.NewHash(embed.DefaultHashDim), Store: st, AccessFlushInterval: -1})
@@ -75,10 +75,40 @@ func TestEngine_StoredAllZeroWeights(t *testing.T) {
 	if _, err := e.Recall(ctx, mnemo.Query{Profile: "me", Text: "alpha"}); !errors.Is(err, mnemo.ErrInvalid) || !strings.Contains(err.Error(), "all 0") {
 		t.Errorf("recall under stored all-zero weights: %v", err)
 	}
-	if _, err := e.UpdateSettings(ctx, "me", map[string]string{"keywordWeight": "1"}); err != nil {
+	if _, err := e.UpdateSettings(ctx, "me", map[string]string{"keyword_weight": "1"}); err != nil {
 		t.Fatalf("repairing the weights: %v", err)
 	}
 	if res, err := e.Recall(ctx, mnemo.Query{Profile: "me", Text: "alpha"}); err != nil || len(res.Results) != 1 {
 		t.Errorf("recall after the repair: %v, %v", res, err)
+	}
+}
+
+// TestSettingKey: every setting has a snake_case name; the camelCase
+// spelling of earlier releases and any letter case name the same setting,
+// and Apply takes them.
+func TestSettingKey(t *testing.T) {
+	t.Parallel()
+	for _, n := range mnemo.SettingNames() {
+		if n != strings.ToLower(n) || strings.ContainsAny(n, "- ") {
+			t.Errorf("setting %q is not snake_case", n)
+		}
+		camel := n
+		for i := strings.Index(camel, "_"); i >= 0; i = strings.Index(camel, "_") {
+			camel = camel[:i] + strings.ToUpper(camel[i+1:i+2]) + camel[i+2:]
+		}
+		for _, k := range []string{n, camel, strings.ToUpper(n), " " + camel + " "} {
+			if got, ok := mnemo.SettingKey(k); !ok || got != n {
+				t.Errorf("SettingKey(%q) = %q, %v; want %q", k, got, ok, n)
+			}
+		}
+	}
+	for _, k := range []string{"", "keyword", "keyword__weightx", "semantic-weight"} {
+		if got, ok := mnemo.SettingKey(k); ok {
+			t.Errorf("SettingKey(%q) = %q, want unknown", k, got)
+		}
+	}
+	s, err := mnemo.DefaultSettings().Apply(map[string]string{"keywordWeight": "0.3", "neighbor_radius": "2", "MinRelevance": "0.5"})
+	if err != nil || s.KeywordWeight != 0.3 || s.NeighborRadius != 2 || s.MinRelevance != 0.5 {
+		t.Errorf("Apply with mixed spellings = %+v, %v", s, err)
 	}
 }

@@ -22,14 +22,14 @@ type Config struct {
 // specKeys maps the short keys of a SPEC onto settings keys; any other key
 // is passed through unchanged, so every setting can be set or swept.
 var specKeys = map[string]string{
-	"lexical":       "keywordWeight",
-	"dense":         "semanticWeight",
-	"recency":       "recencyWeight",
-	"access":        "accessWeight",
-	"k":             "rrfK",
-	"kparam":        "kParam",
+	"lexical":       "keyword_weight",
+	"dense":         "semantic_weight",
+	"recency":       "recency_weight",
+	"access":        "access_weight",
+	"k":             "rrf_k",
+	"kparam":        "k_param",
 	"normalization": "normalization",
-	"missing":       "missingLeg",
+	"missing":       "missing_leg",
 	"strategy":      "strategy",
 }
 

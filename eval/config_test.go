@@ -17,17 +17,17 @@ func TestParseConfig(t *testing.T) {
 		want  map[string]string // overrides of the first config
 	}{
 		{"default", []string{"default"}, map[string]string{}},
-		{"lexical", []string{"lexical"}, map[string]string{"keywordWeight": "1", "semanticWeight": "0", "recencyWeight": "0", "accessWeight": "0"}},
+		{"lexical", []string{"lexical"}, map[string]string{"keyword_weight": "1", "semantic_weight": "0", "recency_weight": "0", "access_weight": "0"}},
 		{"cc", []string{"cc"}, map[string]string{"strategy": "weighted_average", "normalization": "minmax",
-			"keywordWeight": "1", "semanticWeight": "1", "recencyWeight": "0", "accessWeight": "0"}},
+			"keyword_weight": "1", "semantic_weight": "1", "recency_weight": "0", "access_weight": "0"}},
 		{"all", []string{"default", "lexical", "dense", "rrf", "cc", "dbsf", "score_weighted_rrf", "max_confidence"}, map[string]string{}},
 		{"mine=strategy=rrf,lexical=1,dense=0.5,recency=0,access=0,k=20", []string{"mine"}, map[string]string{
-			"strategy": "rrf", "keywordWeight": "1", "semanticWeight": "0.5", "recencyWeight": "0", "accessWeight": "0", "rrfK": "20"}},
-		{"x=kparam=3,missing=impute_min,normalization=zscore,fetchMultiplier=5", []string{"x"}, map[string]string{
-			"kParam": "3", "missingLeg": "impute_min", "normalization": "zscore", "fetchMultiplier": "5"}},
+			"strategy": "rrf", "keyword_weight": "1", "semantic_weight": "0.5", "recency_weight": "0", "access_weight": "0", "rrf_k": "20"}},
+		{"x=kparam=3,missing=impute_min,normalization=zscore,fetch_multiplier=5", []string{"x"}, map[string]string{
+			"k_param": "3", "missing_leg": "impute_min", "normalization": "zscore", "fetch_multiplier": "5"}},
 		{"half=cc,dense=0.5", []string{"half"}, map[string]string{"strategy": "weighted_average", "normalization": "minmax",
-			"keywordWeight": "1", "semanticWeight": "0.5", "recencyWeight": "0", "accessWeight": "0"}},
-		{" spaced = lexical = 2 , dense=1 ", []string{"spaced"}, map[string]string{"keywordWeight": "2", "semanticWeight": "1"}},
+			"keyword_weight": "1", "semantic_weight": "0.5", "recency_weight": "0", "access_weight": "0"}},
+		{" spaced = lexical = 2 , dense=1 ", []string{"spaced"}, map[string]string{"keyword_weight": "2", "semantic_weight": "1"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.arg, func(t *testing.T) {
@@ -55,10 +55,10 @@ func TestParseConfig_Errors(t *testing.T) {
 	tests := []struct{ arg, want string }{
 		{"nosuch", `config "nosuch": not a preset`},
 		{"=lexical=1", "the name is empty"},
-		{"bad=dense=7", `config "bad": dense=7: invalid input: semanticWeight = 7`},
+		{"bad=dense=7", `config "bad": dense=7: invalid input: semantic_weight = 7`},
 		{"bad=strategy=magic", `config "bad": strategy=magic`},
 		{"bad=colour=blue", `config "bad": colour=blue: invalid input: unknown setting "colour"`},
-		{"bad=lexical=x", `config "bad": lexical=x: invalid input: keywordWeight`},
+		{"bad=lexical=x", `config "bad": lexical=x: invalid input: keyword_weight`},
 		{"bad=nosuchpreset", `want key=value (or a preset name`},
 		{"bad==1", "the key is empty"},
 	}
@@ -101,10 +101,10 @@ func TestParseSweep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sw.Key != "dense" || strings.Join(sw.Values, " ") != "0.25 0.5 1 2" || SettingKey(sw.Key) != "semanticWeight" {
+	if sw.Key != "dense" || strings.Join(sw.Values, " ") != "0.25 0.5 1 2" || SettingKey(sw.Key) != "semantic_weight" {
 		t.Fatalf("got %+v", sw)
 	}
-	if sw, err := ParseSweep("rrfK=10,60"); err != nil || SettingKey(sw.Key) != "rrfK" {
+	if sw, err := ParseSweep("rrf_k=10,60"); err != nil || SettingKey(sw.Key) != "rrf_k" {
 		t.Fatalf("pass-through key: %+v, %v", sw, err)
 	}
 	for _, bad := range []string{"dense", "=1,2", "dense=", "dense=1,9", "k=0"} {
@@ -137,8 +137,8 @@ func TestParseConfig_SpecExpandsPresets(t *testing.T) {
 	if cs[0].Spec != want {
 		t.Fatalf("spec = %q, want %q", cs[0].Spec, want)
 	}
-	cs, err = ParseConfig("mixed=semanticWeight=0.3,dense=0.4")
-	if err != nil || cs[0].Spec != "dense=0.4" || cs[0].Overrides["semanticWeight"] != "0.4" {
+	cs, err = ParseConfig("mixed=semantic_weight=0.3,dense=0.4")
+	if err != nil || cs[0].Spec != "dense=0.4" || cs[0].Overrides["semantic_weight"] != "0.4" {
 		t.Fatalf("aliases of one key: %+v, %v", cs, err)
 	}
 }

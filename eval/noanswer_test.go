@@ -47,7 +47,7 @@ func TestRun_NoAnswer(t *testing.T) {
 	t.Parallel()
 	o := tinyOptions(t)
 	o.NoAnswer = 8
-	o.Configs = []Config{mustConfig(t, "default"), mustConfig(t, "nofloor=minRelevance=0")}
+	o.Configs = []Config{mustConfig(t, "default"), mustConfig(t, "nofloor=min_relevance=0")}
 	o.Baseline = "nofloor"
 	rep, err := Run(t.Context(), loadTiny(t), o)
 	if err != nil {

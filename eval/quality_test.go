@@ -34,9 +34,9 @@ func TestQualityGate_LoCoMo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const plain = "actorFieldWeight=0,timeFieldWeight=0,contextFieldWeight=0,neighborRadius=0"
+	const plain = "actor_field_weight=0,time_field_weight=0,context_field_weight=0,neighbor_radius=0"
 	var cfgs []Config
-	for _, spec := range []string{"default", "lexical", "dense", "plain=" + plain, "plainlex=" + plain + ",semanticWeight=0"} {
+	for _, spec := range []string{"default", "lexical", "dense", "plain=" + plain, "plainlex=" + plain + ",semantic_weight=0"} {
 		cs, err := ParseConfig(spec)
 		if err != nil {
 			t.Fatal(err)
@@ -164,7 +164,7 @@ func TestQualityGate_RelevanceFloor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfgs := []Config{mustConfig(t, "default"), mustConfig(t, "nofloor=minRelevance=0")}
+	cfgs := []Config{mustConfig(t, "default"), mustConfig(t, "nofloor=min_relevance=0")}
 	rep, err := Run(t.Context(), ds, Options{Embedder: model, Configs: cfgs, Baseline: "nofloor", NoAnswer: 200, Resamples: 200, TempDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)

@@ -143,7 +143,7 @@ func fitRun(t *testing.T, model *glove.Model, name string) []fitQuery {
 	var out []fitQuery
 	ask := func(kind, text, scope string, relevant []string) {
 		res, err := eng.Recall(ctx, mnemo.Query{Text: text, Profile: Profile, Project: scope, Limit: DefaultLimit, Timings: true,
-			Overrides: map[string]string{"minRelevance": "0", "relevanceMargin": "0"}})
+			Overrides: map[string]string{"min_relevance": "0", "relevance_margin": "0"}})
 		if err != nil {
 			t.Fatal(err)
 		}

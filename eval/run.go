@@ -55,7 +55,7 @@ type Options struct {
 	Baseline string
 	// Limit is the number of memories every query asks for, the same for
 	// every configuration whatever cutoffs are reported: a recall's results
-	// depend on its limit (each leg fetches limit × fetchMultiplier, and the
+	// depend on its limit (each leg fetches limit × fetch_multiplier, and the
 	// lexical leg broadens AND to OR when AND finds fewer than limit), so
 	// the figures at one cutoff must not move with the other cutoffs asked
 	// for. Defaults to DefaultLimit; at least MetricsK.

@@ -156,7 +156,7 @@ func TestRun_SweepsShareIdenticalSettings(t *testing.T) {
 	if got := configNamesOf(rep); strings.Join(got, ",") != "lexical,cc" {
 		t.Errorf("configs = %v (the baseline preset is added first)", got)
 	}
-	if len(rep.Sweeps) != 2 || rep.Sweeps[0].Setting != "rrfK" || len(rep.Sweeps[0].Series) != 1 || len(rep.Sweeps[0].Series[0].Points) != 2 {
+	if len(rep.Sweeps) != 2 || rep.Sweeps[0].Setting != "rrf_k" || len(rep.Sweeps[0].Series) != 1 || len(rep.Sweeps[0].Series[0].Points) != 2 {
 		t.Fatalf("sweeps = %+v", rep.Sweeps)
 	}
 	p := rep.Sweeps[0].Series[0].Points[0]
@@ -204,7 +204,7 @@ func TestRun_Errors(t *testing.T) {
 	}{
 		{"no embedder", func(o *Options) { o.Embedder = nil }, "Embedder is required"},
 		{"bad value", func(o *Options) {
-			o.Configs = []Config{{Name: "heavy", Overrides: map[string]string{"semanticWeight": "9"}}}
+			o.Configs = []Config{{Name: "heavy", Overrides: map[string]string{"semantic_weight": "9"}}}
 		}, `config "heavy": dense=9`},
 		{"unknown baseline", func(o *Options) { o.Baseline = "nope" }, `baseline "nope"`},
 		{"duplicate config", func(o *Options) {
@@ -370,7 +370,7 @@ func TestEvaluate_SweepChartGolden(t *testing.T) {
 	rep := tinyReport(t)
 	// A sweep over the hybrid, its points borrowed from the three runs, to
 	// pin the line chart.
-	sw := SweepResult{Key: "dense", Setting: "semanticWeight", Values: []string{"0", "0.5", "1"}}
+	sw := SweepResult{Key: "dense", Setting: "semantic_weight", Values: []string{"0", "0.5", "1"}}
 	ser := SweepSeries{Config: "hybrid"}
 	for i, name := range []string{"lexical", "dense", "hybrid"} {
 		c := configByName(t, rep, name)

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -293,6 +294,36 @@ type Scope struct {
 type MetadataMatch struct {
 	Key   string
 	Value any
+}
+
+// StringList is a list of strings that JSON may also give as one string:
+// "s1" reads as ["s1"], ["s1", "s2"] as itself, null as nil. It is
+// written as an array. Filters take it, so that "session": "s1" and
+// "session": ["s1", "s2"] both work.
+type StringList []string
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (l *StringList) UnmarshalJSON(b []byte) error {
+	var one string
+	if err := json.Unmarshal(b, &one); err == nil {
+		*l = StringList{one}
+		return nil
+	}
+	var many []string
+	if err := json.Unmarshal(b, &many); err != nil {
+		kind := "array of non-strings"
+		switch t := strings.TrimSpace(string(b)); {
+		case strings.HasPrefix(t, "{"):
+			kind = "object"
+		case t == "true" || t == "false":
+			kind = "bool"
+		case !strings.HasPrefix(t, "["):
+			kind = "number"
+		}
+		return &json.UnmarshalTypeError{Value: kind, Type: reflect.TypeFor[StringList]()}
+	}
+	*l = many
+	return nil
 }
 
 // Limits of a metadata filter.

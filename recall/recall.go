@@ -46,7 +46,7 @@ type CandidatePolicy string
 // Candidate policies.
 const (
 	// PolicyScope searches every embedded memory in the scope (exact cosine)
-	// and the lexical leg's top limit×fetchMultiplier. The default.
+	// and the lexical leg's top limit×fetch_multiplier. The default.
 	PolicyScope CandidatePolicy = "scope"
 	// PolicyPool is seed 001's two-stage pool: the lexical leg's top
 	// LexicalCap over the scope plus the PoolSize most recently accessed
@@ -62,7 +62,7 @@ func ParsePolicy(s string) (CandidatePolicy, error) {
 	case PolicyScope, PolicyPool:
 		return p, nil
 	}
-	return "", mnemotype.Invalidf("candidatePolicy %q: must be one of scope, pool", s)
+	return "", mnemotype.Invalidf("candidate_policy %q: must be one of scope, pool", s)
 }
 
 // Defaults.

@@ -43,7 +43,7 @@ func TestBadInput_Catalogue(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t)
 	stored := strings.TrimSpace(c.ok("add", "--profile", "me", "--session", "s1", "the one memory"))
-	c.ok("settings", "set", "--profile", "me", "semanticWeight=0.7")
+	c.ok("settings", "set", "--profile", "me", "semantic_weight=0.7")
 	badLines := filepath.Join(t.TempDir(), "bad.jsonl")
 	if err := os.WriteFile(badLines, []byte(`{"content": "x", "timestamp": "NaN"}`+"\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -104,11 +104,11 @@ func TestBadInput_Catalogue(t *testing.T) {
 		{name: "RecallAfter", args: []string{"recall", "--after", "soon", "x"}, field: "--after"},
 		{name: "RecallKind", args: []string{"recall", "--kind", "dream", "x"}, field: "kind"},
 		{name: "RecallQueryEmpty", args: []string{"recall", " "}, field: "query"},
-		{name: "SettingsNegative", args: []string{"settings", "set", "keywordWeight=-1"}, field: "keywordWeight"},
-		{name: "SettingsNaN", args: []string{"settings", "set", "rrfK=NaN"}, field: "rrfK"},
+		{name: "SettingsNegative", args: []string{"settings", "set", "keyword_weight=-1"}, field: "keyword_weight"},
+		{name: "SettingsNaN", args: []string{"settings", "set", "rrf_k=NaN"}, field: "rrf_k"},
 		{name: "SettingsStrategy", args: []string{"settings", "set", "strategy=bogus"}, field: "strategy"},
 		{name: "SettingsUnknown", args: []string{"settings", "set", "nosuchkey=1"}, field: "nosuchkey"},
-		{name: "SettingsAllZero", args: []string{"settings", "set", "keywordWeight=0", "semanticWeight=0"}, field: "weights"},
+		{name: "SettingsAllZero", args: []string{"settings", "set", "keyword_weight=0", "semantic_weight=0"}, field: "weights"},
 		{name: "ImportNaNTimestamp", args: []string{"import", badLines}, field: "timestamp"},
 		{name: "GetIDUTF8", args: []string{"get", "a\xffb"}, field: "id"},
 
@@ -141,14 +141,14 @@ func TestBadInput_Catalogue(t *testing.T) {
 		{name: "HTTPRecallLimit", method: "POST", path: "/v1/recall", body: `{"query": "x", "limit": 100000}`, field: "limit"},
 		{name: "HTTPRecallAfter", method: "POST", path: "/v1/recall", body: `{"query": "x", "after": "soon"}`, field: "after"},
 		{name: "HTTPRecallKinds", method: "POST", path: "/v1/recall", body: `{"query": "x", "kinds": ["dream"]}`, field: "kinds"},
-		{name: "HTTPRecallSetting", method: "POST", path: "/v1/recall", body: `{"query": "x", "settings": {"rrfK": 0}}`, field: "rrfK"},
+		{name: "HTTPRecallSetting", method: "POST", path: "/v1/recall", body: `{"query": "x", "settings": {"rrf_k": 0}}`, field: "rrf_k"},
 		{name: "HTTPRecallQueryEmpty", method: "POST", path: "/v1/recall", body: `{"query": "  "}`, field: "query"},
 		{name: "HTTPRecallTooManyExcluded", method: "POST", path: "/v1/recall", body: tooMany, field: "exclude"},
-		{name: "HTTPSettingsNegative", method: "PATCH", path: "/v1/settings", body: `{"keywordWeight": -1}`, field: "keywordWeight"},
-		{name: "HTTPSettingsAllZero", method: "PATCH", path: "/v1/settings", body: `{"keywordWeight": 0, "semanticWeight": 0}`, field: "weights"},
+		{name: "HTTPSettingsNegative", method: "PATCH", path: "/v1/settings", body: `{"keyword_weight": -1}`, field: "keyword_weight"},
+		{name: "HTTPSettingsAllZero", method: "PATCH", path: "/v1/settings", body: `{"keyword_weight": 0, "semantic_weight": 0}`, field: "weights"},
 		{name: "HTTPSettingsStrategy", method: "PATCH", path: "/v1/settings", body: `{"strategy": "bogus"}`, field: "strategy"},
 		{name: "HTTPSettingsUnknown", method: "PATCH", path: "/v1/settings", body: `{"nosuchkey": 1}`, field: "nosuchkey"},
-		{name: "HTTPSettingsFraction", method: "PATCH", path: "/v1/settings", body: `{"fetchMultiplier": 2.5}`, field: "fetchMultiplier"},
+		{name: "HTTPSettingsFraction", method: "PATCH", path: "/v1/settings", body: `{"fetch_multiplier": 2.5}`, field: "fetch_multiplier"},
 		{name: "HTTPListLimit", method: "GET", path: "/v1/memories?limit=0", field: "limit"},
 		{name: "HTTPListTypo", method: "GET", path: "/v1/memories?sesion=s1", field: "sesion"},
 		{name: "HTTPListCursor", method: "GET", path: "/v1/memories?cursor=garbage", field: "cursor"},

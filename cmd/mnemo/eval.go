@@ -38,8 +38,8 @@ configurations (--config, repeatable):
   NAME=SPEC      your own: comma-separated key=value on top of the defaults, e.g.
                  mine=strategy=rrf,lexical=1,dense=0.5,k=60; a preset name in
                  SPEC starts from that preset (mine=cc,dense=0.5)
-  keys: lexical dense recency access (weights), k (rrfK), kparam, normalization,
-        missing (missingLeg), strategy, or any settings key
+  keys: lexical dense recency access (weights), k (rrf_k), kparam, normalization,
+        missing (missing_leg), strategy, or any settings key
   default set: %s
 
 examples:

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -14,6 +15,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/mnemo-dev/mnemo"
 	"github.com/mnemo-dev/mnemo/fusion"
 	"github.com/mnemo-dev/mnemo/mnemotype"
 )
@@ -46,7 +48,7 @@ func cmdFuse(_ context.Context, a *app, args []string) error {
 		fs.PrintDefaults()
 	}
 	var (
-		strategy  = fs.String("strategy", string(fusion.RRF), "fusion strategy: "+fuseNames(fusion.Strategies()))
+		strategy  = fs.String("strategy", mnemo.DefaultSettings().Strategy, "fusion strategy (default: the engine's; rrf when a hit has no score): "+fuseNames(fusion.Strategies()))
 		weights   = fs.String("weights", "", "leg weights, `leg=w,...` (w ≥ 0; unlisted legs weigh 1)")
 		k         = fs.Float64("k", fusion.DefaultK, "rrf constant k in Σ w/(k + rank) (> 0)")
 		bordaK    = fs.Float64("borda-k", fusion.DefaultBordaK, "borda_rank constant k (> 0)")
@@ -131,6 +133,12 @@ func cmdFuse(_ context.Context, a *app, args []string) error {
 	}
 	if p.ExactMatchBonus > 0 {
 		p.Contents = func(id string) string { return legs.content[id] }
+	}
+	strategyGiven := false
+	fs.Visit(func(f *flag.Flag) { strategyGiven = strategyGiven || f.Name == "strategy" })
+	if !legs.allScored && !strategyGiven && p.Strategy.UsesScores() {
+		fmt.Fprintf(a.stderr, "mnemo fuse: %s; fusing by rrf (the engine's default, %s, reads scores)\n", legs.unscored, p.Strategy)
+		p.Strategy = fusion.RRF
 	}
 	if !legs.allScored {
 		if p.Strategy.UsesScores() {

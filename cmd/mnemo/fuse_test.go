@@ -105,6 +105,23 @@ func TestFuse_WeightedAverageAndCounterfactual(t *testing.T) {
 	}
 }
 
+// TestFuse_DefaultIsTheEngines: without --strategy, fuse uses the
+// engine's default strategy (weighted_average), and rrf for input without
+// scores, saying so.
+func TestFuse_DefaultIsTheEngines(t *testing.T) {
+	t.Parallel()
+	if o := fuseJSONOut(t, scored); o.Strategy != "weighted_average" {
+		t.Errorf("scored input: strategy %s, want weighted_average", o.Strategy)
+	}
+	code, out, errs := runFuse(t, seed003, "--json")
+	if code != 0 || !strings.Contains(out, `"strategy": "rrf"`) || !strings.Contains(errs, "fusing by rrf") {
+		t.Errorf("rank-only input: exit %d, %s, stderr %q", code, out, errs)
+	}
+	if code, _, errs := runFuse(t, seed003, "--strategy", "weighted_average"); code != 2 || !strings.Contains(errs, "reads scores") {
+		t.Errorf("rank-only input with --strategy weighted_average: exit %d, %q", code, errs)
+	}
+}
+
 func TestFuse_FlagsReachTheMath(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -112,14 +129,14 @@ func TestFuse_FlagsReachTheMath(t *testing.T) {
 		args []string
 		want map[string]float64
 	}{
-		{"k", []string{"--k", "10"}, map[string]float64{"a": 1.0/11 + 1.0/13, "d": 1.0 / 12}},
+		{"k", []string{"--strategy", "rrf", "--k", "10"}, map[string]float64{"a": 1.0/11 + 1.0/13, "d": 1.0 / 12}},
 		{"kparam", []string{"--strategy", "score_weighted_rrf", "--kparam", "1"}, map[string]float64{"b": 0.5/3 + 1.0/2, "d": 0.5 / 3}},
-		{"missing", []string{"--missing", "impute_rank"}, map[string]float64{"c": 1.0/63 + 1.0/64}},
+		{"missing", []string{"--strategy", "rrf", "--missing", "impute_rank"}, map[string]float64{"c": 1.0/63 + 1.0/64}},
 		{"normalization", []string{"--strategy", "weighted_average", "--normalization", "tmm"}, map[string]float64{"a": 0.4755, "c": 0.275}},
 		{"lower bound", []string{"--strategy", "weighted_average", "--lower-bound", "dense=0"}, map[string]float64{"c": 0.5 * 0.1 / 0.9}},
 		{"bounds", []string{"--strategy", "weighted_average", "--normalization", "tmm", "--bounds", "dense=0:1"}, map[string]float64{"c": 0.05 + 0}},
 		{"borda k", []string{"--strategy", "borda_rank", "--borda-k", "10"}, map[string]float64{"a": 1.0/11 + 1.0/13}},
-		{"high confidence", []string{"--high-confidence"}, map[string]float64{"a": 1, "b": 1, "d": 0.5}},
+		{"high confidence", []string{"--strategy", "rrf", "--high-confidence"}, map[string]float64{"a": 1, "b": 1, "d": 0.5}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -142,7 +159,7 @@ func TestFuse_ExactBonusAndAdaptive(t *testing.T) {
 	t.Parallel()
 	in := `{"legs": {"dense": [{"id": "a", "score": 0.9, "content": "no match"}, {"id": "b", "score": 0.5, "content": "fixed in v2.3"}],
 	  "lexical": [{"id": "b", "score": 3}, {"id": "a", "score": 1}]}}`
-	o := fuseJSONOut(t, in, "--query", "what is new in v2.3", "--exact-bonus", "0.1", "--adaptive")
+	o := fuseJSONOut(t, in, "--strategy", "rrf", "--query", "what is new in v2.3", "--exact-bonus", "0.1", "--adaptive")
 	if o.Results[0].ID != "b" || len(o.Switches) != 1 || o.Switches[0] != "adaptive_weights" {
 		t.Errorf("got %+v", o)
 	}

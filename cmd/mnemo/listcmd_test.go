@@ -209,7 +209,7 @@ func TestCLI_DeleteBySessionAndProfile(t *testing.T) {
 		t.Errorf("the other profile's session c1: %d memories, want 1", n)
 	}
 	c.ok("keys", "create", "--profile", "me")
-	c.ok("settings", "set", "--profile", "me", "semanticWeight=0.7")
+	c.ok("settings", "set", "--profile", "me", "semantic_weight=0.7")
 	if out := c.ok("delete", "--profile", "me", "--all"); out != "deleted profile me: 3 memories, 1 settings, 1 API keys revoked\n" {
 		t.Errorf("delete --all: %q", out)
 	}
@@ -239,7 +239,7 @@ func TestCLI_ReadCommandsNeverCreateADatabase(t *testing.T) {
 		{"delete", "--profile", "me", "--session", "s1"},
 		{"delete", "--profile", "me", "--all"},
 		{"settings", "get", "--profile", "me"},
-		{"settings", "reset", "--profile", "me", "semanticWeight"},
+		{"settings", "reset", "--profile", "me", "semantic_weight"},
 		{"keys", "list"},
 		{"keys", "revoke", "key_x"},
 		{"bench", "--profile", "me", "--n", "1"},
@@ -272,44 +272,44 @@ func TestCLI_SettingsSetAndReset(t *testing.T) {
 	get := func(args ...string) string {
 		t.Helper()
 		for _, l := range strings.Split(c.ok(append([]string{"settings", "get"}, args...)...), "\n") {
-			if v, ok := strings.CutPrefix(l, "semanticWeight="); ok {
+			if v, ok := strings.CutPrefix(l, "semantic_weight="); ok {
 				return v
 			}
 		}
-		t.Fatal("no semanticWeight line")
+		t.Fatal("no semantic_weight line")
 		return ""
 	}
-	if code, _, errs := c.run("", "settings", "set", "semanticWeight=0.9"); code != 2 || !strings.Contains(errs, "--all-profiles") {
+	if code, _, errs := c.run("", "settings", "set", "semantic_weight=0.9"); code != 2 || !strings.Contains(errs, "--all-profiles") {
 		t.Errorf("set without --profile: exit %d, %s", code, errs)
 	}
 	def := mnemo.DefaultSettings().SemanticWeight
-	c.ok("settings", "set", "--all-profiles", "semanticWeight=0.9")
-	c.ok("settings", "set", "--profile", "me", "semanticWeight=0.7")
+	c.ok("settings", "set", "--all-profiles", "semantic_weight=0.9")
+	c.ok("settings", "set", "--profile", "me", "semantic_weight=0.7")
 	if v := get("--profile", "me"); v != "0.7" {
-		t.Errorf("me's semanticWeight = %s, want 0.7", v)
+		t.Errorf("me's semantic_weight = %s, want 0.7", v)
 	}
 	c.ok("settings", "reset", "--profile", "me", "semanticweight") // names are case-insensitive, as in set
 	if v := get("--profile", "me"); v != "0.9" {
 		t.Errorf("after reset: %s, want the server-wide 0.9", v)
 	}
-	c.ok("settings", "reset", "--all-profiles", "semanticWeight")
+	c.ok("settings", "reset", "--all-profiles", "semantic_weight")
 	if v := get("--profile", "me"); v != strconv.FormatFloat(def, 'g', -1, 64) {
 		t.Errorf("after both resets: %s, want the default %v", v, def)
 	}
-	c.ok("settings", "set", "--all-profiles", "keywordWeight=0")
-	c.ok("settings", "set", "--profile", "me", "keywordWeight=1", "semanticWeight=0")
+	c.ok("settings", "set", "--all-profiles", "keyword_weight=0")
+	c.ok("settings", "set", "--profile", "me", "keyword_weight=1", "semantic_weight=0")
 	for _, bad := range [][]string{
 		{"--profile", "me", "colour"},
 		{"--profile", "me"},
-		{"--profile", "me", "keywordWeight"}, // every weight 0 once the server-wide 0 applies
-		{"--profile", "me", "--all-profiles", "rrfK"},
+		{"--profile", "me", "keyword_weight"}, // every weight 0 once the server-wide 0 applies
+		{"--profile", "me", "--all-profiles", "rrf_k"},
 	} {
 		if code, _, errs := c.run("", append([]string{"settings", "reset"}, bad...)...); code != 2 {
 			t.Errorf("reset %v: exit %d, %s", bad, code, errs)
 		}
 	}
 	if v := get("--profile", "me"); v != "0" {
-		t.Errorf("a refused reset changed semanticWeight to %s", v)
+		t.Errorf("a refused reset changed semantic_weight to %s", v)
 	}
 }
 

@@ -123,10 +123,10 @@ func TestCLI_EndToEnd(t *testing.T) {
 	}
 	delete(c.env, "MNEMO_PROFILE")
 	// settings.
-	if out := c.ok("settings", "set", "--profile", "me", "semanticWeight=0.5", "rrfK=20"); !strings.Contains(out, "rrfK=20") {
+	if out := c.ok("settings", "set", "--profile", "me", "semantic_weight=0.5", "rrf_k=20"); !strings.Contains(out, "rrf_k=20") {
 		t.Fatalf("settings set: %s", out)
 	}
-	if out := c.ok("settings", "get", "--profile", "me", "--json"); !strings.Contains(out, `"semanticWeight": 0.5`) {
+	if out := c.ok("settings", "get", "--profile", "me", "--json"); !strings.Contains(out, `"semantic_weight": 0.5`) {
 		t.Fatalf("settings get: %s", out)
 	}
 }
@@ -158,10 +158,10 @@ func TestCLI_BadInputExit2NothingWritten(t *testing.T) {
 		{"recall weight negative", []string{"recall", "--profile", "me", "--weights", "dense=-1", "x"}, "dense"},
 		{"recall weight NaN", []string{"recall", "--profile", "me", "--weights", "dense=NaN", "x"}, "dense"},
 		{"recall unknown leg", []string{"recall", "--profile", "me", "--weights", "graph=1", "x"}, "graph"},
-		{"recall k zero", []string{"recall", "--profile", "me", "--k", "0", "x"}, "rrfK"},
+		{"recall k zero", []string{"recall", "--profile", "me", "--k", "0", "x"}, "rrf_k"},
 		{"recall empty query", []string{"recall", "--profile", "me", " "}, "query"},
 		{"recall unknown strategy", []string{"recall", "--profile", "me", "--strategy", "magic", "x"}, "strategy"},
-		{"settings out of range", []string{"settings", "set", "--profile", "me", "keywordWeight=6"}, "keywordWeight"},
+		{"settings out of range", []string{"settings", "set", "--profile", "me", "keyword_weight=6"}, "keyword_weight"},
 		{"settings unknown key", []string{"settings", "set", "--profile", "me", "bogus=1"}, "bogus"},
 		{"unknown command", []string{"frobnicate"}, "unknown command"},
 		{"unknown embedder", []string{"add", "--profile", "me", "--embedder", "nope", "x"}, "embedder"},
@@ -178,7 +178,7 @@ func TestCLI_BadInputExit2NothingWritten(t *testing.T) {
 	if n := strings.Count(out, `"id"`); n != 1 {
 		t.Fatalf("bad input wrote memories: %d results\n%s", n, out)
 	}
-	if s := c.ok("settings", "get", "--profile", "me"); !strings.Contains(s, "keywordWeight=1") {
+	if s := c.ok("settings", "get", "--profile", "me"); !strings.Contains(s, "keyword_weight=1") {
 		t.Fatalf("rejected settings changed something: %s", s)
 	}
 }
@@ -346,4 +346,26 @@ func compact(b []byte) string {
 		return string(b)
 	}
 	return buf.String()
+}
+
+// TestCLI_CommonFlags holds the README's promise: every command that
+// opens a database takes --db and --embedder; embed and eval take
+// --embedder; fuse, models and version take neither.
+func TestCLI_CommonFlags(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	for name := range commands() {
+		_, _, usage := c.run("", name, "-h")
+		db, emb := strings.Contains(usage, "-db "), strings.Contains(usage, "-embedder ")
+		wantDB, wantEmb := true, true
+		switch name {
+		case "fuse", "models", "version":
+			wantDB, wantEmb = false, false
+		case "embed", "eval":
+			wantDB = false
+		}
+		if db != wantDB || emb != wantEmb {
+			t.Errorf("mnemo %s -h: --db %v, --embedder %v; the README says %v, %v", name, db, emb, wantDB, wantEmb)
+		}
+	}
 }

@@ -44,7 +44,7 @@ func (f *engineFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.queryTimeout, "query-embed-timeout", "", fmt.Sprintf("longest a recall waits for the query's embedding, e.g. 2s; past it the dense leg is skipped; "+
 		"0 waits for the provider (default $%s, else %v)", envQueryEmbedTimeout, mnemo.DefaultQueryEmbedTimeout))
 	fs.StringVar(&f.contextTurns, "context-turns", "", fmt.Sprintf("previous turns of its session the full-text index keeps with each memory, "+
-		"scored by the contextFieldWeight setting; 0 for none; kept in the database, changing it rebuilds the index (default $%s, else the database's: %d for a new one)", envContextTurns, sqlitestore.DefaultContextTurns))
+		"scored by the context_field_weight setting; 0 for none; kept in the database, changing it rebuilds the index (default $%s, else the database's: %d for a new one)", envContextTurns, sqlitestore.DefaultContextTurns))
 }
 
 // config returns the engine configuration the flags and the environment

@@ -111,7 +111,7 @@ func cmdRecall(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	if k.set {
-		over["rrfK"] = strconv.FormatFloat(k.v, 'g', -1, 64)
+		over["rrf_k"] = strconv.FormatFloat(k.v, 'g', -1, 64)
 	}
 	if *strategy != "" {
 		over["strategy"] = *strategy
@@ -120,16 +120,16 @@ func cmdRecall(ctx context.Context, a *app, args []string) error {
 		over["normalization"] = *normalization
 	}
 	if *missing != "" {
-		over["missingLeg"] = *missing
+		over["missing_leg"] = *missing
 	}
 	if kparam.set {
-		over["kParam"] = strconv.FormatFloat(kparam.v, 'g', -1, 64)
+		over["k_param"] = strconv.FormatFloat(kparam.v, 'g', -1, 64)
 	}
 	if minRel.set {
 		if err := mnemotype.CheckRange("--min-relevance", minRel.v, 0, 1); err != nil {
 			return usagef("%v", err)
 		}
-		over["minRelevance"] = strconv.FormatFloat(minRel.v, 'g', -1, 64)
+		over["min_relevance"] = strconv.FormatFloat(minRel.v, 'g', -1, 64)
 	}
 	if autocut.set {
 		if autocut.v < 0 || autocut.v > 10 {

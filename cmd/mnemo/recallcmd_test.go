@@ -19,7 +19,7 @@ func TestRecall_AllZeroWeightsRefused(t *testing.T) {
 	if code != 2 || !strings.Contains(errs, "weights") || !strings.Contains(errs, "all 0") {
 		t.Errorf("recall --weights lexical=0,dense=0: exit %d, stdout %q, stderr %q", code, out, errs)
 	}
-	code, _, errs = c.run("", "settings", "set", "--profile", "me", "keywordWeight=0", "semanticWeight=0")
+	code, _, errs = c.run("", "settings", "set", "--profile", "me", "keyword_weight=0", "semantic_weight=0")
 	if code != 2 || !strings.Contains(errs, "weights") {
 		t.Errorf("settings set with all-zero weights: exit %d, %s", code, errs)
 	}

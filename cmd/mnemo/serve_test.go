@@ -101,7 +101,7 @@ func TestServe_SingleUserEndToEnd(t *testing.T) {
 	if code, body := httpDo(t, "POST", url+"/v1/recall", "", `{"query": "Threadline"}`); code != 200 || !strings.Contains(body, created.ID) {
 		t.Errorf("recall: %d %s", code, body)
 	}
-	if code, body := httpDo(t, "PATCH", url+"/v1/settings", "", `{"keywordWeight": 9}`); code != 400 || !strings.Contains(body, "keywordWeight") {
+	if code, body := httpDo(t, "PATCH", url+"/v1/settings", "", `{"keyword_weight": 9}`); code != 400 || !strings.Contains(body, "keyword_weight") {
 		t.Errorf("bad setting: %d %s", code, body)
 	}
 	if code, body := httpDo(t, "GET", url+"/healthz", "", ""); code != 200 || !strings.Contains(body, "ok") {

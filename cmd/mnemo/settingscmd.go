@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -63,6 +64,15 @@ func cmdSettings(ctx context.Context, a *app, args []string) error {
 	default:
 		if len(pos) > 1 {
 			return usagef("settings get takes no arguments")
+		}
+	}
+	given := slices.Clone(reset)
+	for k := range kv {
+		given = append(given, k)
+	}
+	for _, k := range given {
+		if name, ok := mnemo.SettingKey(k); ok && strings.Contains(name, "_") && !strings.Contains(k, "_") {
+			fmt.Fprintf(a.stderr, "mnemo: the setting %s is now spelled %s (the old spelling works until the next release)\n", k, name)
 		}
 	}
 	open := ef.openExisting

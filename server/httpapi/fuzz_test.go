@@ -191,8 +191,8 @@ func FuzzRecallBody(f *testing.F) {
 		`{"query": "x", "weights": {"lexical": 1e309}}`,
 		`{"query": "x", "weights": {"sparse": 1}}`,
 		`{"query": "x", "strategy": "rrf", "k": -1}`,
-		`{"query": "x", "settings": {"normalization": "zscore", "neighborRadius": 11}}`,
-		`{"query": "x", "settings": {"keywordWeight": "NaN"}}`,
+		`{"query": "x", "settings": {"normalization": "zscore", "neighbor_radius": 11}}`,
+		`{"query": "x", "settings": {"keyword_weight": "NaN"}}`,
 		`{"query": "\"unbalanced AND (", "trace": true}`,
 		`{"query": "title:x OR y* NEAR(a b)"}`,
 		`{"query": "   "}`,
@@ -232,19 +232,19 @@ func FuzzRecallBody(f *testing.F) {
 
 func FuzzPatchSettings(f *testing.F) {
 	for _, seed := range []string{
-		`{"keywordWeight": 1.5}`,
-		`{"keywordWeight": 0, "semanticWeight": 0}`,
-		`{"strategy": "rrf", "rrfK": 10}`,
-		`{"rrfK": 0}`,
-		`{"fetchMultiplier": 2.5}`,
-		`{"importanceMode": "sideways"}`,
-		`{"exactMatchBonus": true}`,
-		`{"neighborRadius": 3, "neighborShare": 0.2, "contextFieldWeight": 0}`,
-		`{"keywordWeight": "1"}`,
+		`{"keyword_weight": 1.5}`,
+		`{"keyword_weight": 0, "semantic_weight": 0}`,
+		`{"strategy": "rrf", "rrf_k": 10}`,
+		`{"rrf_k": 0}`,
+		`{"fetch_multiplier": 2.5}`,
+		`{"importance_mode": "sideways"}`,
+		`{"exact_match_bonus": true}`,
+		`{"neighbor_radius": 3, "neighbor_share": 0.2, "context_field_weight": 0}`,
+		`{"keyword_weight": "1"}`,
 		`{"keywordweight": 1}`,
 		`{}`,
 		`null`,
-		`{"keywordWeight": 1e999}`,
+		`{"keyword_weight": 1e999}`,
 	} {
 		f.Add(seed)
 	}

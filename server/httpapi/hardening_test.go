@@ -31,15 +31,15 @@ func TestServe_AllZeroWeightsRefused(t *testing.T) {
 	b.create(b.alice, map[string]any{"content": "alpha beta"})
 	for name, body := range map[string]map[string]any{
 		"weights":  {"query": "alpha", "weights": map[string]float64{"lexical": 0, "dense": 0, "recency": 0, "access": 0}},
-		"settings": {"query": "alpha", "settings": map[string]any{"keywordWeight": 0, "semanticWeight": 0}},
-		"both":     {"query": "alpha", "weights": map[string]float64{"lexical": 0}, "settings": map[string]any{"semanticWeight": 0}},
+		"settings": {"query": "alpha", "settings": map[string]any{"keyword_weight": 0, "semantic_weight": 0}},
+		"both":     {"query": "alpha", "weights": map[string]float64{"lexical": 0}, "settings": map[string]any{"semantic_weight": 0}},
 	} {
 		r := b.do("POST", "/v1/recall", b.alice, body)
 		if msg := r.errMsg(t); r.status != 400 || !strings.Contains(msg, "weights") || !strings.Contains(msg, "all 0") {
 			t.Errorf("recall with all-zero %s: %d %s", name, r.status, r.body)
 		}
 	}
-	r := b.do("PATCH", "/v1/settings", b.alice, map[string]any{"keywordWeight": 0, "semanticWeight": 0})
+	r := b.do("PATCH", "/v1/settings", b.alice, map[string]any{"keyword_weight": 0, "semantic_weight": 0})
 	if msg := r.errMsg(t); r.status != 400 || !strings.Contains(msg, "weights") {
 		t.Errorf("PATCH all-zero weights: %d %s", r.status, r.body)
 	}
@@ -104,7 +104,7 @@ func TestServe_BodyWithoutContentType(t *testing.T) {
 		{"POST", "/v1/memories", `{"content": "no content type"}`},
 		{"PATCH", "/v1/memories/" + id, `{"importance": 1}`},
 		{"POST", "/v1/recall", `{"query": "memory"}`},
-		{"PATCH", "/v1/settings", `{"keywordWeight": 2}`},
+		{"PATCH", "/v1/settings", `{"keyword_weight": 2}`},
 	} {
 		req, err := http.NewRequestWithContext(t.Context(), c.method, b.ts.URL+c.path, strings.NewReader(c.body))
 		if err != nil {
@@ -121,7 +121,9 @@ func TestServe_BodyWithoutContentType(t *testing.T) {
 			t.Errorf("%s %s without Content-Type: %d %s", c.method, c.path, res.StatusCode, body)
 		}
 	}
-	var set struct{ KeywordWeight float64 }
+	var set struct {
+		KeywordWeight float64 `json:"keyword_weight"`
+	}
 	b.must(200, "GET", "/v1/settings", b.alice, nil, &set)
 	var page struct {
 		Memories []struct{ Importance float64 }
@@ -199,7 +201,7 @@ func TestServe_StorageFull(t *testing.T) {
 		{"POST", "/v1/memories", map[string]any{"content": "one more"}},
 		{"POST", "/v1/memories", map[string]any{"memories": []map[string]any{{"content": "a"}, {"content": "b"}}}},
 		{"PATCH", "/v1/memories/" + id, map[string]any{"importance": 1}},
-		{"PATCH", "/v1/settings", map[string]any{"keywordWeight": 2}},
+		{"PATCH", "/v1/settings", map[string]any{"keyword_weight": 2}},
 	} {
 		r := b.do(c.method, c.path, "", c.body)
 		var eb struct{ Error, Code string }
@@ -265,7 +267,7 @@ func TestServe_MetricsNeedAnAdminKey(t *testing.T) {
 		{"POST", "/v1/recall", map[string]any{"query": "memory"}},
 		{"GET", "/v1/search/lexical?q=memory", nil},
 		{"GET", "/v1/settings", nil},
-		{"PATCH", "/v1/settings", map[string]any{"keywordWeight": 2}},
+		{"PATCH", "/v1/settings", map[string]any{"keyword_weight": 2}},
 		{"POST", "/mcp", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`},
 	} {
 		r := b.do(c.method, c.path, admin, c.body)

@@ -763,6 +763,9 @@ func jsonError(err error, offset int64, body []byte) error {
 		if field == "" {
 			field = "the body"
 		}
+		if typ.Offset == 0 { // from a type's own UnmarshalJSON, which knows no offset
+			return badRequest("malformed JSON: %s must be %s, not %s", field, jsonKind(typ.Type.String()), typ.Value)
+		}
 		return badRequest("malformed JSON at offset %d: %s must be %s, not %s", typ.Offset, field, jsonKind(typ.Type.String()), typ.Value)
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		return badRequest("unknown field %s at offset %d", strings.TrimPrefix(err.Error(), "json: unknown field "), offset)
@@ -774,6 +777,8 @@ func jsonError(err error, offset int64, body []byte) error {
 // jsonKind names a Go type the way a JSON user thinks of it.
 func jsonKind(goType string) string {
 	switch {
+	case goType == "mnemotype.StringList":
+		return "a string or an array of strings"
 	case strings.HasPrefix(goType, "[]"):
 		return "an array"
 	case strings.HasPrefix(goType, "map["), strings.HasPrefix(goType, "httpapi."), strings.HasPrefix(goType, "struct"):

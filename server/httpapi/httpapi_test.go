@@ -396,14 +396,14 @@ func testIsolation(t *testing.T, mode string) {
 	t.Run("Settings", func(t *testing.T) {
 		var before, after map[string]any
 		b.must(200, "GET", "/v1/settings", b.alice, nil, &before)
-		b.must(200, "PATCH", "/v1/settings", b.bob, map[string]any{"keywordWeight": 0, "strategy": "dbsf"}, nil)
+		b.must(200, "PATCH", "/v1/settings", b.bob, map[string]any{"keyword_weight": 0, "strategy": "dbsf"}, nil)
 		b.must(200, "GET", "/v1/settings", b.alice, nil, &after)
 		if fmt.Sprint(before) != fmt.Sprint(after) {
 			t.Errorf("bob's PATCH changed alice's settings: %v → %v", before, after)
 		}
 		var bobs map[string]any
 		b.must(200, "GET", "/v1/settings", b.bob, nil, &bobs)
-		if bobs["keywordWeight"] != 0.0 || bobs["strategy"] != "dbsf" {
+		if bobs["keyword_weight"] != 0.0 || bobs["strategy"] != "dbsf" {
 			t.Errorf("bob's settings = %v", bobs)
 		}
 	})
@@ -418,7 +418,7 @@ func testIsolation(t *testing.T, mode string) {
 		b.must(want, "POST", "/v1/memories", b.bob, map[string]any{"memories": []map[string]any{{"content": "x", "profile": "alice"}}}, nil)
 		b.must(want, "POST", "/v1/recall", b.bob, map[string]any{"query": "x", "profile": "alice"}, nil)
 		b.must(want, "PATCH", "/v1/memories/"+aliceIDs[0], b.bob, map[string]any{"profile": "alice", "content": "hijacked"}, nil)
-		b.must(want, "PATCH", "/v1/settings", b.bob, map[string]any{"profile": "alice", "keywordWeight": 0}, nil)
+		b.must(want, "PATCH", "/v1/settings", b.bob, map[string]any{"profile": "alice", "keyword_weight": 0}, nil)
 		for _, path := range []string{"/v1/memories?profile=alice", "/v1/search/lexical?q=x&profile=alice", "/v1/settings?profile=alice",
 			"/v1/memories/" + aliceIDs[0] + "?profile=alice"} {
 			b.must(want, "GET", path, b.bob, nil, nil)
@@ -483,10 +483,10 @@ func TestServe_Search(t *testing.T) {
 		t.Errorf("sessionIds=3: %v", resultIDs(sr.Results))
 	}
 	// The lexical leg runs even when the profile turned it off.
-	b.must(200, "PATCH", "/v1/settings", b.alice, map[string]any{"keywordWeight": 0}, nil)
+	b.must(200, "PATCH", "/v1/settings", b.alice, map[string]any{"keyword_weight": 0}, nil)
 	search("/v1/search/lexical?q=groceries")
 	if len(sr.Results) != 1 || sr.Results[0].ID != ids["groceries"] {
-		t.Errorf("lexical search with keywordWeight 0: %v", sr)
+		t.Errorf("lexical search with keyword_weight 0: %v", sr)
 	}
 	search("/v1/search/dense?q=groceries&limit=2")
 	if sr.Leg != "dense" || len(sr.Results) != 2 || sr.Results[0].ID != ids["groceries"] {
@@ -541,7 +541,7 @@ func TestServe_Recall(t *testing.T) {
 	if len(rec.Results) != 1 || rec.Results[0].ID != a {
 		t.Errorf("kinds+exclude = %v", resultIDs(rec.Results))
 	}
-	b.must(200, "POST", "/v1/recall", b.alice, map[string]any{"query": "Threadline", "settings": map[string]any{"keywordWeight": 0, "importanceMode": "off"},
+	b.must(200, "POST", "/v1/recall", b.alice, map[string]any{"query": "Threadline", "settings": map[string]any{"keyword_weight": 0, "importance_mode": "off"},
 		"trace": true}, &rec)
 	if rec.Trace.Skipped["lexical"] == "" {
 		t.Errorf("settings override ignored: %+v", rec.Trace)
@@ -561,7 +561,7 @@ func TestServe_Recall(t *testing.T) {
 		"AutocutHigh":    map[string]any{"query": "x", "autocut": 11},
 		"AutocutNeg":     map[string]any{"query": "x", "autocut": -1},
 		"UnknownField":   map[string]any{"query": "x", "topK": 3},
-		"BadSetting":     map[string]any{"query": "x", "settings": map[string]any{"rrfK": "sixty"}},
+		"BadSetting":     map[string]any{"query": "x", "settings": map[string]any{"rrf_k": "sixty"}},
 		"UnknownSetting": map[string]any{"query": "x", "settings": map[string]any{"nope": 1}},
 	} {
 		r := b.do("POST", "/v1/recall", b.alice, body)
@@ -617,21 +617,21 @@ func enumCases(field, good, bad string) []settingCase {
 func TestServe_SettingsValidation(t *testing.T) {
 	b := setup(t, opts{})
 	var cases []settingCase
-	for _, w := range []string{"keywordWeight", "semanticWeight", "recencyWeight", "accessWeight"} {
+	for _, w := range []string{"keyword_weight", "semantic_weight", "recency_weight", "access_weight"} {
 		cases = append(cases, rangeCases(w, "0", "5", "-0.001", "5.001", false)...)
 	}
-	cases = append(cases, rangeCases("rrfK", "1", "1000", "0.5", "1000.5", false)...)
-	cases = append(cases, rangeCases("fetchMultiplier", "1", "20", "0", "21", true)...)
-	cases = append(cases, rangeCases("lexicalCap", "1", "10000", "0", "10001", true)...)
-	cases = append(cases, rangeCases("poolSize", "1", "100000", "0", "100001", true)...)
+	cases = append(cases, rangeCases("rrf_k", "1", "1000", "0.5", "1000.5", false)...)
+	cases = append(cases, rangeCases("fetch_multiplier", "1", "20", "0", "21", true)...)
+	cases = append(cases, rangeCases("lexical_cap", "1", "10000", "0", "10001", true)...)
+	cases = append(cases, rangeCases("pool_size", "1", "100000", "0", "100001", true)...)
 	cases = append(cases, enumCases("strategy", "dbsf", "best")...)
 	cases = append(cases, settingCase{"strategy/Empty", `{"strategy": ""}`, false, "strategy", ""})
-	cases = append(cases, enumCases("importanceMode", "boost", "always")...)
-	cases = append(cases, enumCases("candidatePolicy", "pool", "everything")...)
+	cases = append(cases, enumCases("importance_mode", "boost", "always")...)
+	cases = append(cases, enumCases("candidate_policy", "pool", "everything")...)
 	// Settings added with the fusion strategies; each runs only if this
 	// engine knows it.
 	body := func(k, v string) string { return fmt.Sprintf(`{%q: %s}`, k, v) }
-	for _, f := range []string{"kParam", "bordaK"} {
+	for _, f := range []string{"k_param", "borda_k"} {
 		cases = append(cases,
 			settingCase{f + "/Below", body(f, "0"), false, f, "(0, 1000]"},
 			settingCase{f + "/AtLow", body(f, "0.001"), true, "", ""},
@@ -640,11 +640,11 @@ func TestServe_SettingsValidation(t *testing.T) {
 			settingCase{f + "/String", body(f, `"5"`), false, f, "number"},
 		)
 	}
-	cases = append(cases, rangeCases("highConfidenceThreshold", "-1", "1", "-1.01", "1.01", false)...)
-	cases = append(cases, rangeCases("exactMatchBonus", "0", "1", "-0.01", "1.01", false)...)
+	cases = append(cases, rangeCases("high_confidence_threshold", "-1", "1", "-1.01", "1.01", false)...)
+	cases = append(cases, rangeCases("exact_match_bonus", "0", "1", "-0.01", "1.01", false)...)
 	cases = append(cases, enumCases("normalization", "zscore", "l2")...)
-	cases = append(cases, enumCases("missingLeg", "renormalize", "worst")...)
-	for _, f := range []string{"highConfidence", "adaptiveWeights"} {
+	cases = append(cases, enumCases("missing_leg", "renormalize", "worst")...)
+	for _, f := range []string{"high_confidence", "adaptive_weights"} {
 		cases = append(cases,
 			settingCase{f + "/True", body(f, "true"), true, "", ""},
 			settingCase{f + "/False", body(f, "false"), true, "", ""},
@@ -656,10 +656,10 @@ func TestServe_SettingsValidation(t *testing.T) {
 		settingCase{"Unknown", `{"keywordWieght": 1}`, false, "keywordWieght", "known settings"},
 		settingCase{"Empty", `{}`, false, "", "no settings"},
 		settingCase{"Array", `[1]`, false, "", "offset"},
-		settingCase{"Malformed", `{"keywordWeight": }`, false, "", "offset"},
-		settingCase{"OneBadOfTwo", `{"keywordWeight": 2, "semanticWeight": 9}`, false, "semanticWeight", "[0, 5]"},
+		settingCase{"Malformed", `{"keyword_weight": }`, false, "", "offset"},
+		settingCase{"OneBadOfTwo", `{"keyword_weight": 2, "semantic_weight": 9}`, false, "semantic_weight", "[0, 5]"},
 		settingCase{"CaseInsensitive", `{"KEYWORDWEIGHT": 2}`, true, "", ""},
-		settingCase{"Several", `{"semanticWeight": 0.5, "keywordWeight": 2.0}`, true, "", ""},
+		settingCase{"Several", `{"semantic_weight": 0.5, "keyword_weight": 2.0}`, true, "", ""},
 	)
 	// Every setting the engine knows gets a wrong-type case, including
 	// those added after this test was written.
@@ -728,11 +728,11 @@ func TestServe_LiveSettings(t *testing.T) {
 		t.Fatalf("default trace = %+v", rec.Trace)
 	}
 	// seed 000's examples.
-	b.must(200, "PATCH", "/v1/settings", b.alice, `{"keywordWeight": 0}`, nil)
+	b.must(200, "PATCH", "/v1/settings", b.alice, `{"keyword_weight": 0}`, nil)
 	if rec := trace(); rec.Trace.Skipped["lexical"] == "" {
-		t.Errorf("keywordWeight 0 not in force on the next request: %+v", rec.Trace)
+		t.Errorf("keyword_weight 0 not in force on the next request: %+v", rec.Trace)
 	}
-	b.must(200, "PATCH", "/v1/settings", b.alice, `{"semanticWeight": 0.5, "keywordWeight": 2.0, "strategy": "score_weighted_rrf"}`, nil)
+	b.must(200, "PATCH", "/v1/settings", b.alice, `{"semantic_weight": 0.5, "keyword_weight": 2.0, "strategy": "score_weighted_rrf"}`, nil)
 	if rec := trace(); rec.Trace.Skipped["lexical"] != "" || rec.Trace.Strategy != "score_weighted_rrf" {
 		t.Errorf("second PATCH not in force: %+v", rec.Trace)
 	}
@@ -1374,15 +1374,15 @@ func TestServe_DeleteSessionAndProfile(t *testing.T) {
 func TestServe_SettingsReset(t *testing.T) {
 	b := setup(t, opts{})
 	var s mnemo.Settings
-	b.must(http.StatusOK, "PATCH", "/v1/settings", b.alice, map[string]any{"semanticWeight": 0.7, "rrfK": 20}, &s)
-	for _, body := range []map[string]any{{"semanticWeight": nil, "rrfK": 30}, {"colour": nil}} {
+	b.must(http.StatusOK, "PATCH", "/v1/settings", b.alice, map[string]any{"semantic_weight": 0.7, "rrf_k": 20}, &s)
+	for _, body := range []map[string]any{{"semantic_weight": nil, "rrf_k": 30}, {"colour": nil}} {
 		if r := b.do("PATCH", "/v1/settings", b.alice, body); r.status != http.StatusBadRequest {
 			t.Errorf("PATCH %v: %d %s", body, r.status, r.body)
 		}
 	}
-	b.must(http.StatusOK, "PATCH", "/v1/settings", b.alice, map[string]any{"semanticWeight": nil}, &s)
+	b.must(http.StatusOK, "PATCH", "/v1/settings", b.alice, map[string]any{"semantic_weight": nil}, &s)
 	if def := mnemo.DefaultSettings(); s.SemanticWeight != def.SemanticWeight || s.RRFK != 20 {
-		t.Errorf("after resetting semanticWeight: %+v", s)
+		t.Errorf("after resetting semantic_weight: %+v", s)
 	}
 	b.must(http.StatusOK, "GET", "/v1/settings", b.alice, nil, &s)
 	if s.RRFK != 20 || s.SemanticWeight != mnemo.DefaultSettings().SemanticWeight {

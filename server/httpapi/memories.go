@@ -16,8 +16,10 @@ import (
 
 // memoryIn is one memory in a POST /v1/memories body.
 type memoryIn struct {
-	ID         string          `json:"id,omitempty"`
-	Content    string          `json:"content"`
+	ID      string `json:"id,omitempty"`
+	Content string `json:"content"`
+	// Text is the deprecated spelling of Content (until the next release).
+	Text       *string         `json:"text,omitempty"`
 	Kind       string          `json:"kind,omitempty"`
 	Project    string          `json:"project,omitempty"`
 	Session    string          `json:"session,omitempty"`
@@ -31,6 +33,19 @@ type memoryIn struct {
 	// Profile names the profile (see bodyProfile); in a batch, it must
 	// be the batch's.
 	Profile *string `json:"profile,omitempty"`
+}
+
+// content folds the deprecated text into Content.
+func (m *memoryIn) content(w http.ResponseWriter) error {
+	if m.Text == nil {
+		return nil
+	}
+	if m.Content != "" {
+		return badRequest("give content or its deprecated spelling text, not both")
+	}
+	deprecated(w, "text", "content")
+	m.Content, m.Text = *m.Text, nil
+	return nil
 }
 
 func (m *memoryIn) input(profile string) (mnemo.Input, error) {
@@ -111,7 +126,7 @@ func (s *Server) createMemories(w http.ResponseWriter, r *http.Request, profile 
 	batch := req.Memories != nil
 	if batch {
 		one := req.memoryIn
-		if one.Content != "" || one.ID != "" || one.Kind != "" || one.Project != "" || one.Session != "" ||
+		if one.Content != "" || one.Text != nil || one.ID != "" || one.Kind != "" || one.Project != "" || one.Session != "" ||
 			one.Actor != "" || one.Seq != 0 || one.OccurredAt != nil ||
 			one.Importance != nil || one.CreatedAt != nil || len(one.Metadata) > 0 || len(one.Embedding) > 0 {
 			return badRequest("send either one memory or {\"memories\": [...]}, not both")
@@ -130,6 +145,12 @@ func (s *Server) createMemories(w http.ResponseWriter, r *http.Request, profile 
 	}
 	ins := make([]mnemo.Input, len(req.Memories))
 	for i := range req.Memories {
+		if err := req.Memories[i].content(w); err != nil {
+			if batch {
+				return badRequest("memories[%d]: %s", i, err.Error())
+			}
+			return err
+		}
 		in, err := req.Memories[i].input(profile)
 		if err != nil {
 			if batch {
@@ -185,7 +206,9 @@ func (s *Server) getMemory(w http.ResponseWriter, r *http.Request, profile strin
 
 // patchRequest is PATCH /v1/memories/{id}: the fields to change.
 type patchRequest struct {
-	Content    *string    `json:"content,omitempty"`
+	Content *string `json:"content,omitempty"`
+	// Text is the deprecated spelling of Content (until the next release).
+	Text       *string    `json:"text,omitempty"`
 	Kind       *string    `json:"kind,omitempty"`
 	Project    *string    `json:"project,omitempty"`
 	Session    *string    `json:"session,omitempty"`
@@ -209,6 +232,13 @@ func (s *Server) updateMemory(w http.ResponseWriter, r *http.Request, profile st
 	}
 	if profile, err = bodyProfile(r, profile, req.Profile); err != nil {
 		return err
+	}
+	if req.Text != nil {
+		if req.Content != nil {
+			return badRequest("give content or its deprecated spelling text, not both")
+		}
+		deprecated(w, "text", "content")
+		req.Content = req.Text
 	}
 	p := mnemo.Patch{Content: req.Content, Kind: req.Kind, Project: req.Project, Session: req.Session, Actor: req.Actor,
 		Seq: req.Seq, OccurredAt: req.OccurredAt, Importance: req.Importance}
@@ -286,11 +316,11 @@ type listResponse struct {
 
 func (s *Server) listMemories(w http.ResponseWriter, r *http.Request, profile string) error {
 	q := r.URL.Query()
-	if err := onlyParams(q, "project", "session", "actors", "after", "before", "limit", "cursor", metadataParams); err != nil {
+	if err := onlyParams(q, "project", "session", "actor", "after", "before", "limit", "cursor", metadataParams); err != nil {
 		return err
 	}
 	lq := mnemo.ListQuery{Profile: profile, Project: q.Get("project"), Session: q.Get("session"), Cursor: q.Get("cursor"),
-		Actors: listParam(q, "actors")}
+		Actors: listParam(q, "actor")}
 	var err error
 	if lq.Metadata, err = metadataParam(q); err != nil {
 		return err

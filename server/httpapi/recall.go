@@ -13,15 +13,21 @@ import (
 	"github.com/mnemo-dev/mnemo/mnemotype"
 )
 
-// recallRequest is POST /v1/recall.
+// recallRequest is POST /v1/recall. The filters take the memory fields'
+// names, each a string or a list (session, kind, actor).
 type recallRequest struct {
-	Query    string   `json:"query"`
-	Project  string   `json:"project,omitempty"`
+	Query   string               `json:"query"`
+	Project string               `json:"project,omitempty"`
+	Session mnemotype.StringList `json:"session,omitempty"`
+	Kind    mnemotype.StringList `json:"kind,omitempty"`
+	Exclude []string             `json:"exclude,omitempty"`
+	// Actor restricts recall to these actors ("" for memories without one).
+	Actor mnemotype.StringList `json:"actor,omitempty"`
+	// Sessions, Kinds and Actors are the deprecated plural spellings of
+	// Session, Kind and Actor (until the next release).
 	Sessions []string `json:"sessions,omitempty"`
 	Kinds    []string `json:"kinds,omitempty"`
-	Exclude  []string `json:"exclude,omitempty"`
-	// Actors restricts recall to these actors ("" for memories without one).
-	Actors []string `json:"actors,omitempty"`
+	Actors   []string `json:"actors,omitempty"`
 	// After and Before restrict recall to memories that occurred in
 	// [after, before).
 	After  *time.Time `json:"after,omitempty"`
@@ -30,7 +36,7 @@ type recallRequest struct {
 	// top-level member equal to the given JSON scalar.
 	Metadata map[string]any `json:"metadata,omitempty"`
 	Limit    int            `json:"limit,omitempty"`
-	// MinRelevance and Autocut override the settings minRelevance and
+	// MinRelevance and Autocut override the settings min_relevance and
 	// autocut for this request.
 	MinRelevance *float64 `json:"min_relevance,omitempty"`
 	Autocut      *int     `json:"autocut,omitempty"`
@@ -64,7 +70,7 @@ type RecallResult struct {
 	Legs           map[string]mnemo.LegDetail `json:"legs"`
 	Counterfactual map[string]int             `json:"counterfactual,omitempty"`
 	// Duplicates are the ids of the memories of the same content this
-	// result stands for (setting collapseDuplicates).
+	// result stands for (setting collapse_duplicates).
 	Duplicates []string `json:"duplicates,omitempty"`
 }
 
@@ -121,7 +127,7 @@ func (s *Server) recall(w http.ResponseWriter, r *http.Request, profile string) 
 		if err != nil {
 			return err
 		}
-		if over, err = settingStrings(cur, req.Settings, "settings."); err != nil {
+		if over, err = settingStrings(w, cur, req.Settings, "settings."); err != nil {
 			return err
 		}
 		if _, err := cur.Apply(over); err != nil {
@@ -139,7 +145,7 @@ func (s *Server) recall(w http.ResponseWriter, r *http.Request, profile string) 
 		over[key] = strconv.FormatFloat(wt, 'g', -1, 64)
 	}
 	if req.K != nil {
-		over["rrfK"] = strconv.FormatFloat(*req.K, 'g', -1, 64)
+		over["rrf_k"] = strconv.FormatFloat(*req.K, 'g', -1, 64)
 	}
 	if req.Strategy != "" {
 		over["strategy"] = req.Strategy
@@ -148,7 +154,7 @@ func (s *Server) recall(w http.ResponseWriter, r *http.Request, profile string) 
 		if err := mnemotype.CheckRange("min_relevance", *req.MinRelevance, 0, 1); err != nil {
 			return err
 		}
-		over["minRelevance"] = strconv.FormatFloat(*req.MinRelevance, 'g', -1, 64)
+		over["min_relevance"] = strconv.FormatFloat(*req.MinRelevance, 'g', -1, 64)
 	}
 	if req.Autocut != nil {
 		if *req.Autocut < 0 || *req.Autocut > 10 {
@@ -156,18 +162,31 @@ func (s *Server) recall(w http.ResponseWriter, r *http.Request, profile string) 
 		}
 		over["autocut"] = strconv.Itoa(*req.Autocut)
 	}
-	q := mnemo.Query{Text: req.Query, Profile: profile, Project: req.Project, Sessions: req.Sessions,
-		Exclude: req.Exclude, Actors: req.Actors, Metadata: req.Metadata, Limit: req.Limit, Overrides: over, Trace: req.Trace, Timings: true}
+	kindField := "kind" // errors name the field as sent
+	if req.Kinds != nil {
+		kindField = "kinds"
+	}
+	for _, a := range []struct {
+		name, old string
+		cur       *mnemotype.StringList
+		oldVal    []string
+	}{{"session", "sessions", &req.Session, req.Sessions}, {"kind", "kinds", &req.Kind, req.Kinds}, {"actor", "actors", &req.Actor, req.Actors}} {
+		if err := alias(w, a.name, a.cur, a.old, a.oldVal); err != nil {
+			return err
+		}
+	}
+	q := mnemo.Query{Text: req.Query, Profile: profile, Project: req.Project, Sessions: req.Session,
+		Exclude: req.Exclude, Actors: req.Actor, Metadata: req.Metadata, Limit: req.Limit, Overrides: over, Trace: req.Trace, Timings: true}
 	if req.After != nil {
 		q.After = *req.After
 	}
 	if req.Before != nil {
 		q.Before = *req.Before
 	}
-	for i, k := range req.Kinds {
+	for i, k := range req.Kind {
 		kd, err := mnemotype.ParseKind(k)
 		if err != nil || k == "" {
-			return badRequest("kinds[%d] = %q: must be one of episodic, semantic, identity", i, k)
+			return badRequest("%s[%d] = %q: must be one of episodic, semantic, identity", kindField, i, k)
 		}
 		q.Kinds = append(q.Kinds, kd)
 	}
@@ -204,14 +223,50 @@ func (s *Server) observeRecall(endpoint string, res *mnemo.RecallResult) {
 	s.m.recall(endpoint, res.Trace.Timings, hits, contrib)
 }
 
+// headerDeprecated lists the deprecated spellings a request used, each
+// with the one to use instead, e.g. "sessions (use session)".
+const headerDeprecated = "Mnemo-Deprecated"
+
+// alias folds the deprecated spelling old (its value oldVal, nil when not
+// given) into the current one, name: giving both is a 400; using old adds
+// it to the answer's Mnemo-Deprecated header.
+func alias(w http.ResponseWriter, name string, cur *mnemotype.StringList, old string, oldVal []string) error {
+	if oldVal == nil {
+		return nil
+	}
+	if *cur != nil {
+		return badRequest("give %s or its deprecated spelling %s, not both", name, old)
+	}
+	deprecated(w, old, name)
+	*cur = oldVal
+	return nil
+}
+
+// deprecated notes in the answer's header that the request used the
+// deprecated spelling old of name.
+func deprecated(w http.ResponseWriter, old, name string) {
+	w.Header().Add(headerDeprecated, old+" (use "+name+")")
+}
+
 // searchLeg serves GET /v1/search/{leg}: one leg alone, as a recall whose
 // other legs weigh 0, fused by plain RRF with no importance prior and no
 // automatic switches, over the whole scope, so the order is the leg's own.
 func (s *Server) searchLeg(leg string) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request, profile string) error {
 		q := r.URL.Query()
-		if err := onlyParams(q, "q", "sessions", "sessionIds", "project", "kinds", "exclude", "actors", "after", "before", "limit", metadataParams); err != nil {
+		if err := onlyParams(q, "q", "session", "project", "kind", "exclude", "actor", "after", "before", "limit", metadataParams,
+			"sessions", "sessionIds", "kinds", "actors"); err != nil {
 			return err
+		}
+		session, kind, actor := mnemotype.StringList(listParam(q, "session")), mnemotype.StringList(listParam(q, "kind")),
+			mnemotype.StringList(listParam(q, "actor"))
+		for _, a := range []struct {
+			name, old string
+			cur       *mnemotype.StringList
+		}{{"session", "sessions", &session}, {"session", "sessionIds", &session}, {"kind", "kinds", &kind}, {"actor", "actors", &actor}} {
+			if err := alias(w, a.name, a.cur, a.old, listParam(q, a.old)); err != nil {
+				return err
+			}
 		}
 		text := q.Get("q")
 		if strings.TrimSpace(text) == "" {
@@ -225,8 +280,8 @@ func (s *Server) searchLeg(leg string) handlerFunc {
 		if err != nil {
 			return err
 		}
-		query := mnemo.Query{Text: text, Profile: profile, Project: q.Get("project"), Sessions: listParam(q, "sessions", "sessionIds"),
-			Exclude: listParam(q, "exclude"), Actors: listParam(q, "actors"), Limit: limit, Overrides: singleLeg(cur, leg), Timings: true}
+		query := mnemo.Query{Text: text, Profile: profile, Project: q.Get("project"), Sessions: session,
+			Exclude: listParam(q, "exclude"), Actors: actor, Limit: limit, Overrides: singleLeg(cur, leg), Timings: true}
 		if query.Metadata, err = metadataParam(q); err != nil {
 			return err
 		}
@@ -236,10 +291,10 @@ func (s *Server) searchLeg(leg string) handlerFunc {
 		if query.Before, err = timeParam(q, "before"); err != nil {
 			return err
 		}
-		for i, k := range listParam(q, "kinds") {
+		for i, k := range kind {
 			kd, err := mnemotype.ParseKind(k)
 			if err != nil {
-				return badRequest("kinds[%d] = %q: must be one of episodic, semantic, identity", i, k)
+				return badRequest("kind[%d] = %q: must be one of episodic, semantic, identity", i, k)
 			}
 			query.Kinds = append(query.Kinds, kd)
 		}
@@ -264,10 +319,10 @@ func (s *Server) searchLeg(leg string) handlerFunc {
 func singleLeg(cur mnemo.Settings, leg string) map[string]string {
 	// One leg's own list: no importance prior, no switches, no neighbour
 	// expansion (the lexical leg keeps its fields: they are how it searches).
-	over := map[string]string{"keywordWeight": "0", "semanticWeight": "0", "recencyWeight": "0", "accessWeight": "0",
-		"strategy": "rrf", "importanceMode": "off", "candidatePolicy": "scope", "neighborRadius": "0"}
+	over := map[string]string{"keyword_weight": "0", "semantic_weight": "0", "recency_weight": "0", "access_weight": "0",
+		"strategy": "rrf", "importance_mode": "off", "candidate_policy": "scope", "neighbor_radius": "0"}
 	// No relevance floor: the leg's list as it ranks it.
-	for _, k := range []string{"minRelevance", "autocut"} {
+	for _, k := range []string{"min_relevance", "autocut"} {
 		if _, err := cur.Apply(map[string]string{k: "0"}); err == nil {
 			over[k] = "0"
 		}
@@ -276,9 +331,9 @@ func singleLeg(cur mnemo.Settings, leg string) map[string]string {
 		over[key] = "1"
 	}
 	types := settingTypes(cur)
-	for _, sw := range []string{"highConfidence", "adaptiveWeights", "exactMatchBonus"} {
+	for _, sw := range []string{"high_confidence", "adaptive_weights", "exact_match_bonus"} {
 		var v string
-		switch types[strings.ToLower(sw)] {
+		switch types[sw] {
 		case "boolean":
 			v = "false"
 		case "number":

@@ -101,13 +101,13 @@ func TestServe_ServiceKeyNamesTheProfile(t *testing.T) {
 		t.Errorf("alice's lexical search = %v", ids)
 	}
 	var set map[string]any
-	b.must(200, "PATCH", "/v1/settings", svc, map[string]any{"profile": "carol", "keywordWeight": 0.5}, &set)
+	b.must(200, "PATCH", "/v1/settings", svc, map[string]any{"profile": "carol", "keyword_weight": 0.5}, &set)
 	b.must(200, "GET", "/v1/settings?profile=carol", svc, nil, &set)
-	if set["keywordWeight"] != 0.5 {
+	if set["keyword_weight"] != 0.5 {
 		t.Errorf("carol's settings = %v", set)
 	}
 	b.must(200, "GET", "/v1/settings", b.alice, nil, &set)
-	if set["keywordWeight"] == 0.5 {
+	if set["keyword_weight"] == 0.5 {
 		t.Error("the PATCH for carol changed alice's settings")
 	}
 	b.must(200, "PATCH", "/v1/memories/"+carolID+"?profile=carol", svc, map[string]any{"importance": 0.9}, nil)
@@ -157,7 +157,7 @@ func TestServe_ServiceKeyRefusals(t *testing.T) {
 		{"GET", "/v1/search/lexical?q=note", nil},
 		{"GET", "/v1/search/dense?q=note", nil},
 		{"GET", "/v1/settings", nil},
-		{"PATCH", "/v1/settings", map[string]any{"keywordWeight": 0}},
+		{"PATCH", "/v1/settings", map[string]any{"keyword_weight": 0}},
 	}
 	for _, rt := range routes {
 		r := b.do(rt.method, rt.path, svc, rt.body)
@@ -369,14 +369,14 @@ func TestServe_MetadataFilter(t *testing.T) {
 		return slices.Sorted(slices.Values(ids))
 	}
 	for params, want := range map[string][]string{
-		"metadata.speaker=Caroline":                  sorted(c1, c2),
-		"metadata.n=2":                               sorted(c1),
-		"metadata.n=%222%22":                         sorted(c2),
-		"metadata.speaker=null":                      sorted(n1),
-		"metadata.speaker=Caroline&metadata.n=2":     sorted(c1),
-		"actors=Melanie":                             sorted(m1),
-		"actors=Caroline&after=2023-06-01T00:00:00Z": sorted(c2),
-		"before=2023-05-09T12:00:00Z":                sorted(c1, m1),
+		"metadata.speaker=Caroline":                 sorted(c1, c2),
+		"metadata.n=2":                              sorted(c1),
+		"metadata.n=%222%22":                        sorted(c2),
+		"metadata.speaker=null":                     sorted(n1),
+		"metadata.speaker=Caroline&metadata.n=2":    sorted(c1),
+		"actor=Melanie":                             sorted(m1),
+		"actor=Caroline&after=2023-06-01T00:00:00Z": sorted(c2),
+		"before=2023-05-09T12:00:00Z":               sorted(c1, m1),
 	} {
 		if got := listIDs(params); !slices.Equal(got, want) {
 			t.Errorf("list ?%s = %v, want %v", params, got, want)
@@ -402,6 +402,115 @@ func TestServe_MetadataFilter(t *testing.T) {
 		{"GET", "/v1/memories?metadata=x", nil, "unknown query parameter"},
 		{"GET", "/v1/memories?after=yesterday", nil, "after"},
 		{"GET", "/v1/search/dense?q=walrus&metadata.n=1&metadata.n=1", nil, "given 2 times"},
+	} {
+		r := b.do(c.method, c.path, b.alice, c.body)
+		if r.status != 400 || !strings.Contains(r.errMsg(t), c.want) {
+			t.Errorf("%s %s %v: %d %s, want 400 with %q", c.method, c.path, c.body, r.status, r.body, c.want)
+		}
+	}
+}
+
+// TestServe_Vocabulary: filters take the memory fields' names, each a
+// string or a list; the old spellings (sessions, kinds, actors,
+// sessionIds, text, camelCase settings) still work, say so in the
+// Mnemo-Deprecated header, and may not be mixed with the new ones.
+func TestServe_Vocabulary(t *testing.T) {
+	b := setup(t, opts{})
+	mk := func(content, session, actor, kind string) string {
+		return b.create(b.alice, map[string]any{"content": content, "session": session, "actor": actor, "kind": kind})
+	}
+	s1 := mk("walrus one", "s1", "Caroline", "episodic")
+	s2 := mk("walrus two", "s2", "Melanie", "semantic")
+	s3 := mk("walrus three", "s3", "Caroline", "episodic")
+
+	recall := func(body map[string]any) (resp, []string) {
+		t.Helper()
+		body["query"], body["min_relevance"] = "walrus", 0
+		r := b.do("POST", "/v1/recall", b.alice, body)
+		if r.status != 200 {
+			t.Fatalf("recall %v: %d %s", body, r.status, r.body)
+		}
+		var rec recallOut
+		r.json(t, &rec)
+		return r, slices.Sorted(slices.Values(resultIDs(rec.Results)))
+	}
+	sorted := func(ids ...string) []string { return slices.Sorted(slices.Values(ids)) }
+	for _, c := range []struct {
+		body       map[string]any
+		want       []string
+		deprecated string
+	}{
+		{map[string]any{"session": "s1"}, sorted(s1), ""},
+		{map[string]any{"session": []string{"s1", "s2"}}, sorted(s1, s2), ""},
+		{map[string]any{"actor": "Caroline"}, sorted(s1, s3), ""},
+		{map[string]any{"kind": "semantic"}, sorted(s2), ""},
+		{map[string]any{"kind": []string{"episodic"}, "actor": []string{"Caroline"}, "session": "s3"}, sorted(s3), ""},
+		{map[string]any{"sessions": []string{"s2"}}, sorted(s2), "sessions (use session)"},
+		{map[string]any{"kinds": []string{"semantic"}}, sorted(s2), "kinds (use kind)"},
+		{map[string]any{"actors": []string{"Melanie"}}, sorted(s2), "actors (use actor)"},
+		{map[string]any{"settings": map[string]any{"semanticWeight": 0}}, sorted(s1, s2, s3), "settings.semanticWeight (use settings.semantic_weight)"},
+	} {
+		r, got := recall(c.body)
+		if !slices.Equal(got, c.want) {
+			t.Errorf("recall %v = %v, want %v", c.body, got, c.want)
+		}
+		if h := r.header.Get("Mnemo-Deprecated"); h != c.deprecated {
+			t.Errorf("recall %v: Mnemo-Deprecated %q, want %q", c.body, h, c.deprecated)
+		}
+	}
+	for _, c := range []struct {
+		path       string
+		want       []string
+		deprecated string
+	}{
+		{"/v1/search/lexical?q=walrus&session=s1,s2&kind=episodic", []string{s1}, ""},
+		{"/v1/search/lexical?q=walrus&actor=Caroline&actor=Melanie&session=s2", []string{s2}, ""},
+		{"/v1/search/dense?q=walrus&sessionIds=s3", []string{s3}, "sessionIds (use session)"},
+		{"/v1/search/lexical?q=walrus&sessions=s3&kinds=episodic&actors=Caroline", []string{s3}, "sessions (use session), kinds (use kind), actors (use actor)"},
+	} {
+		var sr struct{ Results []result }
+		r := b.must(200, "GET", c.path, b.alice, nil, &sr)
+		if got := resultIDs(sr.Results); !slices.Equal(got, c.want) {
+			t.Errorf("%s = %v, want %v", c.path, got, c.want)
+		}
+		if h := strings.Join(r.header.Values("Mnemo-Deprecated"), ", "); h != c.deprecated {
+			t.Errorf("%s: Mnemo-Deprecated %q, want %q", c.path, h, c.deprecated)
+		}
+	}
+	// text for content.
+	var out struct{ ID string }
+	r := b.must(201, "POST", "/v1/memories", b.alice, map[string]any{"text": "stored as text"}, &out)
+	if m, err := b.e.Get(t.Context(), "alice", out.ID); err != nil || m.Content != "stored as text" || r.header.Get("Mnemo-Deprecated") != "text (use content)" {
+		t.Errorf("text: %+v, %v, header %q", m, err, r.header.Get("Mnemo-Deprecated"))
+	}
+	b.must(201, "POST", "/v1/memories", b.alice, map[string]any{"memories": []map[string]any{{"text": "batch text"}, {"content": "batch content"}}}, nil)
+	b.must(200, "PATCH", "/v1/memories/"+out.ID, b.alice, map[string]any{"text": "patched as text"}, nil)
+	if m, _ := b.e.Get(t.Context(), "alice", out.ID); m.Content != "patched as text" {
+		t.Errorf("PATCH text: content %q", m.Content)
+	}
+	// camelCase settings.
+	var set map[string]any
+	r = b.must(200, "PATCH", "/v1/settings", b.alice, map[string]any{"keywordWeight": 0.7, "neighbor_radius": 2}, &set)
+	if set["keyword_weight"] != 0.7 || set["neighbor_radius"] != 2.0 || set["keywordWeight"] != nil ||
+		r.header.Get("Mnemo-Deprecated") != "keywordWeight (use keyword_weight)" {
+		t.Errorf("PATCH camelCase: %v, header %q", set, r.header.Get("Mnemo-Deprecated"))
+	}
+	b.must(200, "PATCH", "/v1/settings", b.alice, map[string]any{"keywordWeight": nil}, &set)
+	if set["keyword_weight"] != 1.0 {
+		t.Errorf("resetting keywordWeight: %v", set["keyword_weight"])
+	}
+	// Old and new spellings together, and wrong types.
+	for _, c := range []struct {
+		method, path string
+		body         any
+		want         string
+	}{
+		{"POST", "/v1/recall", map[string]any{"query": "x", "session": "s1", "sessions": []string{"s2"}}, "give session or its deprecated spelling sessions, not both"},
+		{"POST", "/v1/recall", map[string]any{"query": "x", "actor": 3}, "actor must be a string or an array of strings, not number"},
+		{"POST", "/v1/recall", map[string]any{"query": "x", "kind": "dream"}, `kind[0] = "dream"`},
+		{"GET", "/v1/search/lexical?q=x&session=s1&sessionIds=s2", nil, "not both"},
+		{"POST", "/v1/memories", map[string]any{"content": "a", "text": "b"}, "give content or its deprecated spelling text, not both"},
+		{"PATCH", "/v1/memories/" + out.ID, map[string]any{"content": "a", "text": "b"}, "not both"},
 	} {
 		r := b.do(c.method, c.path, b.alice, c.body)
 		if r.status != 400 || !strings.Contains(r.errMsg(t), c.want) {

@@ -34,7 +34,7 @@ func (s *Server) patchSettings(w http.ResponseWriter, r *http.Request, profile s
 		return err
 	}
 	if raw == nil {
-		return badRequest("send a JSON object of settings, e.g. {\"keywordWeight\": 1.0}")
+		return badRequest("send a JSON object of settings, e.g. {\"keyword_weight\": 1.0}")
 	}
 	var named *string
 	if v, ok := raw[paramProfile]; ok { // no setting is named profile
@@ -74,7 +74,7 @@ func (s *Server) patchSettings(w http.ResponseWriter, r *http.Request, profile s
 	if err != nil {
 		return err
 	}
-	kv, err := settingStrings(cur, raw, "")
+	kv, err := settingStrings(w, cur, raw, "")
 	if err != nil {
 		return err
 	}
@@ -86,8 +86,8 @@ func (s *Server) patchSettings(w http.ResponseWriter, r *http.Request, profile s
 	return nil
 }
 
-// settingTypes maps each setting (lower-cased) to the JSON type it has in
-// the Settings JSON: "number", "string" or "boolean".
+// settingTypes maps each setting (its canonical name) to the JSON type it
+// has in the Settings JSON: "number", "string" or "boolean".
 func settingTypes(cur mnemo.Settings) map[string]string {
 	b, err := json.Marshal(cur)
 	if err != nil {
@@ -99,7 +99,7 @@ func settingTypes(cur mnemo.Settings) map[string]string {
 	}
 	out := make(map[string]string, len(m))
 	for k, v := range m {
-		out[strings.ToLower(k)] = jsonType(v)
+		out[k] = jsonType(v)
 	}
 	return out
 }
@@ -125,7 +125,10 @@ func jsonType(v any) string {
 // engine validates, refusing values of the wrong JSON type (a string for a
 // weight, a number for the strategy) with a message naming the field and
 // what it accepts. prefix is put before field names in messages.
-func settingStrings(cur mnemo.Settings, raw map[string]json.RawMessage, prefix string) (map[string]string, error) {
+//
+// A key in the camelCase of earlier releases is accepted, and noted in w's
+// Mnemo-Deprecated header.
+func settingStrings(w http.ResponseWriter, cur mnemo.Settings, raw map[string]json.RawMessage, prefix string) (map[string]string, error) {
 	types := settingTypes(cur)
 	keys := make([]string, 0, len(raw))
 	for k := range raw {
@@ -150,7 +153,11 @@ func settingStrings(cur mnemo.Settings, raw map[string]json.RawMessage, prefix s
 		case bool:
 			str = fmt.Sprint(x)
 		}
-		want, known := types[strings.ToLower(k)]
+		name, _ := mnemo.SettingKey(k)
+		if strings.Contains(name, "_") && !strings.Contains(k, "_") {
+			deprecated(w, prefix+k, prefix+name)
+		}
+		want, known := types[name]
 		if !known {
 			// UpdateSettings names the unknown key and lists the known ones.
 			kv[k] = str
@@ -179,7 +186,7 @@ func allowed(cur mnemo.Settings, k, str, got, want string) string {
 }
 
 // nameField makes sure a validation error names the setting at fault: some
-// validators speak of "importance mode" rather than importanceMode.
+// validators speak of "importance mode" rather than importance_mode.
 func nameField(cur mnemo.Settings, kv map[string]string, err error) error {
 	if !errors.Is(err, mnemo.ErrInvalid) {
 		return err

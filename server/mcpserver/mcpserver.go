@@ -15,10 +15,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mnemo-dev/mnemo"
@@ -94,17 +96,19 @@ type StoreOutput struct {
 
 // RecallInput is memory_recall's input.
 type RecallInput struct {
-	Profile string   `json:"profile,omitempty" jsonschema:"the profile (end user) to act on: required with a service key; other keys and the stdio server act on their own profile"`
-	Query   string   `json:"query" jsonschema:"what to recall"`
-	Session string   `json:"session,omitempty" jsonschema:"restrict to this session"`
-	Project string   `json:"project,omitempty" jsonschema:"restrict to this project"`
-	Actors  []string `json:"actors,omitempty" jsonschema:"restrict to memories of these actors (speakers)"`
-	After   string   `json:"after,omitempty" jsonschema:"restrict to memories that occurred at or after this RFC 3339 time"`
-	Before  string   `json:"before,omitempty" jsonschema:"restrict to memories that occurred before this RFC 3339 time"`
+	Profile string               `json:"profile,omitempty" jsonschema:"the profile (end user) to act on: required with a service key; other keys and the stdio server act on their own profile"`
+	Query   string               `json:"query" jsonschema:"what to recall"`
+	Session mnemotype.StringList `json:"session,omitempty" jsonschema:"restrict to this session, or these sessions"`
+	Project string               `json:"project,omitempty" jsonschema:"restrict to this project"`
+	Actor   mnemotype.StringList `json:"actor,omitempty" jsonschema:"restrict to memories of this actor (speaker), or these actors"`
+	// Actors is the deprecated spelling of Actor (until the next release).
+	Actors []string `json:"actors,omitempty" jsonschema:"deprecated: use actor"`
+	After  string   `json:"after,omitempty" jsonschema:"restrict to memories that occurred at or after this RFC 3339 time"`
+	Before string   `json:"before,omitempty" jsonschema:"restrict to memories that occurred before this RFC 3339 time"`
 	// Metadata is an equality filter on the memories' metadata.
 	Metadata map[string]any `json:"metadata,omitempty" jsonschema:"restrict to memories whose metadata has each of these top-level members equal to the given string, number, boolean or null (null: the member is null or absent)"`
 	Limit    int            `json:"limit,omitempty" jsonschema:"number of memories to return, default 5, at most 1000"`
-	// MinRelevance overrides the profile's minRelevance setting.
+	// MinRelevance overrides the profile's min_relevance setting.
 	MinRelevance *float64 `json:"min_relevance,omitempty" jsonschema:"leave out memories whose relevance (0 to 1) is below this; default the profile's setting (0.2); 0 returns the best matches however weak"`
 }
 
@@ -177,6 +181,7 @@ func New(e *mnemo.Engine, profile ProfileFunc, opts *Options) *mcp.Server {
 	}, observe(h, ToolStore, h.store))
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        ToolRecall,
+		InputSchema: inputSchema[RecallInput](),
 		Title:       "Recall memories",
 		Description: "Find the stored memories that best match a query (hybrid full-text and semantic search).",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
@@ -191,6 +196,18 @@ func New(e *mnemo.Engine, profile ProfileFunc, opts *Options) *mcp.Server {
 }
 
 func ref[T any](v T) *T { return &v }
+
+// inputSchema is the JSON schema of a tool's input type In, with a
+// mnemotype.StringList field taking a string or an array of strings.
+func inputSchema[In any]() *jsonschema.Schema {
+	sc, err := jsonschema.ForType(reflect.TypeFor[In](), &jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{
+		reflect.TypeFor[mnemotype.StringList](): {Types: []string{"string", "array"}, Items: &jsonschema.Schema{Type: "string"}},
+	}})
+	if err != nil {
+		panic(fmt.Sprintf("mcpserver: the schema of %T: %v", *new(In), err)) // a static type: a bug, found by every test
+	}
+	return sc
+}
 
 type handlers struct {
 	e       *mnemo.Engine
@@ -256,21 +273,25 @@ func (h *handlers) recall(ctx context.Context, req *mcp.CallToolRequest, in Reca
 	if in.Limit == 0 {
 		in.Limit = DefaultRecallLimit
 	}
-	q := mnemo.Query{Text: in.Query, Profile: profile, Project: in.Project, Actors: in.Actors, Metadata: in.Metadata, Limit: in.Limit}
+	if in.Actors != nil {
+		if in.Actor != nil {
+			return nil, RecallOutput{}, errors.New("give actor or its deprecated spelling actors, not both")
+		}
+		in.Actor = in.Actors
+	}
+	q := mnemo.Query{Text: in.Query, Profile: profile, Project: in.Project, Sessions: in.Session, Actors: in.Actor,
+		Metadata: in.Metadata, Limit: in.Limit}
 	if in.MinRelevance != nil {
 		if err := mnemotype.CheckRange("min_relevance", *in.MinRelevance, 0, 1); err != nil {
 			return nil, RecallOutput{}, err
 		}
-		q.Overrides = map[string]string{"minRelevance": strconv.FormatFloat(*in.MinRelevance, 'g', -1, 64)}
+		q.Overrides = map[string]string{"min_relevance": strconv.FormatFloat(*in.MinRelevance, 'g', -1, 64)}
 	}
 	if q.After, err = parseTime("after", in.After); err != nil {
 		return nil, RecallOutput{}, err
 	}
 	if q.Before, err = parseTime("before", in.Before); err != nil {
 		return nil, RecallOutput{}, err
-	}
-	if in.Session != "" {
-		q.Sessions = []string{in.Session}
 	}
 	res, err := h.e.Recall(ctx, q)
 	if err != nil {

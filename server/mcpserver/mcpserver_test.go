@@ -321,9 +321,9 @@ func TestMCP_RecallFilters(t *testing.T) {
 	t.Parallel()
 	e := openEngine(t)
 	for _, in := range []mnemo.Input{
-		{ID: "c1", Content: "walrus at the zoo", Actor: "Caroline", Metadata: json.RawMessage(`{"mood": "happy", "n": 2}`)},
-		{ID: "c2", Content: "walrus painting", Actor: "Caroline", Metadata: json.RawMessage(`{"mood": "sad"}`)},
-		{ID: "m1", Content: "walrus facts", Actor: "Melanie", Metadata: json.RawMessage(`{"mood": "happy"}`)},
+		{ID: "c1", Content: "walrus at the zoo", Actor: "Caroline", Session: "s1", Metadata: json.RawMessage(`{"mood": "happy", "n": 2}`)},
+		{ID: "c2", Content: "walrus painting", Actor: "Caroline", Session: "s2", Metadata: json.RawMessage(`{"mood": "sad"}`)},
+		{ID: "m1", Content: "walrus facts", Actor: "Melanie", Session: "s1", Metadata: json.RawMessage(`{"mood": "happy"}`)},
 	} {
 		in.Profile = "me"
 		if _, err := e.Remember(t.Context(), in); err != nil {
@@ -354,6 +354,9 @@ func TestMCP_RecallFilters(t *testing.T) {
 		{map[string]any{"metadata": map[string]any{"mood": "happy"}}, []string{"c1", "m1"}},
 		{map[string]any{"metadata": map[string]any{"mood": "happy", "n": 2}}, []string{"c1"}},
 		{map[string]any{"metadata": map[string]any{"mood": "happy"}, "actors": []string{"Melanie"}}, []string{"m1"}},
+		{map[string]any{"actor": "Caroline"}, []string{"c1", "c2"}},
+		{map[string]any{"actor": []string{"Melanie", "Caroline"}, "session": "s1"}, []string{"c1", "m1"}},
+		{map[string]any{"session": []string{"s2", "s1"}, "metadata": map[string]any{"mood": "sad"}}, []string{"c2"}},
 	} {
 		if res, got := recall(c.args); res.IsError || !slices.Equal(got, c.want) {
 			t.Errorf("recall %v = %v (%q), want %v", c.args, got, textOf(res), c.want)
@@ -361,5 +364,11 @@ func TestMCP_RecallFilters(t *testing.T) {
 	}
 	if res, _ := recall(map[string]any{"metadata": map[string]any{"mood": []any{"happy"}}}); !res.IsError || !strings.Contains(textOf(res), "metadata.mood") {
 		t.Errorf("an array value: %v %q", res.IsError, textOf(res))
+	}
+	if res, _ := recall(map[string]any{"actor": "Melanie", "actors": []string{"Caroline"}}); !res.IsError || !strings.Contains(textOf(res), "not both") {
+		t.Errorf("actor and actors: %v %q", res.IsError, textOf(res))
+	}
+	if res, _ := recall(map[string]any{"session": 3}); !res.IsError {
+		t.Errorf("a number for session: %q", textOf(res))
 	}
 }

@@ -614,7 +614,7 @@ func TestOpen_MigratesAVersion5Database(t *testing.T) {
 	if k, err := s.ListKeys(ctx, store.ListKeysParams{Profile: "alice"}); err != nil || len(k) != 1 || k[0].Role != store.RoleProfile {
 		t.Errorf("alice's keys after migrating = %+v, %v", k, err)
 	}
-	if kv, err := s.Settings(ctx, "alice"); err != nil || kv["semanticWeight"] != "0.7" {
+	if kv, err := s.Settings(ctx, "alice"); err != nil || kv["semantic_weight"] != "0.7" {
 		t.Errorf("alice's settings after migrating = %v, %v", kv, err)
 	}
 	checkProfileStats(t, s)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
+	"unicode"
 )
 
 // migrations are applied in order; schema_version records how many ran.
@@ -156,11 +158,63 @@ var migrations = []string{
 	// 7: service keys: role 'service', profiles the JSON list of the
 	// profiles it may act on (NULL: any).
 	`ALTER TABLE api_keys ADD COLUMN profiles TEXT;`,
+	// 8: settings keys in snake_case (keyword_weight, not keywordWeight);
+	// the Go step renames the stored ones.
+	`SELECT 1;`,
 }
 
 // migrationSteps holds the Go part of migrations, by the version they
 // bring the schema to.
-var migrationSteps = map[int]func(ctx context.Context, tx *sql.Tx) error{}
+var migrationSteps = map[int]func(ctx context.Context, tx *sql.Tx) error{
+	8: snakeCaseSettings,
+}
+
+// snakeCaseSettings renames the stored settings keys from camelCase to
+// snake_case (rrfK → rrf_k), keeping the value of a key already stored in
+// both spellings under the snake_case one.
+func snakeCaseSettings(ctx context.Context, tx *sql.Tx) error {
+	rows, err := tx.QueryContext(ctx, `SELECT DISTINCT key FROM settings`)
+	if err != nil {
+		return err
+	}
+	var keys []string
+	for rows.Next() {
+		var k string
+		if err := rows.Scan(&k); err != nil {
+			rows.Close()
+			return err
+		}
+		keys = append(keys, k)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if snake := snakeCase(k); snake != k {
+			if _, err := tx.ExecContext(ctx, `UPDATE OR IGNORE settings SET key = ? WHERE key = ?`, snake, k); err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, `DELETE FROM settings WHERE key = ?`, k); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// snakeCase is a camelCase name in snake_case.
+func snakeCase(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if unicode.IsUpper(r) {
+			b.WriteByte('_')
+			r = unicode.ToLower(r)
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
 
 // applyMigrations brings the schema inside tx from version from to to.
 func applyMigrations(ctx context.Context, tx *sql.Tx, from, to int) error {

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"os/exec"
@@ -239,6 +240,41 @@ func TestOpen_AppliesOnlyMissingMigrations(t *testing.T) {
 // TestOpen_AppliesOnlyMissingMigrations.
 var undoMigration = map[int]string{
 	7: `ALTER TABLE api_keys DROP COLUMN profiles`,
+	8: `SELECT 1`, // its Go step renames the settings keys (TestMigration8_SnakeCaseSettings)
+}
+
+// TestMigration8_SnakeCaseSettings: a database of version 7 with settings
+// stored under camelCase keys reads them back under snake_case keys, a key
+// stored in both spellings keeping the snake_case value.
+func TestMigration8_SnakeCaseSettings(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "mnemo.db")
+	if err := openPath(t, path).Close(); err != nil {
+		t.Fatal(err)
+	}
+	db := rawDB(t, path)
+	for _, q := range []string{
+		`UPDATE schema_version SET version = 7`,
+		`INSERT INTO settings(profile, key, value) VALUES ('alice', 'keywordWeight', '0.3'), ('alice', 'rrfK', '20'),
+			('', 'minRelevance', '0.1'), ('bob', 'strategy', 'rrf'), ('bob', 'semanticWeight', '2'), ('bob', 'semantic_weight', '3')`,
+	} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	db.Close()
+	s := openPath(t, path)
+	for p, want := range map[string]map[string]string{
+		"alice": {"keyword_weight": "0.3", "rrf_k": "20"},
+		"":      {"min_relevance": "0.1"},
+		"bob":   {"strategy": "rrf", "semantic_weight": "3"},
+	} {
+		got, err := s.Settings(ctx, p)
+		if err != nil || !maps.Equal(got, want) {
+			t.Errorf("Settings(%q) = %v, %v; want %v", p, got, err, want)
+		}
+	}
 }
 
 func TestOpen_RefusesNewerSchema(t *testing.T) {

@@ -914,7 +914,7 @@ func exerciseDelete(t *testing.T, open OpenFunc) {
 			mem("bob", "b-1", "zebra of bob", session("s1"), embedded(3)),
 		)
 		for _, p := range []string{"alice", "bob"} {
-			if err := b.s.SetSettings(b.ctx, p, map[string]string{"semanticWeight": "0.7"}); err != nil {
+			if err := b.s.SetSettings(b.ctx, p, map[string]string{"semantic_weight": "0.7"}); err != nil {
 				t.Fatal(err)
 			}
 			if err := b.s.CreateKey(b.ctx, store.APIKey{ID: "key-" + p, Profile: p, Role: store.RoleProfile, Name: p + "'s", Hash: "hash-" + p, CreatedAt: t0}); err != nil {
@@ -949,7 +949,7 @@ func exerciseDelete(t *testing.T, open OpenFunc) {
 		if after := b.lexicalScores("bob", "zebra"); !maps.Equal(after, bobBefore) {
 			t.Errorf("bob's scores moved: %v -> %v", bobBefore, after)
 		}
-		if kv, err := b.s.Settings(b.ctx, "bob"); err != nil || kv["semanticWeight"] != "0.7" {
+		if kv, err := b.s.Settings(b.ctx, "bob"); err != nil || kv["semantic_weight"] != "0.7" {
 			t.Errorf("bob's settings = %v, %v", kv, err)
 		}
 		if _, err := b.s.KeyByHash(b.ctx, "hash-bob"); err != nil {
