@@ -99,10 +99,15 @@ func benchCorpus(tb testing.TB, n int) (inputs []mnemo.Input, queries []string) 
 }
 
 // benchEngine opens an engine on a database of n memories, built once per
-// size and process.
-func benchEngine(b *testing.B, n int) (*mnemo.Engine, []string) {
+// size and process; mod, when given, changes each memory first.
+func benchEngine(b *testing.B, n int, mod ...func(i int, in *mnemo.Input)) (*mnemo.Engine, []string) {
 	b.Helper()
 	inputs, queries := benchCorpus(b, n)
+	for i := range inputs {
+		for _, m := range mod {
+			m(i, &inputs[i])
+		}
+	}
 	path := filepath.Join(b.TempDir(), "bench.db")
 	emb := &cachedEmbedder{Embedder: benchEmbedder(b), cache: map[string][]float32{}}
 	e, err := mnemo.Open(path, &mnemo.Config{Embedder: emb, AccessFlushInterval: -1})
@@ -129,12 +134,33 @@ var sinkResult *mnemo.RecallResult
 
 func benchmarkRecall(b *testing.B, n int, over map[string]string) {
 	e, queries := benchEngine(b, n)
-	timeRecalls(b, e, queries, over, nil)
+	timeRecalls(b, e, queries, mnemo.Query{Overrides: over}, nil)
 }
 
-// timeRecalls times b.N recalls on e, each after before(i) (untimed)
-// when given, and reports the p50 and p95 latencies and the mean per stage.
-func timeRecalls(b *testing.B, e *mnemo.Engine, queries []string, over map[string]string, before func(i int)) {
+// BenchmarkRecallMetadata_100k recalls with a metadata filter that keeps
+// a tenth of the profile (each memory's metadata holds bucket = i mod 10):
+// the store finds the memories in scope before the dense leg searches them.
+func BenchmarkRecallMetadata_100k(b *testing.B) {
+	e, queries := benchEngine(b, 100_000, func(i int, in *mnemo.Input) {
+		in.Metadata = json.RawMessage(fmt.Sprintf(`{"bucket": %d}`, i%10))
+	})
+	timeRecalls(b, e, queries, mnemo.Query{Metadata: map[string]any{"bucket": 3}}, nil)
+}
+
+// BenchmarkRecallMetadataBaseline_100k is BenchmarkRecallMetadata_100k's
+// corpus recalled without the filter.
+func BenchmarkRecallMetadataBaseline_100k(b *testing.B) {
+	e, queries := benchEngine(b, 100_000, func(i int, in *mnemo.Input) {
+		in.Metadata = json.RawMessage(fmt.Sprintf(`{"bucket": %d}`, i%10))
+	})
+	timeRecalls(b, e, queries, mnemo.Query{}, nil)
+}
+
+// timeRecalls times b.N recalls on e of the queries in turn, scoped and
+// tuned as base (its text and profile aside), each after before(i)
+// (untimed) when given, and reports the p50 and p95 latencies and the mean
+// per stage.
+func timeRecalls(b *testing.B, e *mnemo.Engine, queries []string, base mnemo.Query, before func(i int)) {
 	ctx := context.Background()
 	lat := make([]time.Duration, 0, b.N)
 	stages := map[string]float64{}
@@ -150,7 +176,9 @@ func timeRecalls(b *testing.B, e *mnemo.Engine, queries []string, over map[strin
 		// Timings is the trace without counterfactual ranks (what the HTTP
 		// API asks for its metrics): it costs little, the lists exist
 		// anyway, and yields the per-stage breakdown reported below.
-		res, err := e.Recall(ctx, mnemo.Query{Profile: "bench", Text: queries[i%len(queries)], Overrides: over, Timings: true})
+		q := base
+		q.Profile, q.Text, q.Timings = "bench", queries[i%len(queries)], true
+		res, err := e.Recall(ctx, q)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -193,7 +221,7 @@ func BenchmarkRecallAllLegs_10k(b *testing.B) {
 func BenchmarkRecallAfterWrite_10k(b *testing.B) {
 	e, queries := benchEngine(b, 10_000)
 	extra, _ := benchCorpus(b, 2_000)
-	timeRecalls(b, e, queries, nil, func(i int) {
+	timeRecalls(b, e, queries, mnemo.Query{}, func(i int) {
 		in := extra[i%len(extra)]
 		in.ID = fmt.Sprintf("w%07d", i)
 		if _, err := e.Remember(context.Background(), in); err != nil {

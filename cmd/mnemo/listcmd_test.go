@@ -413,3 +413,20 @@ func TestCLI_Filters(t *testing.T) {
 		}
 	}
 }
+
+// TestCLI_SettingsOldSpelling: a camelCase setting name still works, with
+// a note on stderr naming the new spelling.
+func TestCLI_SettingsOldSpelling(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	code, _, errs := c.run("", "settings", "set", "--profile", "me", "semanticWeight=0.7", "rrf_k=20")
+	if code != 0 || !strings.Contains(errs, "semanticWeight is now spelled semantic_weight") || strings.Contains(errs, "rrf_k is now") {
+		t.Errorf("set semanticWeight: exit %d, stderr %q", code, errs)
+	}
+	if out := c.ok("settings", "get", "--profile", "me"); !strings.Contains(out, "semantic_weight=0.7\n") || !strings.Contains(out, "rrf_k=20\n") {
+		t.Errorf("settings get:\n%s", out)
+	}
+	if code, _, errs := c.run("", "settings", "reset", "--profile", "me", "semanticWeight"); code != 0 || !strings.Contains(errs, "now spelled semantic_weight") {
+		t.Errorf("reset semanticWeight: exit %d, stderr %q", code, errs)
+	}
+}

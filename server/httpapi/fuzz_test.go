@@ -199,6 +199,9 @@ func FuzzRecallBody(f *testing.F) {
 		`{"query": "x", "limit": 100000}`,
 		`{"query": "x", "profile": "bob"}`,
 		`{"query": "walrus", "metadata": {"mood": "happy", "n": 2, "ok": true, "gone": null}}`,
+		`{"query": "walrus", "session": "s1", "kind": ["episodic"], "actor": ["Caroline", ""]}`,
+		`{"query": "walrus", "session": 3, "actor": {"a": 1}}`,
+		`{"query": "walrus", "session": "s1", "sessions": ["s2"]}`,
 		`{"query": "walrus", "metadata": {"n": 1e400}}`,
 		`{"query": "walrus", "metadata": {"": {"nested": []}}}`,
 	} {
