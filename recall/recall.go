@@ -27,7 +27,7 @@ type Source interface {
 	Lexical(ctx context.Context, p store.LexicalParams) ([]mnemotype.Hit, error)
 	RecentlyAccessed(ctx context.Context, scope mnemotype.Scope, n int) ([]string, error)
 	Neighbors(ctx context.Context, scope mnemotype.Scope, ids []string, radius int) ([]store.Neighbor, error)
-	InScope(ctx context.Context, scope mnemotype.Scope) ([]string, error)
+	InScope(ctx context.Context, scope mnemotype.Scope, ids []string) ([]string, error)
 }
 
 // Vectors is what the pipeline needs from the in-memory index.
@@ -316,16 +316,12 @@ func Run(ctx context.Context, src Source, vec Vectors, req Request) (*Response, 
 		}
 		wg.Add(1)
 		go timed("dense", func() error {
-			f := filter
-			if len(req.Scope.Metadata) > 0 { // the index holds no metadata: the store resolves the filter
-				only, err := src.InScope(ctx, req.Scope)
-				if err != nil {
-					return err
-				}
-				f.Only = only
-			}
 			var err error
-			dense, err = search(req.Vector, req.Model, f, fetch)
+			if len(req.Scope.Metadata) > 0 {
+				dense, err = metadataSearch(ctx, src, search, req, filter, fetch)
+			} else {
+				dense, err = search(req.Vector, req.Model, filter, fetch)
+			}
 			if err == nil && crossConcurrent {
 				wg.Add(1)
 				go timed("lexical_cross", func() error {
@@ -652,6 +648,44 @@ func fusionIDs(rs []fusion.Result) []string {
 // and there is more than one term, broadens to OR (seed 004). It calls
 // decided exactly once, with the operator as soon as it is known, or ""
 // when the AND query failed.
+// metadataWiden are how many times more hits than it needs the dense leg
+// takes, in turn, before the store applies a metadata filter to them.
+var metadataWiden = [...]int{8, 64}
+
+// metadataSearch is the dense search of a scope with a metadata filter,
+// which the index cannot evaluate: it searches the rest of the scope for
+// fetch × metadataWiden[i] hits and has the store keep those in scope.
+// When at least fetch remain, or the search found every candidate, those
+// are exactly the scope's top fetch; else it widens, and in the end (a
+// filter keeping very few memories) the store lists the scope's memories
+// and the index searches only them.
+func metadataSearch(ctx context.Context, src Source, search func([]float32, string, vector.Filter, int) ([]mnemotype.Hit, error),
+	req Request, filter vector.Filter, fetch int) ([]mnemotype.Hit, error) {
+	for _, widen := range metadataWiden {
+		wide, err := search(req.Vector, req.Model, filter, fetch*widen)
+		if err != nil {
+			return nil, err
+		}
+		keep, err := src.InScope(ctx, req.Scope, ids(wide))
+		if err != nil {
+			return nil, err
+		}
+		if len(keep) >= fetch || len(wide) < fetch*widen {
+			in := make(map[string]bool, len(keep))
+			for _, id := range keep {
+				in[id] = true
+			}
+			hits := slices.DeleteFunc(wide, func(h mnemotype.Hit) bool { return !in[h.ID] })
+			return fusion.DenseRanks(hits[:min(len(hits), fetch)]), nil
+		}
+	}
+	var err error
+	if filter.Only, err = src.InScope(ctx, req.Scope, nil); err != nil {
+		return nil, err
+	}
+	return search(req.Vector, req.Model, filter, fetch)
+}
+
 func lexicalSearch(ctx context.Context, src Source, scope mnemotype.Scope, fields store.FieldWeights, terms []string, limit, want int, decided func(op string)) ([]mnemotype.Hit, string, error) {
 	p := store.LexicalParams{Scope: scope, Match: store.MatchQuery{Terms: terms, All: true}, Limit: limit, Fields: fields}
 	if len(terms) > 1 {

@@ -3,6 +3,7 @@ package recall_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"strconv"
@@ -33,7 +34,7 @@ type fakeSource struct {
 	LexicalFunc          func(ctx context.Context, p store.LexicalParams) ([]mnemotype.Hit, error)
 	RecentlyAccessedFunc func(ctx context.Context, scope mnemotype.Scope, n int) ([]string, error)
 	NeighborsFunc        func(ctx context.Context, scope mnemotype.Scope, ids []string, radius int) ([]store.Neighbor, error)
-	InScopeFunc          func(ctx context.Context, scope mnemotype.Scope) ([]string, error)
+	InScopeFunc          func(ctx context.Context, scope mnemotype.Scope, ids []string) ([]string, error)
 
 	mu           sync.Mutex
 	lexCalls     []store.LexicalParams
@@ -74,12 +75,12 @@ func (f *fakeSource) Neighbors(ctx context.Context, scope mnemotype.Scope, ids [
 	return f.NeighborsFunc(ctx, scope, ids, radius)
 }
 
-func (f *fakeSource) InScope(ctx context.Context, scope mnemotype.Scope) ([]string, error) {
+func (f *fakeSource) InScope(ctx context.Context, scope mnemotype.Scope, ids []string) ([]string, error) {
 	if f.InScopeFunc == nil {
 		f.t.Errorf("unexpected InScope call: %+v", scope)
 		return nil, nil
 	}
-	return f.InScopeFunc(ctx, scope)
+	return f.InScopeFunc(ctx, scope, ids)
 }
 
 // fakeVectors is a recall.Vectors recording its calls. newVectors makes one
@@ -500,30 +501,91 @@ func TestRun_DenseFilter(t *testing.T) {
 }
 
 // TestRun_DenseMetadataFilter: the index cannot evaluate a metadata
-// filter, so the dense leg searches only the memories the store finds in
-// the scope; without one, the store is not asked.
+// filter. The dense leg searches the rest of the scope for more hits than
+// it needs and has the store keep those in scope; when too few remain of a
+// full wide search, the store lists the scope and the index searches only
+// it. Without a metadata filter, the store is not asked.
 func TestRun_DenseMetadataFilter(t *testing.T) {
 	t.Parallel()
-	vec := newVectors(t, corpus(t))
-	var asked []mnemotype.Scope
-	src := &fakeSource{t: t, LexicalFunc: canned(hits("c"), nil), InScopeFunc: func(_ context.Context, sc mnemotype.Scope) ([]string, error) {
-		asked = append(asked, sc)
-		return []string{"c", "f", "n"}, nil
+	inScope := map[string]bool{"c": true, "f": true, "n": true}
+	type call struct {
+		scope mnemotype.Scope
+		ids   []string
+	}
+	var calls []call
+	src := &fakeSource{t: t, LexicalFunc: canned(hits("c"), nil), InScopeFunc: func(_ context.Context, sc mnemotype.Scope, ids []string) ([]string, error) {
+		calls = append(calls, call{sc, ids})
+		var out []string
+		if ids == nil {
+			ids = []string{"a", "b", "c", "d", "e", "f", "g", "h", "n"}
+		}
+		for _, id := range ids {
+			if inScope[id] {
+				out = append(out, id)
+			}
+		}
+		return out, nil
 	}}
 	req := request("alpha", 5)
 	req.Options.MinRelevance = 0
 	req.Scope.Metadata = []mnemotype.MetadataMatch{{Key: "speaker", Value: "Caroline"}}
+
+	// The wide search finds every embedded memory (8 < 15 × 8): the
+	// store's answer about them is the whole truth.
+	vec := newVectors(t, corpus(t))
 	resp := run(t, src, vec, req)
-	if len(asked) != 1 || !sameScope(asked[0], req.Scope) {
-		t.Errorf("InScope calls = %+v, want one with the request's scope", asked)
+	if len(calls) != 1 || !sameScope(calls[0].scope, req.Scope) || len(calls[0].ids) != 8 {
+		t.Fatalf("InScope calls = %+v, want one about the 8 embedded memories", calls)
 	}
-	if len(vec.searchCalls) != 1 || !slices.Equal(vec.searchCalls[0].filter.Only, []string{"c", "f", "n"}) {
-		t.Fatalf("Search calls = %+v, want one with Only [c f n]", vec.searchCalls)
+	if len(vec.searchCalls) != 1 || vec.searchCalls[0].k != 15*8 || vec.searchCalls[0].filter.Only != nil {
+		t.Fatalf("Search calls = %+v, want one wide search", vec.searchCalls)
 	}
 	if got := resultIDs(resp.Results); !slices.Equal(slices.Sorted(slices.Values(got)), []string{"c", "f"}) {
 		t.Errorf("results = %v, want c and f (n has no embedding)", got)
 	}
-	src.InScopeFunc = func(context.Context, mnemotype.Scope) ([]string, error) { return nil, errors.New("disk on fire") }
+	if d := resp.Trace.Legs[mnemotype.LegDense]; len(d) != 2 || d[0].ID != "c" || d[0].Rank != 1 || d[1].ID != "f" || d[1].Rank != 2 {
+		t.Errorf("dense leg = %+v, want c then f, ranked 1 and 2", d)
+	}
+
+	// A wide search that filled its k (limit 1, fetch 1: k = 8) and kept
+	// fewer than fetch: a wider one (k = 64) finds every candidate, none in
+	// scope.
+	calls, vec = nil, newVectors(t, corpus(t))
+	narrow := req
+	narrow.Limit, narrow.Options.FetchMultiplier = 1, 1
+	inScope = map[string]bool{"n": true}
+	src.LexicalFunc = canned(nil, nil) // (the store's lexical leg would not find c: it is out of scope)
+	resp = run(t, src, vec, narrow)
+	if len(vec.searchCalls) != 2 || vec.searchCalls[0].k != 8 || vec.searchCalls[1].k != 64 || len(calls) != 2 {
+		t.Fatalf("Search calls = %+v, InScope calls %+v; want searches of 8 and 64", vec.searchCalls, calls)
+	}
+	if d := resp.Trace.Legs[mnemotype.LegDense]; len(d) != 0 {
+		t.Errorf("dense leg = %+v, want none", d)
+	}
+	// A filter none of whose memories the index holds among 8 × 8 hits of a
+	// larger one: the store lists the scope, and the index searches only
+	// it.
+	calls = nil
+	big := make([]memSpec, 0, 100)
+	for i := range 100 {
+		big = append(big, memSpec{id: fmt.Sprintf("m%03d", i), angle: 0.01 * float64(i), importance: mnemotype.DefaultImportance})
+	}
+	big = append(big, memSpec{id: "n", angle: math.NaN(), importance: mnemotype.DefaultImportance})
+	vec = newVectors(t, newIndex(t, big...))
+	resp = run(t, src, vec, narrow)
+	if len(vec.searchCalls) != 3 || vec.searchCalls[1].k != 64 || !slices.Equal(vec.searchCalls[2].filter.Only, []string{"n"}) {
+		t.Fatalf("Search calls = %+v, want two wide ones, then one of the scope's memories", vec.searchCalls)
+	}
+	if len(calls) != 3 || calls[2].ids != nil {
+		t.Errorf("InScope calls = %+v, want the wide hits' twice, then the whole scope's", calls)
+	}
+	if d := resp.Trace.Legs[mnemotype.LegDense]; len(d) != 0 {
+		t.Errorf("dense leg = %+v, want none (n has no embedding)", d)
+	}
+
+	src.InScopeFunc = func(context.Context, mnemotype.Scope, []string) ([]string, error) {
+		return nil, errors.New("disk on fire")
+	}
 	if _, err := recall.Run(t.Context(), src, vec, req); err == nil || !strings.Contains(err.Error(), "disk on fire") {
 		t.Errorf("InScope's error: Run error = %v", err)
 	}

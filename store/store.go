@@ -72,10 +72,11 @@ type Store interface {
 	// RecentlyAccessed returns the ids of the n most recently accessed
 	// memories in the scope that have an embedding (seed 001's vector pool).
 	RecentlyAccessed(ctx context.Context, scope mnemotype.Scope, n int) ([]string, error)
-	// InScope returns the ids of every memory in the scope (every field of
+	// InScope returns the ids of the memories in the scope (every field of
 	// Scope honoured), in no particular order: for an index that cannot
-	// evaluate part of a scope (a metadata filter) itself.
-	InScope(ctx context.Context, scope mnemotype.Scope) ([]string, error)
+	// evaluate part of a scope (a metadata filter) itself. When ids is not
+	// nil, only those of ids are considered.
+	InScope(ctx context.Context, scope mnemotype.Scope, ids []string) ([]string, error)
 	// Changes reports what changed in a profile after sequence number since,
 	// for in-memory indexes to catch up with writes by any process.
 	Changes(ctx context.Context, profile string, since int64) (ChangeSet, error)

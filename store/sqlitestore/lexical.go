@@ -99,8 +99,8 @@ type lexQuery struct {
 	profilePhrase bool
 	// exclude lists the rowids of Scope.Exclude (a JSON array), "" for none.
 	exclude string
-	// within is the SQL condition (on memories_fts.rowid) of a time range,
-	// with its arguments; "" for none.
+	// within is the SQL condition (on memories_fts.rowid) of a time range
+	// and a metadata filter, with its arguments; "" for none.
 	within     string
 	withinArgs []any
 	sc         mnemotype.Scope
@@ -206,10 +206,20 @@ func (s *Store) newLexQuery(ctx context.Context, tx *sql.Tx, sc mnemotype.Scope)
 		q.nScope += strings.Count(part, `"`) / 2
 	}
 	q.scope = strings.Join(parts, " AND ")
-	if !sc.After.IsZero() || !sc.Before.IsZero() || len(sc.Metadata) > 0 {
-		cond, args := rangeAndMetadataSQL("w", sc)
+	if !sc.After.IsZero() || !sc.Before.IsZero() {
+		cond, args := timeRangeSQL("w", sc)
 		q.within = ` AND +memories_fts.rowid IN (SELECT w.rid FROM memories w WHERE w.profile = ?` + cond + `)`
 		q.withinArgs = append([]any{sc.Profile}, args...)
+	}
+	if len(sc.Metadata) > 0 {
+		// Checked per matching row: a metadata filter has no index, and
+		// the rows a query matches are fewer than the profile's.
+		var conds []string
+		for _, m := range sc.Metadata {
+			c, args := metadataSQL("w", m)
+			conds, q.withinArgs = append(conds, c), append(q.withinArgs, args...)
+		}
+		q.within += ` AND EXISTS (SELECT 1 FROM memories w WHERE w.rid = memories_fts.rowid AND ` + strings.Join(conds, " AND ") + `)`
 	}
 	if len(sc.Exclude) > 0 {
 		rids, err := rowidsOf(ctx, tx, sc.Profile, sc.Exclude)

@@ -902,20 +902,35 @@ func rangeAndMetadataSQL(a string, sc mnemotype.Scope) (string, []any) {
 }
 
 // metadataSQL is the condition keeping the memories of table alias a whose
-// metadata matches m (see mnemotype.MetadataMatch). json_each over the
-// top-level object compares member names as data, so any key works without
-// JSON path quoting.
+// metadata matches m (see mnemotype.MetadataMatch), through the JSON path
+// $."key"; a key holding a double quote, a backslash or a control
+// character, which such a path cannot quote, is compared as data through
+// json_each instead (slower).
 func metadataSQL(a string, m mnemotype.MetadataMatch) (string, []any) {
-	member := `SELECT 1 FROM json_each(` + a + `.metadata) WHERE key = ?`
+	col := a + `.metadata`
+	if strings.ContainsFunc(m.Key, func(r rune) bool { return r == '"' || r == '\\' || r < 0x20 || r == 0x7f }) {
+		member := `SELECT 1 FROM json_each(` + col + `) WHERE key = ?`
+		switch v := m.Value.(type) {
+		case string:
+			return `EXISTS (` + member + ` AND type = 'text' AND value = ?)`, []any{m.Key, v}
+		case float64:
+			return `EXISTS (` + member + ` AND type IN ('integer', 'real') AND value = ?)`, []any{m.Key, v}
+		case bool:
+			return `EXISTS (` + member + ` AND type = '` + strconv.FormatBool(v) + `')`, []any{m.Key}
+		default: // nil: null or absent
+			return `NOT EXISTS (` + member + ` AND type != 'null')`, []any{m.Key}
+		}
+	}
+	path := `$."` + m.Key + `"`
 	switch v := m.Value.(type) {
 	case string:
-		return `EXISTS (` + member + ` AND type = 'text' AND value = ?)`, []any{m.Key, v}
+		return `(json_type(` + col + `, ?) = 'text' AND json_extract(` + col + `, ?) = ?)`, []any{path, path, v}
 	case float64:
-		return `EXISTS (` + member + ` AND type IN ('integer', 'real') AND value = ?)`, []any{m.Key, v}
+		return `(json_type(` + col + `, ?) IN ('integer', 'real') AND json_extract(` + col + `, ?) = ?)`, []any{path, path, v}
 	case bool:
-		return `EXISTS (` + member + ` AND type = '` + strconv.FormatBool(v) + `')`, []any{m.Key}
+		return `json_type(` + col + `, ?) = '` + strconv.FormatBool(v) + `'`, []any{path}
 	default: // nil: null or absent
-		return `NOT EXISTS (` + member + ` AND type != 'null')`, []any{m.Key}
+		return `coalesce(json_type(` + col + `, ?), 'null') = 'null'`, []any{path}
 	}
 }
 
@@ -985,28 +1000,31 @@ func (s *Store) RecentlyAccessed(ctx context.Context, scope mnemotype.Scope, n i
 }
 
 // InScope implements store.Store.
-func (s *Store) InScope(ctx context.Context, scope mnemotype.Scope) ([]string, error) {
+func (s *Store) InScope(ctx context.Context, scope mnemotype.Scope, ids []string) ([]string, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
 	cond, args := scopeSQL("m", scope)
+	if ids != nil {
+		cond, args = cond+` AND m.id IN (SELECT value FROM json_each(?))`, append(args, jsonList(ids))
+	}
 	rows, err := s.r.QueryContext(ctx, `SELECT m.id FROM memories m WHERE `+cond, args...)
 	if err != nil {
 		return nil, fmt.Errorf("memories in scope: %w", err)
 	}
 	defer rows.Close()
-	ids := []string{}
+	out := []string{}
 	for rows.Next() {
 		var id string
 		if err := rows.Scan(&id); err != nil {
 			return nil, fmt.Errorf("memories in scope: %w", err)
 		}
-		ids = append(ids, id)
+		out = append(out, id)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("memories in scope: %w", err)
 	}
-	return ids, nil
+	return out, nil
 }
 
 // Sequence implements store.Store.

@@ -63,7 +63,7 @@ func exerciseConversation(t *testing.T, open OpenFunc) {
 			mem("alice", "c1", "a walrus by the sea", actor("Caroline"), occurred(time.Date(2023, 5, 8, 13, 56, 0, 0, time.UTC)), embedded(1),
 				metadata(`{"speaker": "Caroline", "n": 2, "pinned": true, "the \"key\".$[0]": "odd"}`)),
 			mem("alice", "c2", "the walrus again", actor("Caroline"), occurred(time.Date(2023, 6, 1, 0, 0, 0, 0, time.UTC)), embedded(2),
-				metadata(`{"speaker": "Caroline", "n": 2.0, "pinned": false, "nested": {"speaker": "Melanie"}}`)),
+				metadata(`{"speaker": "Caroline", "n": 2.0, "pinned": false, "nested": {"speaker": "Melanie"}, "a.b[0]": "dot", "\\": "\\"}`)),
 			mem("alice", "m1", "a walrus painting", actor("Melanie"), occurred(time.Date(2023, 5, 31, 23, 59, 59, 999999999, time.UTC)), embedded(3),
 				metadata(`{"speaker": "Melanie", "n": "2", "tag": null}`)),
 			mem("alice", "n1", "walrus, no actor", occurred(time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)), embedded(4)),
@@ -96,6 +96,8 @@ func exerciseConversation(t *testing.T, open OpenFunc) {
 		{"MetaNullOrAbsent", metaScope("alice", "tag", nil), []string{"c1", "c2", "m1", "n1"}},
 		{"MetaKeyTakenLiterally", metaScope("alice", `the "key".$[0]`, "odd"), []string{"c1"}},
 		{"MetaTopLevelOnly", metaScope("alice", "speaker", "Melanie"), []string{"m1"}},
+		{"MetaPathCharactersInKey", metaScope("alice", "a.b[0]", "dot"), []string{"c2"}},
+		{"MetaBackslash", metaScope("alice", `\`, `\`), []string{"c2"}},
 		{"MetaEvery", metaScope("alice", "speaker", "Caroline", "pinned", true), []string{"c1"}},
 		{"MetaUnknownKey", metaScope("alice", "mood", "calm"), nil},
 		{"MetaOfAnotherProfile", metaScope("bob", "speaker", "Caroline"), nil},
@@ -121,13 +123,29 @@ func exerciseConversation(t *testing.T, open OpenFunc) {
 			if got := b.recent(tc.scope, 10); !sameSet(got, tc.want) {
 				t.Errorf("RecentlyAccessed: %v, want %v", got, tc.want)
 			}
-			in, err := b.s.InScope(b.ctx, tc.scope)
+			in, err := b.s.InScope(b.ctx, tc.scope, nil)
 			if err != nil {
 				t.Fatalf("InScope: %v", err)
 			}
 			in = slices.DeleteFunc(in, func(id string) bool { return strings.HasPrefix(id, "filler-") })
 			if !sameSet(in, tc.want) {
 				t.Errorf("InScope (fillers aside): %v, want %v", in, tc.want)
+			}
+			among := []string{"c1", "m1", "b1", "nope", "filler-alice-0"}
+			if in, err = b.s.InScope(b.ctx, tc.scope, among); err != nil {
+				t.Fatalf("InScope among %v: %v", among, err)
+			}
+			var want []string
+			for _, id := range tc.want {
+				if slices.Contains(among, id) {
+					want = append(want, id)
+				}
+			}
+			if in = slices.DeleteFunc(in, func(id string) bool { return strings.HasPrefix(id, "filler-") }); !sameSet(in, want) {
+				t.Errorf("InScope among %v (fillers aside): %v, want %v", among, in, want)
+			}
+			if in, err = b.s.InScope(b.ctx, tc.scope, []string{}); err != nil || len(in) != 0 {
+				t.Errorf("InScope among none: %v, %v", in, err)
 			}
 		})
 	}

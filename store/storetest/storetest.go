@@ -2115,7 +2115,7 @@ func exerciseClose(t *testing.T, open OpenFunc) {
 			return err
 		}},
 		{"InScope", func(b *bundle) error {
-			_, err := b.s.InScope(b.ctx, mnemotype.Scope{Profile: "alice"})
+			_, err := b.s.InScope(b.ctx, mnemotype.Scope{Profile: "alice"}, nil)
 			return err
 		}},
 		{"Changes", func(b *bundle) error {
