@@ -513,7 +513,7 @@ func TestRun_DenseMetadataFilter(t *testing.T) {
 		ids   []string
 	}
 	var calls []call
-	src := &fakeSource{t: t, LexicalFunc: canned(hits("c"), nil), InScopeFunc: func(_ context.Context, sc mnemotype.Scope, ids []string) ([]string, error) {
+	src := &fakeSource{t: t, InScopeFunc: func(_ context.Context, sc mnemotype.Scope, ids []string) ([]string, error) {
 		calls = append(calls, call{sc, ids})
 		var out []string
 		if ids == nil {
@@ -526,7 +526,7 @@ func TestRun_DenseMetadataFilter(t *testing.T) {
 		}
 		return out, nil
 	}}
-	req := request("alpha", 5)
+	req := withFusion(request("alpha", 5), weights(mnemotype.LegLexical, 0.0, mnemotype.LegRecency, 0.0, mnemotype.LegAccess, 0.0))
 	req.Options.MinRelevance = 0
 	req.Scope.Metadata = []mnemotype.MetadataMatch{{Key: "speaker", Value: "Caroline"}}
 
@@ -554,7 +554,6 @@ func TestRun_DenseMetadataFilter(t *testing.T) {
 	narrow := req
 	narrow.Limit, narrow.Options.FetchMultiplier = 1, 1
 	inScope = map[string]bool{"n": true}
-	src.LexicalFunc = canned(nil, nil) // (the store's lexical leg would not find c: it is out of scope)
 	resp = run(t, src, vec, narrow)
 	if len(vec.searchCalls) != 2 || vec.searchCalls[0].k != 8 || vec.searchCalls[1].k != 64 || len(calls) != 2 {
 		t.Fatalf("Search calls = %+v, InScope calls %+v; want searches of 8 and 64", vec.searchCalls, calls)
@@ -590,7 +589,7 @@ func TestRun_DenseMetadataFilter(t *testing.T) {
 		t.Errorf("InScope's error: Run error = %v", err)
 	}
 	src.InScopeFunc = nil
-	run(t, src, vec, request("alpha", 5)) // fails if InScope is called
+	run(t, src, vec, withFusion(request("alpha", 5), weights(mnemotype.LegLexical, 0.0))) // fails if InScope is called
 }
 
 func TestRun_SignalLegs(t *testing.T) {
