@@ -690,11 +690,17 @@ type ForgetQuery struct {
 	Profile string
 	Project string
 	Session string
+	// Actors, After, Before and Metadata select as they scope a recall
+	// (see Query).
+	Actors        []string
+	After, Before time.Time
+	Metadata      map[string]any
 }
 
-// ForgetMatching deletes the memories q selects and returns how many it
-// deleted (0 when none matched). Without a project or a session it is an
-// ErrInvalid error: deleting a whole profile is DeleteProfile.
+// ForgetMatching deletes the memories q selects (all its fields must
+// match) and returns how many it deleted (0 when none matched). With no
+// field but the profile it is an ErrInvalid error: deleting a whole
+// profile is DeleteProfile.
 func (e *Engine) ForgetMatching(ctx context.Context, q ForgetQuery) (int, error) {
 	done, err := e.enter()
 	if err != nil {
@@ -704,15 +710,19 @@ func (e *Engine) ForgetMatching(ctx context.Context, q ForgetQuery) (int, error)
 	if strings.TrimSpace(q.Profile) == "" {
 		return 0, mnemotype.Invalidf("profile is required")
 	}
-	if q.Project == "" && q.Session == "" {
-		return 0, mnemotype.Invalidf("give a project or a session to delete (a whole profile: DeleteProfile)")
+	if q.Project == "" && q.Session == "" && len(q.Actors) == 0 && q.After.IsZero() && q.Before.IsZero() && len(q.Metadata) == 0 {
+		return 0, mnemotype.Invalidf("give a project, a session, actors, a time range or a metadata filter to delete (a whole profile: DeleteProfile)")
 	}
-	for _, f := range []struct{ name, v string }{{"profile", q.Profile}, {"project", q.Project}, {"session", q.Session}} {
-		if err := mnemotype.CheckText(f.name, f.v); err != nil {
-			return 0, err
-		}
+	if err := (Query{Profile: q.Profile, Project: q.Project, Sessions: []string{q.Session}, Actors: q.Actors,
+		After: q.After, Before: q.Before, Metadata: q.Metadata}).validateScope(); err != nil {
+		return 0, err
 	}
-	return e.st.DeleteMatching(ctx, store.DeleteParams{Profile: q.Profile, Project: q.Project, Session: q.Session})
+	md, err := mnemotype.MetadataFilter("metadata", q.Metadata)
+	if err != nil {
+		return 0, err
+	}
+	return e.st.DeleteMatching(ctx, store.DeleteParams{Profile: q.Profile, Project: q.Project, Session: q.Session,
+		Actors: q.Actors, After: q.After, Before: q.Before, Metadata: md})
 }
 
 // ProfileDeletion is what DeleteProfile removed.

@@ -184,6 +184,11 @@ type DeleteParams struct {
 	Profile string
 	Project string
 	Session string
+	// Actors, After, Before and Metadata select as the fields of
+	// mnemotype.Scope do. At least one field besides Profile is required.
+	Actors        []string
+	After, Before time.Time
+	Metadata      []mnemotype.MetadataMatch
 }
 
 // ProfileDeletion is what DeleteProfile removed.

@@ -84,20 +84,30 @@ func (f *scopeFilters) register(fs *flag.FlagSet) {
 	fs.Var(&f.meta, "meta", `only memories whose metadata has KEY equal to VALUE (repeatable; VALUE 2 is a number, '"2"' a string, null also matches an absent KEY)`)
 }
 
-// apply sets the filters on q.
-func (f *scopeFilters) apply(q *mnemo.ListQuery) error {
-	q.Actors, q.Metadata = f.actors, f.meta
+// given reports whether any filter was given.
+func (f *scopeFilters) given() bool {
+	return len(f.actors) > 0 || f.after != "" || f.before != "" || len(f.meta) > 0
+}
+
+// times parses --after and --before (zero when not given).
+func (f *scopeFilters) times() (after, before time.Time, err error) {
 	for _, b := range []struct {
 		flag, v string
 		into    *time.Time
-	}{{"--after", f.after, &q.After}, {"--before", f.before, &q.Before}} {
+	}{{"--after", f.after, &after}, {"--before", f.before, &before}} {
 		if b.v != "" {
-			t, err := parseTime(b.flag, b.v)
-			if err != nil {
-				return err
+			if *b.into, err = parseTime(b.flag, b.v); err != nil {
+				return time.Time{}, time.Time{}, err
 			}
-			*b.into = t
 		}
 	}
-	return nil
+	return after, before, nil
+}
+
+// apply sets the filters on q.
+func (f *scopeFilters) apply(q *mnemo.ListQuery) error {
+	var err error
+	q.Actors, q.Metadata = f.actors, f.meta
+	q.After, q.Before, err = f.times()
+	return err
 }

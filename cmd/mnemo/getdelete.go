@@ -46,9 +46,11 @@ func cmdDelete(ctx context.Context, a *app, args []string) error {
 	profile := fs.String("profile", a.getenv("MNEMO_PROFILE"), "profile the memory belongs to (required) (default $MNEMO_PROFILE)")
 	session := fs.String("session", "", "delete every memory of this session")
 	project := fs.String("project", "", "delete every memory of this project (with --session: of both)")
+	var filters scopeFilters
+	filters.register(fs)
 	all := fs.Bool("all", false, "delete the whole profile: its memories, its settings, and its API keys (revoked)")
 	fs.Usage = func() {
-		fmt.Fprintln(a.stderr, "usage: mnemo delete --profile P ID... | --session S | --project X | --all")
+		fmt.Fprintln(a.stderr, "usage: mnemo delete --profile P ID... | [--session S] [--project X] [--actor A]... [--after T] [--before T] [--meta KEY=VALUE]... | --all")
 		fs.PrintDefaults()
 	}
 	pos, err := parseInterleaved(fs, args)
@@ -58,12 +60,12 @@ func cmdDelete(ctx context.Context, a *app, args []string) error {
 	if err := requireProfile(*profile); err != nil {
 		return err
 	}
-	bulk := *session != "" || *project != ""
+	bulk := *session != "" || *project != "" || filters.given()
 	switch {
 	case *all && (bulk || len(pos) > 0):
-		return usagef("--all deletes the whole profile: give no ids, --session or --project with it")
+		return usagef("--all deletes the whole profile: give no ids or filters with it")
 	case bulk && len(pos) > 0:
-		return usagef("give ids, or --session / --project, not both")
+		return usagef("give ids, or filters (--session, --project, --actor, --after, --before, --meta), not both")
 	case *all:
 		e, err := ef.openExisting(a)
 		if err != nil {
@@ -82,14 +84,18 @@ func cmdDelete(ctx context.Context, a *app, args []string) error {
 			return err
 		}
 		defer e.Close()
-		n, err := e.ForgetMatching(ctx, mnemo.ForgetQuery{Profile: *profile, Project: *project, Session: *session})
+		q := mnemo.ForgetQuery{Profile: *profile, Project: *project, Session: *session, Actors: filters.actors, Metadata: filters.meta}
+		if q.After, q.Before, err = filters.times(); err != nil {
+			return err
+		}
+		n, err := e.ForgetMatching(ctx, q)
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(a.stdout, "deleted %d memories\n", n)
 		return nil
 	case len(pos) == 0:
-		return usagef("usage: mnemo delete --profile P ID... | --session S | --project X | --all")
+		return usagef("usage: mnemo delete --profile P ID... | [--session S] [--project X] [--actor A]... [--after T] [--before T] [--meta KEY=VALUE]... | --all")
 	}
 	for _, id := range pos {
 		if err := mnemotype.CheckText("id", id); err != nil {

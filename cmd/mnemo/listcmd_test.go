@@ -407,10 +407,17 @@ func TestCLI_Filters(t *testing.T) {
 		{"list", "--profile", "me", "--meta", "mood"},
 		{"list", "--profile", "me", "--meta", "=x"},
 		{"recall", "--profile", "me", "--meta", "n=1", "--meta", "n=2", "walrus"},
+		{"delete", "--profile", "me", "--meta", "mood=happy", "c1"},
 	} {
 		if code, _, stderr := c.run("", args...); code != 2 {
 			t.Errorf("%v: exit %d, want 2: %s", args, code, stderr)
 		}
+	}
+	if out := c.ok("delete", "--profile", "me", "--meta", "mood=happy", "--actor", "Melanie"); !strings.Contains(out, "deleted 1 memories") {
+		t.Errorf("delete --meta mood=happy --actor Melanie: %s", out)
+	}
+	if got := listIDs(); !slices.Equal(got, []string{"c1", "c2", "n1"}) {
+		t.Errorf("after the delete: %v", got)
 	}
 }
 

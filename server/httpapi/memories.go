@@ -271,16 +271,28 @@ type deletedResponse struct {
 	Deleted int `json:"deleted"`
 }
 
-// deleteMemories deletes the memories of a session and/or a project.
+// deleteMemories deletes the memories the filters select (all of them must
+// match): session, project, actor, time range, metadata.
 func (s *Server) deleteMemories(w http.ResponseWriter, r *http.Request, profile string) error {
 	q := r.URL.Query()
-	if err := onlyParams(q, "project", "session"); err != nil {
+	if err := onlyParams(q, "project", "session", "actor", "after", "before", metadataParams); err != nil {
 		return err
 	}
-	if q.Get("project") == "" && q.Get("session") == "" {
-		return mnemotype.Invalidf("give session and/or project to delete their memories (DELETE /v1/profile deletes the whole profile)")
+	fq := mnemo.ForgetQuery{Profile: profile, Project: q.Get("project"), Session: q.Get("session"), Actors: listParam(q, "actor")}
+	var err error
+	if fq.After, err = timeParam(q, "after"); err != nil {
+		return err
 	}
-	n, err := s.e.ForgetMatching(r.Context(), mnemo.ForgetQuery{Profile: profile, Project: q.Get("project"), Session: q.Get("session")})
+	if fq.Before, err = timeParam(q, "before"); err != nil {
+		return err
+	}
+	if fq.Metadata, err = metadataParam(q); err != nil {
+		return err
+	}
+	if fq.Project == "" && fq.Session == "" && len(fq.Actors) == 0 && fq.After.IsZero() && fq.Before.IsZero() && len(fq.Metadata) == 0 {
+		return mnemotype.Invalidf("give session, project, actor, after, before or metadata.KEY=VALUE to delete their memories (DELETE /v1/profile deletes the whole profile)")
+	}
+	n, err := s.e.ForgetMatching(r.Context(), fq)
 	if err != nil {
 		return err
 	}

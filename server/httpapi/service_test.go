@@ -402,11 +402,26 @@ func TestServe_MetadataFilter(t *testing.T) {
 		{"GET", "/v1/memories?metadata=x", nil, "unknown query parameter"},
 		{"GET", "/v1/memories?after=yesterday", nil, "after"},
 		{"GET", "/v1/search/dense?q=walrus&metadata.n=1&metadata.n=1", nil, "given 2 times"},
+		{"DELETE", "/v1/memories", nil, "give session, project, actor, after, before or metadata"},
+		{"DELETE", "/v1/memories?metadata.x=%7B%7D&metadata.x=1", nil, "given 2 times"},
 	} {
 		r := b.do(c.method, c.path, b.alice, c.body)
 		if r.status != 400 || !strings.Contains(r.errMsg(t), c.want) {
 			t.Errorf("%s %s %v: %d %s, want 400 with %q", c.method, c.path, c.body, r.status, r.body, c.want)
 		}
+	}
+	// Delete by the same filters: Caroline's memories that say so in
+	// their metadata, before June.
+	var del struct{ Deleted int }
+	b.must(200, "DELETE", "/v1/memories?metadata.speaker=Caroline&actor=Caroline&before=2023-06-01T00:00:00Z", b.alice, nil, &del)
+	if del.Deleted != 1 {
+		t.Errorf("deleted %d, want 1 (c1)", del.Deleted)
+	}
+	if got := listIDs("limit=10"); !slices.Equal(got, sorted(c2, m1, n1)) {
+		t.Errorf("after the delete: %v, want %v", got, sorted(c2, m1, n1))
+	}
+	if n, _ := b.e.Count(t.Context(), "bob"); n != 1 {
+		t.Errorf("bob holds %d memories, want 1", n)
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/mnemo-dev/mnemo/mnemotype"
@@ -18,8 +17,8 @@ import (
 // follow, and the turns after it are indexed with their new context), and
 // each gets a tombstone for other processes' change feeds.
 func (s *Store) DeleteMatching(ctx context.Context, p store.DeleteParams) (int, error) {
-	if p.Project == "" && p.Session == "" {
-		return 0, mnemotype.Invalidf("delete: give a project or a session (deleting a whole profile is DeleteProfile)")
+	if p.Project == "" && p.Session == "" && len(p.Actors) == 0 && p.After.IsZero() && p.Before.IsZero() && len(p.Metadata) == 0 {
+		return 0, mnemotype.Invalidf("delete: give a project, a session, actors, a time range or a metadata filter (deleting a whole profile is DeleteProfile)")
 	}
 	w, err := s.writer()
 	if err != nil {
@@ -30,14 +29,12 @@ func (s *Store) DeleteMatching(ctx context.Context, p store.DeleteParams) (int, 
 		return 0, fmt.Errorf("delete memories: %w", err)
 	}
 	defer tx.Rollback()
-	where, args := []string{"profile = ?"}, []any{p.Profile}
-	if p.Project != "" {
-		where, args = append(where, "project = ?"), append(args, p.Project)
-	}
+	sc := mnemotype.Scope{Profile: p.Profile, Project: p.Project, Actors: p.Actors, After: p.After, Before: p.Before, Metadata: p.Metadata}
 	if p.Session != "" {
-		where, args = append(where, "session = ?"), append(args, p.Session)
+		sc.Sessions = []string{p.Session}
 	}
-	rows, err := tx.QueryContext(ctx, `DELETE FROM memories WHERE `+strings.Join(where, " AND ")+` RETURNING rid, id, session, session_seq`, args...)
+	cond, args := scopeSQL("m", sc)
+	rows, err := tx.QueryContext(ctx, `DELETE FROM memories AS m WHERE `+cond+` RETURNING rid, id, session, session_seq`, args...)
 	if err != nil {
 		return 0, fmt.Errorf("delete memories: %w", mapErr(err))
 	}

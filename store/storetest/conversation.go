@@ -147,6 +147,27 @@ func exerciseConversation(t *testing.T, open OpenFunc) {
 			if in, err = b.s.InScope(b.ctx, tc.scope, []string{}); err != nil || len(in) != 0 {
 				t.Errorf("InScope among none: %v, %v", in, err)
 			}
+
+			// DeleteMatching with the same filters deletes exactly the
+			// memories in scope.
+			d := another(t, open)
+			scoped(d)
+			before, err := d.s.InScope(d.ctx, tc.scope, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			total := d.count("alice") + d.count("bob")
+			n, err := d.s.DeleteMatching(d.ctx, store.DeleteParams{Profile: tc.scope.Profile, Actors: tc.scope.Actors,
+				After: tc.scope.After, Before: tc.scope.Before, Metadata: tc.scope.Metadata})
+			if err != nil || n != len(before) {
+				t.Errorf("DeleteMatching = %d, %v; want the %d memories in scope", n, err, len(before))
+			}
+			if left, _ := d.s.InScope(d.ctx, tc.scope, nil); len(left) != 0 {
+				t.Errorf("after DeleteMatching, in scope: %v", left)
+			}
+			if got := d.count("alice") + d.count("bob"); got != total-len(before) {
+				t.Errorf("after DeleteMatching: %d memories, want %d", got, total-len(before))
+			}
 		})
 	}
 
