@@ -415,7 +415,14 @@ func (e *Engine) RecallPool(ctx context.Context, q Query) (*RecallResult, error)
 	// embedded memories and the lexical hits (AND, broadened to OR when AND
 	// finds too few). An id the pipeline asks about beyond these is only
 	// scored by the legs that need no embedding.
-	scope := mnemotype.Scope{Profile: q.Profile, Project: q.Project, Sessions: q.Sessions, Kinds: q.Kinds, Exclude: q.Exclude}
+	md, err := mnemotype.MetadataFilter("metadata", q.Metadata)
+	if err != nil {
+		return nil, err
+	}
+	// The scope exactly as Recall builds it, so that the memo answers the
+	// pipeline's queries.
+	scope := mnemotype.Scope{Profile: q.Profile, Project: q.Project, Sessions: q.Sessions, Kinds: q.Kinds, Exclude: q.Exclude,
+		Actors: q.Actors, After: q.After, Before: q.Before, Metadata: md}
 	memo := &memoStore{Store: e.st, lexical: map[string][]mnemotype.Hit{}, recent: map[string][]string{}}
 	ids, err := memo.RecentlyAccessed(ctx, scope, set.PoolSize)
 	if err != nil {

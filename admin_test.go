@@ -369,7 +369,8 @@ func TestEngine_RecallPool(t *testing.T) {
 	var ins []mnemo.Input
 	for i := range 400 {
 		ins = append(ins, mnemo.Input{Profile: "alice", Session: fmt.Sprintf("s%d", i%3), Importance: ref(float64(i%10) / 10),
-			Content: fmt.Sprintf("%s %s %s note %d", words[i%len(words)], words[(i/3)%len(words)], words[(i/7)%len(words)], i)})
+			Content: fmt.Sprintf("%s %s %s note %d", words[i%len(words)], words[(i/3)%len(words)], words[(i/7)%len(words)], i),
+			Actor: fmt.Sprintf("A%d", i%2), Metadata: json.RawMessage(fmt.Sprintf(`{"n": %d}`, i%4))})
 	}
 	if _, err := e.RememberBatch(ctx, ins); err != nil {
 		t.Fatal(err)
@@ -381,6 +382,9 @@ func TestEngine_RecallPool(t *testing.T) {
 		{Profile: "alice", Text: "payment", Limit: 5, Overrides: map[string]string{"recency_weight": "0.6", "access_weight": "0.4", "importance_mode": "boost"}},
 		{Profile: "alice", Text: "nothing matches zzz", Limit: 3},
 		{Profile: "bob", Text: "deploy auth token", Limit: 3},
+		{Profile: "alice", Text: "deploy auth token", Limit: 5, Metadata: map[string]any{"n": 1}, Overrides: map[string]string{"min_relevance": "0"}},
+		{Profile: "alice", Text: "release payment", Limit: 5, Actors: []string{"A1"}, Metadata: map[string]any{"n": 3},
+			Overrides: map[string]string{"min_relevance": "0"}},
 	} {
 		full := q
 		full.Overrides = map[string]string{"candidate_policy": "pool"}
@@ -405,8 +409,15 @@ func TestEngine_RecallPool(t *testing.T) {
 		if len(got.Results) != len(want.Results) {
 			t.Fatalf("%q: RecallPool returned %d results, Recall(pool) %d", q.Text, len(got.Results), len(want.Results))
 		}
+		if q.Metadata != nil && len(got.Results) == 0 {
+			t.Errorf("%q with metadata %v: no results", q.Text, q.Metadata)
+		}
 		for i := range want.Results {
 			g, w := got.Results[i], want.Results[i]
+			if q.Metadata != nil && !strings.Contains(string(g.Metadata), fmt.Sprintf(`"n":%v`, q.Metadata["n"])) &&
+				!strings.Contains(string(g.Metadata), fmt.Sprintf(`"n": %v`, q.Metadata["n"])) {
+				t.Errorf("%q: RecallPool returned %s with metadata %s", q.Text, g.ID, g.Metadata)
+			}
 			if g.ID != w.ID || g.Profile != q.Profile || fmt.Sprintf("%.12f %v", g.Score, g.Legs) != fmt.Sprintf("%.12f %v", w.Score, w.Legs) {
 				t.Errorf("%q #%d: RecallPool %s %.6f %v, Recall(pool) %s %.6f %v", q.Text, i+1, g.ID, g.Score, g.Legs, w.ID, w.Score, w.Legs)
 			}

@@ -20,6 +20,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -823,6 +824,9 @@ func (e *Engine) UpdateSettings(ctx context.Context, profile string, kv map[stri
 	cur, err := e.settings(ctx, profile)
 	if err != nil {
 		return Settings{}, err
+	}
+	if err := oneSpelling(slices.Sorted(maps.Keys(kv))); err != nil {
+		return cur, err
 	}
 	kv = canonical(kv)
 	next, err := cur.Apply(kv)

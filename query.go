@@ -63,7 +63,7 @@ func (q Query) validateScope() error {
 	for _, l := range []struct {
 		name string
 		n    int
-	}{{"exclude", len(q.Exclude)}, {"sessions", len(q.Sessions)}, {"kinds", len(q.Kinds)}, {"actors", len(q.Actors)}, {"metadata", len(q.Metadata)}} {
+	}{{"exclude", len(q.Exclude)}, {"sessions", len(q.Sessions)}, {"kinds", len(q.Kinds)}, {"actors", len(q.Actors)}} {
 		if l.n > MaxListItems {
 			return mnemotype.Invalidf("%s has %d items: at most %d allowed", l.name, l.n, MaxListItems)
 		}

@@ -341,6 +341,9 @@ func (s Settings) Apply(kv map[string]string) (Settings, error) {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	if err := oneSpelling(keys); err != nil {
+		return s, err
+	}
 	out := s
 	for _, k := range keys {
 		f, ok := byName[foldKey(k)]
@@ -363,8 +366,22 @@ func (s Settings) Map() map[string]string {
 	return out
 }
 
+// oneSpelling refuses two keys that name the same setting
+// (keywordWeight and keyword_weight): which one won would be chance.
+func oneSpelling(keys []string) error {
+	seen := map[string]string{}
+	for _, k := range keys {
+		if prev, ok := seen[foldKey(k)]; ok {
+			return mnemotype.Invalidf("%s and %s name the same setting: give one of them", prev, k)
+		}
+		seen[foldKey(k)] = k
+	}
+	return nil
+}
+
 // canonical maps user-typed keys to their canonical spelling (SettingKey);
-// unknown keys are kept as they are.
+// unknown keys are kept as they are. Keys naming the same setting must
+// have been refused (oneSpelling).
 func canonical(kv map[string]string) map[string]string {
 	out := make(map[string]string, len(kv))
 	for k, v := range kv {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -63,6 +64,14 @@ func TestEngine_InvalidTextRefused(t *testing.T) {
 	}
 }
 
+func manyKeys(n int) map[string]any {
+	m := map[string]any{}
+	for i := range n {
+		m[fmt.Sprintf("k%d", i)] = i
+	}
+	return m
+}
+
 func TestQuery_Validate(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
@@ -81,13 +90,15 @@ func TestQuery_Validate(t *testing.T) {
 		{"kind", mnemo.Query{Profile: "me", Text: "x", Kinds: []mnemo.Kind{"dream"}}, "kinds[0]"},
 		{"override", mnemo.Query{Profile: "me", Text: "x", Overrides: map[string]string{"strategy": "\xff"}}, "strategy is not valid UTF-8"},
 		{"metadata", mnemo.Query{Profile: "me", Text: "x", Metadata: map[string]any{"speaker": "Caroline", "n": 2, "f": 2.5, "ok": true, "gone": nil}}, ""},
-		{"metadata object", mnemo.Query{Profile: "me", Text: "x", Metadata: map[string]any{"who": map[string]any{"a": 1}}}, "metadata.who: must be a string, a number, true, false or null"},
-		{"metadata array", mnemo.Query{Profile: "me", Text: "x", Metadata: map[string]any{"tags": []any{"a"}}}, "metadata.tags: must be"},
+		{"metadata object", mnemo.Query{Profile: "me", Text: "x", Metadata: map[string]any{"who": map[string]any{"a": 1}}}, "metadata.who: must be a string, a number, true, false or null (equality with a JSON scalar), not an object"},
+		{"metadata array", mnemo.Query{Profile: "me", Text: "x", Metadata: map[string]any{"tags": []any{"a"}}}, "not an array"},
 		{"metadata empty key", mnemo.Query{Profile: "me", Text: "x", Metadata: map[string]any{"": "v"}}, "metadata: a key is empty"},
 		{"metadata NaN", mnemo.Query{Profile: "me", Text: "x", Metadata: map[string]any{"n": math.NaN()}}, "metadata.n is not a finite number"},
 		{"metadata key", mnemo.Query{Profile: "me", Text: "x", Metadata: map[string]any{"\xff": "v"}}, "metadata: a key is not valid UTF-8"},
 		{"metadata value", mnemo.Query{Profile: "me", Text: "x", Metadata: map[string]any{"k": "\xff"}}, "metadata.k is not valid UTF-8"},
 		{"metadata long key", mnemo.Query{Profile: "me", Text: "x", Metadata: map[string]any{strings.Repeat("k", 257): "v"}}, "a key is 257 bytes"},
+		{"metadata keys", mnemo.Query{Profile: "me", Text: "x", Metadata: manyKeys(33)}, "metadata has 33 keys: at most 32 allowed"},
+		{"metadata 32 keys", mnemo.Query{Profile: "me", Text: "x", Metadata: manyKeys(32)}, ""},
 		{"metadata long value", mnemo.Query{Profile: "me", Text: "x", Metadata: map[string]any{"k": strings.Repeat("v", 4097)}}, "metadata.k is 4097 bytes"},
 	} {
 		err := c.q.Validate()

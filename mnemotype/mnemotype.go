@@ -297,16 +297,25 @@ type MetadataMatch struct {
 }
 
 // StringList is a list of strings that JSON may also give as one string:
-// "s1" reads as ["s1"], ["s1", "s2"] as itself, null as nil. It is
-// written as an array. Filters take it, so that "session": "s1" and
-// "session": ["s1", "s2"] both work.
+// "s1" reads as ["s1"], ["s1", "s2"] as itself; null and "" read as nil
+// (no filter: clients, and models calling tools, fill optional fields
+// with ""; [""] is the filter on the empty value). It is written as an
+// array. Filters take it, so that "session": "s1" and "session": ["s1",
+// "s2"] both work.
 type StringList []string
 
 // UnmarshalJSON implements json.Unmarshaler.
 func (l *StringList) UnmarshalJSON(b []byte) error {
+	if strings.TrimSpace(string(b)) == "null" {
+		*l = nil
+		return nil
+	}
 	var one string
 	if err := json.Unmarshal(b, &one); err == nil {
-		*l = StringList{one}
+		*l = nil
+		if one != "" {
+			*l = StringList{one}
+		}
 		return nil
 	}
 	var many []string
@@ -328,6 +337,7 @@ func (l *StringList) UnmarshalJSON(b []byte) error {
 
 // Limits of a metadata filter.
 const (
+	MaxMetadataKeys       = 32
 	MaxMetadataKeyBytes   = 256
 	MaxMetadataValueBytes = 4096
 )
@@ -336,6 +346,9 @@ const (
 // object decodes: values string, float64, bool or nil) under field, and
 // returns it as matches sorted by key.
 func MetadataFilter(field string, m map[string]any) ([]MetadataMatch, error) {
+	if len(m) > MaxMetadataKeys {
+		return nil, Invalidf("%s has %d keys: at most %d allowed", field, len(m), MaxMetadataKeys)
+	}
 	out := make([]MetadataMatch, 0, len(m))
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		v := m[k]
@@ -371,7 +384,11 @@ func MetadataFilter(field string, m map[string]any) ([]MetadataMatch, error) {
 			v = f
 		case bool, nil:
 		default:
-			return nil, Invalidf("%s.%s: must be a string, a number, true, false or null (equality with a JSON scalar), not %T", field, k, v)
+			kind := "an object"
+			if reflect.TypeOf(v).Kind() == reflect.Slice {
+				kind = "an array"
+			}
+			return nil, Invalidf("%s.%s: must be a string, a number, true, false or null (equality with a JSON scalar), not %s", field, k, kind)
 		}
 		out = append(out, MetadataMatch{Key: k, Value: v})
 	}

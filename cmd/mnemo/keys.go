@@ -108,6 +108,11 @@ loads the embedder (--embedder is accepted and ignored).`)
 					ps = append(ps, p)
 				}
 			}
+			profilesGiven := false
+			fs.Visit(func(f *flag.Flag) { profilesGiven = profilesGiven || f.Name == "profiles" })
+			if profilesGiven && len(ps) == 0 {
+				return usagef("--profiles %q names no profile: give the profiles, or leave --profiles out for a key acting on any", *profiles)
+			}
 			token, k, err = e.CreateServiceKey(ctx, *name, ps)
 		default:
 			token, k, err = e.CreateKey(ctx, *profile, *name)

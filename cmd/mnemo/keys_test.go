@@ -176,6 +176,8 @@ func TestKeys_Service(t *testing.T) {
 		{"keys", "create", "--service", "--profile", "alice"},
 		{"keys", "create", "--service", "--admin"},
 		{"keys", "create", "--profile", "alice", "--profiles", "bob"},
+		{"keys", "create", "--service", "--profiles", ","},
+		{"keys", "create", "--service", "--profiles", ""},
 		{"keys", "list", "--service"},
 	} {
 		if code, _, stderr := c.run("", args...); code != 2 {

@@ -884,15 +884,15 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request, _ string) erro
 
 // mcpTokenInfo is the SDK's token verifier. authenticate has already
 // checked the key and put the caller in the request's context; the token's
-// user id (which binds an MCP session to one key) is a profile key's
-// profile or a service key's id.
+// user id, which binds an MCP session to one key, names the key's role and
+// its profile or id, so that no profile name equals a service key's.
 func mcpTokenInfo(_ context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
 	ci, ok := r.Context().Value(callerKey{}).(callerInfo)
-	user := ci.c.profile
+	user := "profile " + ci.c.profile
 	if ci.c.service != nil {
-		user = "service key " + ci.c.service.ID
+		user = "service " + ci.c.service.ID
 	}
-	if !ok || user == "" {
+	if !ok || (ci.c.service == nil && ci.c.profile == "") {
 		return nil, auth.ErrInvalidToken
 	}
 	return &auth.TokenInfo{UserID: user, Expiration: time.Now().Add(time.Hour), Extra: map[string]any{mcpCallerKey: ci}}, nil
@@ -902,20 +902,25 @@ func mcpTokenInfo(_ context.Context, _ string, r *http.Request) (*auth.TokenInfo
 const mcpCallerKey = "mnemo.caller"
 
 // mcpProfile names a tool call's profile, as act does for an HTTP request:
-// named is the tool's profile argument ("" when absent); a service key's
-// call may instead name it by the header of the HTTP request that carried
-// the call. Without a key, it is the single-user mode's.
+// named is the tool's profile argument ("" when absent), and the
+// X-Mnemo-Profile header of the HTTP request that carried the call names
+// it too (they must agree). Without a key, it is the single-user mode's.
 func (s *Server) mcpProfile(ctx context.Context, req *mcp.CallToolRequest, named string) (string, error) {
+	if req != nil && req.Extra != nil {
+		if h := strings.TrimSpace(req.Extra.Header.Get(headerProfile)); h != "" {
+			if named != "" && named != h {
+				return "", fmt.Errorf("the profile argument %q differs from the %q the %s header names", named, h, headerProfile)
+			}
+			named = h
+		}
+	}
 	if req != nil && req.Extra != nil && req.Extra.TokenInfo != nil {
 		ci, ok := req.Extra.TokenInfo.Extra[mcpCallerKey].(callerInfo)
 		if !ok {
 			s.log.Error("MCP tool call: no caller in the token")
 			return "", errors.New("internal error (see server log)")
 		}
-		if named != "" && ci.named != "" && named != ci.named {
-			return "", fmt.Errorf("the profile argument %q differs from the %q the %s header names", named, ci.named, headerProfile)
-		}
-		return ci.c.act(cmp.Or(named, ci.named))
+		return ci.c.act(named)
 	}
 	need, err := s.keysRequired(ctx)
 	if err != nil {

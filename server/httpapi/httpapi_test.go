@@ -1162,6 +1162,26 @@ func TestServe_MCPSingleUser(t *testing.T) {
 	if m, err := b.e.Get(t.Context(), "me", st.ID); err != nil || m.Content != "single-user MCP memory" {
 		t.Errorf("stored %+v, %v", m, err)
 	}
+	// Single-user mode acts on the profile a call names, by its argument
+	// or the connection's header.
+	callTool(t, cs, mcpserver.ToolStore, map[string]any{"content": "for a tester", "profile": "tester"}, &st)
+	if _, err := b.e.Get(t.Context(), "tester", st.ID); err != nil {
+		t.Errorf("the profile argument: %v", err)
+	}
+	hc := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+	hs, err := hc.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: b.ts.URL + "/mcp",
+		HTTPClient: &http.Client{Transport: withHeader{"X-Mnemo-Profile", "other", http.DefaultTransport}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hs.Close()
+	callTool(t, hs, mcpserver.ToolStore, map[string]any{"content": "for other"}, &st)
+	if _, err := b.e.Get(t.Context(), "other", st.ID); err != nil {
+		t.Errorf("the header: %v", err)
+	}
+	if res := callTool(t, hs, mcpserver.ToolStore, map[string]any{"content": "x", "profile": "me"}, nil); !res.IsError || !strings.Contains(textOf(res), "differs") {
+		t.Errorf("argument me, header other: %v %q", res.IsError, textOf(res))
+	}
 }
 
 // TestServe_TimesRoundTrip: created_at in any year 0001-9999 reads back as

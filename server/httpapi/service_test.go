@@ -456,6 +456,10 @@ func TestServe_Vocabulary(t *testing.T) {
 		deprecated string
 	}{
 		{map[string]any{"session": "s1"}, sorted(s1), ""},
+		{map[string]any{"session": ""}, sorted(s1, s2, s3), ""},  // "" is no filter
+		{map[string]any{"session": nil}, sorted(s1, s2, s3), ""}, // as null
+		{map[string]any{"session": []string{""}}, nil, ""},       // [""]: memories without a session
+		{map[string]any{"actor": "", "kind": nil}, sorted(s1, s2, s3), ""},
 		{map[string]any{"session": []string{"s1", "s2"}}, sorted(s1, s2), ""},
 		{map[string]any{"actor": "Caroline"}, sorted(s1, s3), ""},
 		{map[string]any{"kind": "semantic"}, sorted(s2), ""},
@@ -525,6 +529,8 @@ func TestServe_Vocabulary(t *testing.T) {
 		{"POST", "/v1/recall", map[string]any{"query": "x", "kind": "dream"}, `kind[0] = "dream"`},
 		{"GET", "/v1/search/lexical?q=x&session=s1&sessionIds=s2", nil, "not both"},
 		{"POST", "/v1/memories", map[string]any{"content": "a", "text": "b"}, "give content or its deprecated spelling text, not both"},
+		{"PATCH", "/v1/settings", map[string]any{"keywordWeight": 1, "keyword_weight": 2}, "name the same setting"},
+		{"POST", "/v1/recall", map[string]any{"query": "x", "settings": map[string]any{"minRelevance": 0.3}, "min_relevance": 0.1}, "name the same setting"},
 		{"PATCH", "/v1/memories/" + out.ID, map[string]any{"content": "a", "text": "b"}, "not both"},
 	} {
 		r := b.do(c.method, c.path, b.alice, c.body)
