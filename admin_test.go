@@ -370,7 +370,7 @@ func TestEngine_RecallPool(t *testing.T) {
 	for i := range 400 {
 		ins = append(ins, mnemo.Input{Profile: "alice", Session: fmt.Sprintf("s%d", i%3), Importance: ref(float64(i%10) / 10),
 			Content: fmt.Sprintf("%s %s %s note %d", words[i%len(words)], words[(i/3)%len(words)], words[(i/7)%len(words)], i),
-			Actor: fmt.Sprintf("A%d", i%2), Metadata: json.RawMessage(fmt.Sprintf(`{"n": %d}`, i%4))})
+			Actor:   fmt.Sprintf("A%d", i%2), Metadata: json.RawMessage(fmt.Sprintf(`{"n": %d}`, i%4))})
 	}
 	if _, err := e.RememberBatch(ctx, ins); err != nil {
 		t.Fatal(err)
