@@ -429,10 +429,22 @@ func (e *Engine) RecallPool(ctx context.Context, q Query) (*RecallResult, error)
 		return nil, err
 	}
 	if terms := recall.Terms(q.Text); len(terms) > 0 {
-		lim := max(set.LexicalCap, limit*set.FetchMultiplier)
-		hits, err := memo.Lexical(ctx, store.LexicalParams{Scope: scope, Match: store.MatchQuery{Terms: terms, All: true}, Limit: lim})
+		opts, err := set.options()
+		if err != nil {
+			return nil, err
+		}
+		// The parameters exactly as the pipeline's lexical leg gives them
+		// (recall.lexicalSearch), so that the memo answers its queries.
+		and := store.LexicalParams{Scope: scope, Match: store.MatchQuery{Terms: terms, All: true},
+			Limit: max(set.LexicalCap, limit*set.FetchMultiplier), Fields: opts.Fields}
+		if len(terms) > 1 {
+			and.MinHits = limit
+		}
+		hits, err := memo.Lexical(ctx, and)
 		if err == nil && len(hits) < limit && len(terms) > 1 {
-			hits, err = memo.Lexical(ctx, store.LexicalParams{Scope: scope, Match: store.MatchQuery{Terms: terms}, Limit: lim})
+			or := and
+			or.Match.All, or.MinHits = false, 0
+			hits, err = memo.Lexical(ctx, or)
 		}
 		if err != nil {
 			return nil, err

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,6 +16,8 @@ import (
 	"github.com/mnemo-dev/mnemo"
 	"github.com/mnemo-dev/mnemo/embed"
 	"github.com/mnemo-dev/mnemo/mnemotype"
+	"github.com/mnemo-dev/mnemo/store"
+	"github.com/mnemo-dev/mnemo/store/sqlitestore"
 )
 
 // openAdmin opens an engine on a fresh file with emb (nil: the hashing
@@ -533,5 +536,62 @@ func TestEngine_DeleteProfile(t *testing.T) {
 	addAdmin(t, e, mnemo.Input{ID: "a9", Profile: "alice", Content: "a new zebra"})
 	if got := recall("alice"); !slices.Equal(got, []string{"a9"}) {
 		t.Errorf("the new alice recalls %v, want [a9]", got)
+	}
+}
+
+// lexCountingStore records the query of every full-text search that ranks
+// (not the scoring of given ids).
+type lexCountingStore struct {
+	store.Store
+	mu    sync.Mutex
+	calls []string
+}
+
+func (s *lexCountingStore) Lexical(ctx context.Context, p store.LexicalParams) ([]mnemotype.Hit, error) {
+	if p.Only == nil {
+		s.mu.Lock()
+		s.calls = append(s.calls, fmt.Sprintf("terms %q all %v", p.Match.Terms, p.Match.All))
+		s.mu.Unlock()
+	}
+	return s.Store.Lexical(ctx, p)
+}
+
+// TestEngine_RecallPoolSearchesOnce: RecallPool's preload and the
+// pipeline share each full-text search: none runs twice.
+func TestEngine_RecallPoolSearchesOnce(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	st, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "mnemo.db"), sqlitestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	counting := &lexCountingStore{Store: st}
+	e, err := mnemo.Open("", &mnemo.Config{Store: counting, Embedder: embed.NewHash(embed.DefaultHashDim), AccessFlushInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	var ins []mnemo.Input
+	for i := range 300 {
+		ins = append(ins, mnemo.Input{Profile: "alice", Content: fmt.Sprintf("deploy note %d about the auth token", i)})
+	}
+	if _, err := e.RememberBatch(ctx, ins); err != nil {
+		t.Fatal(err)
+	}
+	for _, text := range []string{"deploy auth token", "deploy zzzunknown", "token"} {
+		counting.calls = nil
+		if _, err := e.RecallPool(ctx, mnemo.Query{Profile: "alice", Text: text, Limit: 3}); err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]bool{}
+		for _, c := range counting.calls {
+			if seen[c] {
+				t.Errorf("%q: the same full-text search ran twice: %s", text, c)
+			}
+			seen[c] = true
+		}
+		if len(counting.calls) == 0 {
+			t.Errorf("%q: no full-text search", text)
+		}
 	}
 }
