@@ -300,24 +300,13 @@ func (s *Server) wrap(rt route) http.Handler {
 	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		profile := ""
 		if !rt.public {
-			c, err := s.authenticate(r, rt.admin)
-			if err == nil {
-				err = c.allowed(rt)
-			}
-			var named string
-			if err == nil && !rt.admin {
-				named, err = namedProfile(r)
-			}
-			if err == nil && !rt.admin && !(rt.bodyProfile && named == "") && !rt.stream {
-				profile, err = c.act(named)
-			} else if err == nil && rt.bodyProfile {
-				profile = c.profile // the body may name another, or name it for a service key
-			}
+			ci, p, err := s.resolve(r, rt)
 			if err != nil {
 				s.writeError(w, r, err)
 				return
 			}
-			r = r.WithContext(context.WithValue(r.Context(), callerKey{}, callerInfo{c: c, named: named}))
+			profile = p
+			r = r.WithContext(context.WithValue(r.Context(), callerKey{}, ci))
 		}
 		if err := checkURLText(r); err != nil {
 			s.writeError(w, r, err)
@@ -354,6 +343,32 @@ func (s *Server) wrap(rt route) http.Handler {
 				"ms", float64(d.Microseconds())/1000, "remote", r.RemoteAddr)
 		}
 	})
+}
+
+// resolve authenticates r for route rt and returns its caller and the
+// profile it acts on: "" on admin routes, on MCP (each tool call names its
+// own, see mcpProfile), and for a service key's request to a route whose
+// body may name the profile (bodyProfile resolves it).
+func (s *Server) resolve(r *http.Request, rt route) (callerInfo, string, error) {
+	c, err := s.authenticate(r, rt.admin)
+	if err == nil {
+		err = c.allowed(rt)
+	}
+	if err != nil || rt.admin {
+		return callerInfo{c: c}, "", err
+	}
+	named, err := namedProfile(r)
+	ci := callerInfo{c: c, named: named}
+	switch {
+	case err != nil:
+		return ci, "", err
+	case rt.stream:
+		return ci, "", nil
+	case rt.bodyProfile && named == "":
+		return ci, c.profile, nil
+	}
+	p, err := c.act(named)
+	return ci, p, err
 }
 
 // checkURLText refuses a path id or query parameter that is not valid
