@@ -17,8 +17,9 @@ const MaxWeight = 5.0
 
 // Settings are the live, per-profile tunables of recall. Stored settings of
 // a profile override the engine's defaults key by key; a request may
-// override them again. JSON names follow seed 000 (semantic_weight,
-// keyword_weight) and extend it.
+// override them again. JSON names are snake_case; seed 000's camelCase
+// (semanticWeight, keywordWeight), which earlier releases used, is a
+// deprecated alias (SettingKey).
 type Settings struct {
 	// KeywordWeight is the lexical (BM25) leg's weight in [0, 5]. 0 skips the leg.
 	KeywordWeight float64 `json:"keyword_weight"`
