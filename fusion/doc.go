@@ -22,7 +22,7 @@
 //	rrf                 Σᵢ wᵢ / (k + rᵢ)                        k = 60 (DefaultK)
 //	borda_rank          Σᵢ wᵢ / (k_borda + rᵢ)                  k_borda = 60 (DefaultBordaK)
 //	weighted_average    Σᵢ (wᵢ / W) · nᵢ
-//	score_weighted_rrf  Σᵢ wᵢ · nᵢ / (rᵢ + k_param)              k_param = 5 (DefaultKParam)
+//	score_weighted_rrf  Σᵢ wᵢ · nᵢ / (rᵢ + kParam)              kParam = 5 (DefaultKParam)
 //	max_confidence      maxᵢ (wᵢ / w_max) · nᵢ                  ties: Σᵢ nᵢ, higher first
 //	dbsf                Σᵢ wᵢ · dᵢ,  dᵢ = clip((sᵢ − μᵢ + 3σᵢ) / 6σᵢ, 0.001, 1)
 //

@@ -15,8 +15,8 @@ const (
 	DefaultK = 60.0
 	// DefaultBordaK is BordaRank's constant, seed 002's legacy k.
 	DefaultBordaK = 60.0
-	// DefaultKParam is ScoreWeightedRRF's rank offset k_param in
-	// Σ wᵢ · nᵢ / (rᵢ + k_param) (seed 002).
+	// DefaultKParam is ScoreWeightedRRF's rank offset kParam in
+	// Σ wᵢ · nᵢ / (rᵢ + kParam) (seed 002).
 	DefaultKParam = 5.0
 	// DefaultWeight is the weight of a leg that Params.Weights does not mention.
 	DefaultWeight = 1.0
@@ -105,7 +105,7 @@ type Params struct {
 	// under the strategy used:
 	//
 	//	rrf: w_max/(k+1)   borda_rank: w_max/(k_borda+1)   weighted_average: w_max/W
-	//	score_weighted_rrf: w_max/(1+k_param)   max_confidence: 1   dbsf: w_max
+	//	score_weighted_rrf: w_max/(1+kParam)   max_confidence: 1   dbsf: w_max
 	//
 	// so the bonus means the same under every strategy (seed 004's
 	// exact-match rank bonus; with NormNone the score unit is the raw one). The bonus is added once per item however

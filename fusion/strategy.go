@@ -33,7 +33,7 @@ const (
 	// ScoreWeightedRRF weights each normalised score by a mild rank discount
 	// (seed 002):
 	//
-	//	score(d) = Σᵢ wᵢ · nᵢ(d) / (rᵢ(d) + k_param),  k_param = Params.KParam (DefaultKParam = 5).
+	//	score(d) = Σᵢ wᵢ · nᵢ(d) / (rᵢ(d) + kParam),  kParam = Params.KParam (DefaultKParam = 5).
 	ScoreWeightedRRF Strategy = "score_weighted_rrf"
 	// MaxConfidence keeps the strongest single signal (seed 002):
 	//
