@@ -77,11 +77,8 @@ func (e *Engine) List(ctx context.Context, q ListQuery) (Page, error) {
 		return Page{}, mnemotype.Invalidf("limit = %d: must be an integer in [1, %d]", q.Limit, MaxListLimit)
 	}
 	// The recall query's checks of the same fields.
-	if err := (Query{Profile: q.Profile, Project: q.Project, Sessions: []string{q.Session}, Actors: q.Actors,
-		After: q.After, Before: q.Before, Metadata: q.Metadata}).validateScope(); err != nil {
-		return Page{}, err
-	}
-	md, err := mnemotype.MetadataFilter("metadata", q.Metadata)
+	md, err := (Query{Profile: q.Profile, Project: q.Project, Sessions: []string{q.Session}, Actors: q.Actors,
+		After: q.After, Before: q.Before, Metadata: q.Metadata}).validateScope()
 	if err != nil {
 		return Page{}, err
 	}

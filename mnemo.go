@@ -686,7 +686,7 @@ func (e *Engine) Forget(ctx context.Context, profile, id string) error {
 }
 
 // ForgetQuery selects the memories ForgetMatching deletes: those of
-// Profile in Project and/or Session (one of them at least).
+// Profile that match every field given (one at least besides Profile).
 type ForgetQuery struct {
 	Profile string
 	Project string
@@ -714,11 +714,8 @@ func (e *Engine) ForgetMatching(ctx context.Context, q ForgetQuery) (int, error)
 	if q.Project == "" && q.Session == "" && len(q.Actors) == 0 && q.After.IsZero() && q.Before.IsZero() && len(q.Metadata) == 0 {
 		return 0, mnemotype.Invalidf("give a project, a session, actors, a time range or a metadata filter to delete (a whole profile: DeleteProfile)")
 	}
-	if err := (Query{Profile: q.Profile, Project: q.Project, Sessions: []string{q.Session}, Actors: q.Actors,
-		After: q.After, Before: q.Before, Metadata: q.Metadata}).validateScope(); err != nil {
-		return 0, err
-	}
-	md, err := mnemotype.MetadataFilter("metadata", q.Metadata)
+	md, err := (Query{Profile: q.Profile, Project: q.Project, Sessions: []string{q.Session}, Actors: q.Actors,
+		After: q.After, Before: q.Before, Metadata: q.Metadata}).validateScope()
 	if err != nil {
 		return 0, err
 	}

@@ -18,24 +18,31 @@ import (
 // before Recall so that a query is never answered for text whose invalid
 // bytes were silently replaced.
 func (q Query) Validate() error {
+	_, err := q.validate()
+	return err
+}
+
+// validate is Validate, returning the metadata filter as matches.
+func (q Query) validate() ([]mnemotype.MetadataMatch, error) {
 	if strings.TrimSpace(q.Profile) == "" {
-		return mnemotype.Invalidf("profile is required")
+		return nil, mnemotype.Invalidf("profile is required")
 	}
 	if strings.TrimSpace(q.Text) == "" {
-		return mnemotype.Invalidf("query is empty")
+		return nil, mnemotype.Invalidf("query is empty")
 	}
 	if q.Limit < 0 || q.Limit > MaxLimit {
-		return mnemotype.Invalidf("limit = %d: must be an integer in [1, %d]", q.Limit, MaxLimit)
+		return nil, mnemotype.Invalidf("limit = %d: must be an integer in [1, %d]", q.Limit, MaxLimit)
 	}
 	if err := mnemotype.CheckText("query", q.Text); err != nil {
-		return err
+		return nil, err
 	}
 	return q.validateScope()
 }
 
 // validateScope checks the fields of q that scope it (every one but the
-// text and the limit), as Validate does.
-func (q Query) validateScope() error {
+// text and the limit), as Validate does, and returns the metadata filter as
+// matches.
+func (q Query) validateScope() ([]mnemotype.MetadataMatch, error) {
 	check := []struct{ name, v string }{{"profile", q.Profile}, {"project", q.Project}}
 	for i, s := range q.Sessions {
 		check = append(check, struct{ name, v string }{fmt.Sprintf("sessions[%d]", i), s})
@@ -52,12 +59,12 @@ func (q Query) validateScope() error {
 	}
 	for _, c := range check {
 		if err := mnemotype.CheckText(c.name, c.v); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	for i, k := range q.Kinds {
 		if _, err := mnemotype.ParseKind(string(k)); err != nil || k == "" {
-			return mnemotype.Invalidf("kinds[%d] = %q: must be one of episodic, semantic, identity", i, k)
+			return nil, mnemotype.Invalidf("kinds[%d] = %q: must be one of episodic, semantic, identity", i, k)
 		}
 	}
 	for _, l := range []struct {
@@ -65,19 +72,20 @@ func (q Query) validateScope() error {
 		n    int
 	}{{"exclude", len(q.Exclude)}, {"sessions", len(q.Sessions)}, {"kinds", len(q.Kinds)}, {"actors", len(q.Actors)}} {
 		if l.n > MaxListItems {
-			return mnemotype.Invalidf("%s has %d items: at most %d allowed", l.name, l.n, MaxListItems)
+			return nil, mnemotype.Invalidf("%s has %d items: at most %d allowed", l.name, l.n, MaxListItems)
 		}
 	}
 	for i, a := range q.Actors {
 		if err := mnemotype.CheckText(fmt.Sprintf("actors[%d]", i), a); err != nil {
-			return err
+			return nil, err
 		}
 		if len(a) > mnemotype.MaxActorBytes {
-			return mnemotype.Invalidf("actors[%d] is %d bytes: at most %d allowed", i, len(a), mnemotype.MaxActorBytes)
+			return nil, mnemotype.Invalidf("actors[%d] is %d bytes: at most %d allowed", i, len(a), mnemotype.MaxActorBytes)
 		}
 	}
-	if _, err := mnemotype.MetadataFilter("metadata", q.Metadata); err != nil {
-		return err
+	md, err := mnemotype.MetadataFilter("metadata", q.Metadata)
+	if err != nil {
+		return nil, err
 	}
 	for _, b := range []struct {
 		name string
@@ -85,12 +93,12 @@ func (q Query) validateScope() error {
 	}{{"after", q.After}, {"before", q.Before}} {
 		if !b.t.IsZero() {
 			if err := mnemotype.CheckTime(b.name, b.t); err != nil {
-				return err
+				return nil, err
 			}
 		}
 	}
 	if !q.After.IsZero() && !q.Before.IsZero() && !q.After.Before(q.Before) {
-		return mnemotype.Invalidf("after (%s) must be earlier than before (%s)", q.After.UTC().Format(time.RFC3339Nano), q.Before.UTC().Format(time.RFC3339Nano))
+		return nil, mnemotype.Invalidf("after (%s) must be earlier than before (%s)", q.After.UTC().Format(time.RFC3339Nano), q.Before.UTC().Format(time.RFC3339Nano))
 	}
-	return nil
+	return md, nil
 }

@@ -96,10 +96,7 @@ func (e *Engine) Recall(ctx context.Context, q Query) (*RecallResult, error) {
 	}
 	defer done()
 	start := time.Now()
-	if err := q.Validate(); err != nil {
-		return nil, err
-	}
-	md, err := mnemotype.MetadataFilter("metadata", q.Metadata)
+	md, err := q.validate()
 	if err != nil {
 		return nil, err
 	}
