@@ -22,6 +22,14 @@ type tracker struct {
 
 	mu      sync.Mutex
 	pending map[accessKey]*store.Access
+	// writing is closed when the write in progress ends (nil when none);
+	// written counts the writes ended. Readers of the signals use them to
+	// tell whether the store's rows and pending, read at different times,
+	// count a batch twice or not at all.
+	writing chan struct{}
+	written uint64
+	// flushMu makes writes one at a time.
+	flushMu sync.Mutex
 
 	stop chan struct{}
 	done chan struct{}
@@ -73,9 +81,54 @@ func (t *tracker) loop() {
 	}
 }
 
+// signals reads ids' signals from st and adds the accesses recorded here
+// and not yet written, so that a recall ranks by every access this process
+// has made, written or not. A write of the batch that overlaps the read
+// makes it read again, after the write.
+func (t *tracker) signals(ctx context.Context, st store.Store, profile string, ids []string) (map[string]store.Signals, error) {
+	for {
+		t.mu.Lock()
+		writing, written := t.writing, t.written
+		t.mu.Unlock()
+		if writing != nil {
+			select {
+			case <-writing:
+				continue
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		sig, err := st.Signals(ctx, profile, ids)
+		if err != nil {
+			return nil, err
+		}
+		t.mu.Lock()
+		if t.writing != nil || t.written != written {
+			t.mu.Unlock()
+			continue
+		}
+		for _, id := range ids {
+			a := t.pending[accessKey{profile, id}]
+			s, ok := sig[id]
+			if a == nil || !ok {
+				continue
+			}
+			s.AccessCount += a.Count
+			if a.At.After(s.AccessedAt) {
+				s.AccessedAt = a.At
+			}
+			sig[id] = s
+		}
+		t.mu.Unlock()
+		return sig, nil
+	}
+}
+
 // flush writes the pending batch; on failure the batch is put back so a
 // later flush retries it.
 func (t *tracker) flush(ctx context.Context) error {
+	t.flushMu.Lock()
+	defer t.flushMu.Unlock()
 	t.mu.Lock()
 	if len(t.pending) == 0 {
 		t.mu.Unlock()
@@ -86,15 +139,21 @@ func (t *tracker) flush(ctx context.Context) error {
 		batch = append(batch, *a)
 	}
 	t.pending = map[accessKey]*store.Access{}
+	writing := make(chan struct{})
+	t.writing = writing
 	t.mu.Unlock()
-	if err := t.st.RecordAccess(ctx, batch); err != nil {
+	err := t.st.RecordAccess(ctx, batch)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.writing, t.written = nil, t.written+1
+	close(writing)
+	if err != nil {
 		if errors.Is(err, mnemotype.ErrReadOnly) {
 			// A store opened for reading keeps no statistics: drop them
 			// rather than hold them for a write that cannot come.
 			t.log.Debug("access statistics not recorded: the store is read-only", "count", len(batch))
 			return nil
 		}
-		t.mu.Lock()
 		for _, a := range batch {
 			k := accessKey{a.Profile, a.ID}
 			if p := t.pending[k]; p != nil {
@@ -107,7 +166,6 @@ func (t *tracker) flush(ctx context.Context) error {
 				t.pending[k] = &a
 			}
 		}
-		t.mu.Unlock()
 		return err
 	}
 	return nil

@@ -11,14 +11,13 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
+	"github.com/mnemo-dev/mnemo/dense"
 	"github.com/mnemo-dev/mnemo/mnemotype"
 	"github.com/mnemo-dev/mnemo/recall"
 	"github.com/mnemo-dev/mnemo/store"
-	"github.com/mnemo-dev/mnemo/vector"
 )
 
 // List limits.
@@ -372,12 +371,11 @@ func (e *Engine) Authenticate(ctx context.Context, token string) (APIKey, error)
 
 // RecallPool answers q like Recall with the candidate_policy "pool" (seed
 // 001's two-stage pool: the lexical leg's top LexicalCap plus the PoolSize
-// most recently accessed memories), but without loading the profile's
-// whole in-memory index: only the pool's embeddings and signals are read
-// from the store. It is for one-shot processes such as `mnemo recollect`,
-// where loading every embedding of a large profile would cost more than
-// the recall itself; a long-running process should call Recall, whose
-// index stays warm.
+// most recently accessed memories), reading the pool's embeddings from the
+// store instead of loading the profile's in-memory index (dense.Scan). It
+// is for one-shot processes such as `mnemo recollect`, where loading every
+// embedding of a large profile would cost more than the recall itself; a
+// long-running process should call Recall, whose index stays warm.
 func (e *Engine) RecallPool(ctx context.Context, q Query) (*RecallResult, error) {
 	done, err := e.enter()
 	if err != nil {
@@ -390,129 +388,5 @@ func (e *Engine) RecallPool(ctx context.Context, q Query) (*RecallResult, error)
 	}
 	over["candidate_policy"] = string(recall.PolicyPool)
 	q.Overrides = over
-	if strings.TrimSpace(q.Profile) == "" {
-		return nil, mnemotype.Invalidf("profile is required")
-	}
-	set, err := e.settings(ctx, q.Profile)
-	if err != nil {
-		return nil, err
-	}
-	if set, err = set.Apply(over); err != nil {
-		return nil, err
-	}
-	limit := q.Limit
-	if limit <= 0 {
-		limit = DefaultLimit
-	}
-	seq, err := e.st.Sequence(ctx)
-	if err != nil {
-		return nil, err
-	}
-	// The pool, as the pipeline will form it: the most recently accessed
-	// embedded memories and the lexical hits (AND, broadened to OR when AND
-	// finds too few). An id the pipeline asks about beyond these is only
-	// scored by the legs that need no embedding.
-	md, err := mnemotype.MetadataFilter("metadata", q.Metadata)
-	if err != nil {
-		return nil, err
-	}
-	// The scope exactly as Recall builds it, so that the memo answers the
-	// pipeline's queries.
-	scope := mnemotype.Scope{Profile: q.Profile, Project: q.Project, Sessions: q.Sessions, Kinds: q.Kinds, Exclude: q.Exclude,
-		Actors: q.Actors, After: q.After, Before: q.Before, Metadata: md}
-	memo := &memoStore{Store: e.st, lexical: map[string][]mnemotype.Hit{}, recent: map[string][]string{}}
-	ids, err := memo.RecentlyAccessed(ctx, scope, set.PoolSize)
-	if err != nil {
-		return nil, err
-	}
-	if terms := recall.Terms(q.Text); len(terms) > 0 {
-		opts, err := set.options()
-		if err != nil {
-			return nil, err
-		}
-		// The parameters exactly as the pipeline's lexical leg gives them
-		// (recall.lexicalSearch), so that the memo answers its queries.
-		and := store.LexicalParams{Scope: scope, Match: store.MatchQuery{Terms: terms, All: true},
-			Limit: max(set.LexicalCap, limit*set.FetchMultiplier), Fields: opts.Fields}
-		if len(terms) > 1 {
-			and.MinHits = limit
-		}
-		hits, err := memo.Lexical(ctx, and)
-		if err == nil && len(hits) < limit && len(terms) > 1 {
-			or := and
-			or.Match.All, or.MinHits = false, 0
-			hits, err = memo.Lexical(ctx, or)
-		}
-		if err != nil {
-			return nil, err
-		}
-		for _, h := range hits {
-			ids = append(ids, h.ID)
-		}
-	}
-	x := vector.New()
-	if len(ids) > 0 {
-		mems, err := e.st.Get(ctx, store.GetParams{Profile: q.Profile, IDs: ids, WithEmbedding: true})
-		if err != nil {
-			return nil, err
-		}
-		if err := x.Upsert(mems); err != nil {
-			e.log.Warn("index pool", "profile", q.Profile, "err", err)
-		}
-	}
-	x.Seq = seq // writes after seq reach it through the change feed as usual
-	// A view of e whose only index is the pool: Recall runs unchanged on it.
-	// The view's store answers the pipeline's repeats of the queries above
-	// from memory instead of running them twice.
-	view := &Engine{cfg: e.cfg, st: memo, emb: e.emb, log: e.log, access: e.access,
-		indexes: map[string]*profileIndex{q.Profile: {x: x, partial: true}}}
-	return view.Recall(ctx, q)
-}
-
-// memoStore remembers the answers of Lexical and RecentlyAccessed for one
-// recall, keyed by their exact parameters. It is used by one goroutine's
-// recall at a time, but the pipeline's legs run concurrently, hence the
-// lock.
-type memoStore struct {
-	store.Store
-	mu      sync.Mutex
-	lexical map[string][]mnemotype.Hit
-	recent  map[string][]string
-}
-
-func (m *memoStore) Lexical(ctx context.Context, p store.LexicalParams) ([]mnemotype.Hit, error) {
-	if p.Only != nil {
-		return m.Store.Lexical(ctx, p)
-	}
-	key := fmt.Sprintf("%#v", p)
-	m.mu.Lock()
-	hits, ok := m.lexical[key]
-	m.mu.Unlock()
-	if ok {
-		return append([]mnemotype.Hit(nil), hits...), nil
-	}
-	hits, err := m.Store.Lexical(ctx, p)
-	if err == nil {
-		m.mu.Lock()
-		m.lexical[key] = append([]mnemotype.Hit(nil), hits...)
-		m.mu.Unlock()
-	}
-	return hits, err
-}
-
-func (m *memoStore) RecentlyAccessed(ctx context.Context, scope mnemotype.Scope, n int) ([]string, error) {
-	key := fmt.Sprintf("%#v %d", scope, n)
-	m.mu.Lock()
-	ids, ok := m.recent[key]
-	m.mu.Unlock()
-	if ok {
-		return append([]string(nil), ids...), nil
-	}
-	ids, err := m.Store.RecentlyAccessed(ctx, scope, n)
-	if err == nil {
-		m.mu.Lock()
-		m.recent[key] = append([]string(nil), ids...)
-		m.mu.Unlock()
-	}
-	return ids, err
+	return e.recall(ctx, q, dense.NewScan(e.st))
 }

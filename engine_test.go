@@ -344,14 +344,19 @@ func TestEngine_AccessTracking(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// NoTouch recalls are not accesses.
+	// NoTouch recalls are not accesses. The accesses not yet written
+	// count in the access leg already.
 	for i := 0; i < 2; i++ {
-		res, err := e.Recall(ctx, mnemo.Query{Profile: "me", Text: "tracked", NoTouch: true, Timings: true})
+		res, err := e.Recall(ctx, mnemo.Query{Profile: "me", Text: "tracked", NoTouch: true, Trace: true,
+			Overrides: map[string]string{"access_weight": "0.2"}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(res.Results) != 1 {
 			t.Fatalf("NoTouch recall returned %d memories, want 1", len(res.Results))
+		}
+		if l := res.Trace.Legs[mnemotype.LegAccess]; len(l) != 1 || l[0].Score != 3 {
+			t.Errorf("access leg before the statistics are written = %+v, want count 3", l)
 		}
 	}
 	if err := e.Close(); err != nil {

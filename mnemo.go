@@ -29,13 +29,13 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/mnemo-dev/mnemo/dense"
 	"github.com/mnemo-dev/mnemo/embed"
 	"github.com/mnemo-dev/mnemo/embed/glove"
 	"github.com/mnemo-dev/mnemo/mnemotype"
 	"github.com/mnemo-dev/mnemo/recall"
 	"github.com/mnemo-dev/mnemo/store"
 	"github.com/mnemo-dev/mnemo/store/sqlitestore"
-	"github.com/mnemo-dev/mnemo/vector"
 )
 
 // Re-exported leaf types, so users of the library need one import.
@@ -139,6 +139,11 @@ type Config struct {
 	// when there is no database there, instead of creating one. Ignored
 	// with Store.
 	MustExist bool
+	// IndexBudget bounds the bytes of the in-memory dense indexes Recall
+	// keeps per profile; beyond it the least recently used profiles are
+	// dropped and loaded again when next recalled. Defaults to
+	// dense.DefaultBudget.
+	IndexBudget int64
 }
 
 func (c *Config) withDefaults() Config {
@@ -167,26 +172,16 @@ func (c *Config) withDefaults() Config {
 
 // Engine is a memory engine. It is safe for concurrent use.
 type Engine struct {
-	cfg     Config
-	st      store.Store
-	emb     embed.Embedder
-	log     *slog.Logger
-	access  *tracker
+	cfg    Config
+	st     store.Store
+	emb    embed.Embedder
+	log    *slog.Logger
+	access *tracker
+	// dense holds the profiles' dense indexes, caught up with the store
+	// before each recall.
+	dense   *dense.Catalog
 	closeMu sync.RWMutex
 	closed  bool
-
-	mu      sync.Mutex
-	indexes map[string]*profileIndex
-}
-
-// profileIndex is a profile's in-memory catalog and the lock that
-// serialises catching it up with the store.
-type profileIndex struct {
-	sync sync.Mutex
-	x    *vector.Index
-	// partial marks an index holding part of the profile (RecallPool's
-	// pool): the profile's size is then read from the store.
-	partial bool
 }
 
 // Open opens the engine on the SQLite file at path (created if missing),
@@ -214,7 +209,8 @@ func Open(path string, cfg *Config) (*Engine, error) {
 		}
 		st = s
 	}
-	e := &Engine{cfg: c, st: st, emb: c.Embedder, log: c.Logger, indexes: map[string]*profileIndex{}}
+	e := &Engine{cfg: c, st: st, emb: c.Embedder, log: c.Logger,
+		dense: dense.NewCatalog(st, dense.Options{Dim: c.Embedder.Dim(), Budget: c.IndexBudget, Logger: c.Logger})}
 	e.access = newTracker(st, c.Logger, c.AccessFlushInterval)
 	return e, nil
 }
@@ -747,9 +743,7 @@ func (e *Engine) DeleteProfile(ctx context.Context, profile string) (ProfileDele
 	if err != nil {
 		return out, err
 	}
-	e.mu.Lock()
-	delete(e.indexes, profile) // its memories are gone: no need to hold the catalog
-	e.mu.Unlock()
+	e.dense.Evict(profile) // its memories are gone: no need to hold its index
 	return out, nil
 }
 
@@ -895,39 +889,6 @@ func (e *Engine) ResetSettings(ctx context.Context, profile string, keys []strin
 		return Settings{}, err
 	}
 	return next, nil
-}
-
-// index returns profile's in-memory catalog, caught up with the store.
-func (e *Engine) index(ctx context.Context, profile string) (*vector.Index, error) {
-	e.mu.Lock()
-	pi := e.indexes[profile]
-	if pi == nil {
-		// The index keeps the embedder's dimension whatever it meets first,
-		// so it follows a profile migrated to it (Reembed with All, here
-		// or by another process) instead of dropping the new vectors.
-		pi = &profileIndex{x: vector.NewDim(e.emb.Dim())}
-		e.indexes[profile] = pi
-	}
-	e.mu.Unlock()
-	seq, err := e.st.Sequence(ctx)
-	if err != nil {
-		return nil, err
-	}
-	pi.sync.Lock()
-	defer pi.sync.Unlock()
-	if seq <= pi.x.Seq {
-		return pi.x, nil
-	}
-	cs, err := e.st.Changes(ctx, profile, pi.x.Seq)
-	if err != nil {
-		return nil, err
-	}
-	pi.x.Delete(cs.Deleted...)
-	if err := pi.x.Upsert(cs.Upserts); err != nil && !errors.Is(err, ErrDimensionMismatch) {
-		e.log.Warn("index profile", "profile", profile, "err", err)
-	}
-	pi.x.Seq = cs.Seq
-	return pi.x, nil
 }
 
 // DefaultHome is mnemo's data directory: $MNEMO_HOME, else

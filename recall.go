@@ -13,7 +13,6 @@ import (
 	"github.com/mnemo-dev/mnemo/mnemotype"
 	"github.com/mnemo-dev/mnemo/recall"
 	"github.com/mnemo-dev/mnemo/store"
-	"github.com/mnemo-dev/mnemo/vector"
 )
 
 // Query is one recall request.
@@ -95,6 +94,12 @@ func (e *Engine) Recall(ctx context.Context, q Query) (*RecallResult, error) {
 		return nil, err
 	}
 	defer done()
+	return e.recall(ctx, q, e.dense)
+}
+
+// recall answers q with vec as the dense leg: the engine's catalog of
+// in-memory indexes, or (RecallPool) a scan of the store.
+func (e *Engine) recall(ctx context.Context, q Query, vec recall.Dense) (*RecallResult, error) {
 	start := time.Now()
 	md, err := q.validate()
 	if err != nil {
@@ -121,14 +126,7 @@ func (e *Engine) Recall(ctx context.Context, q Query) (*RecallResult, error) {
 		opts.Fusion.HighConfidence = false
 	}
 	timings := map[string]float64{}
-
-	t0 := time.Now()
-	idx, err := e.index(ctx, q.Profile)
-	if err != nil {
-		return nil, err
-	}
-	timings["index_sync"] = msSince(t0)
-	size, err := e.profileSize(ctx, q.Profile, idx)
+	size, err := e.st.Count(ctx, q.Profile)
 	if err != nil {
 		return nil, err
 	}
@@ -166,11 +164,19 @@ func (e *Engine) Recall(ctx context.Context, q Query) (*RecallResult, error) {
 	if err := e.noEmbedding(); err != nil && opts.Fusion.Weight(mnemotype.LegDense) > 0 {
 		req.VectorErr = err // the dense leg is skipped, and the trace says why
 	} else if opts.Fusion.Weight(mnemotype.LegDense) > 0 {
+		t0 := time.Now()
+		// Catching the index up first keeps the load of a profile out of
+		// the dense leg's timing, and says whether it can answer at all.
+		foreign, err := e.foreignDim(ctx, q.Profile, vec)
+		if err != nil {
+			return nil, err
+		}
+		timings["index_sync"] = msSince(t0)
 		t0 = time.Now()
 		req.Vector, req.VectorErr = e.embedQuery(ctx, q.Text)
-		if n, d := idx.Foreign(); req.VectorErr == nil && n > 0 && idx.Embedded() == 0 {
+		if req.VectorErr == nil && foreign != 0 {
 			req.Vector, req.VectorErr = nil, fmt.Errorf("%w: memories hold %d-d embeddings, embedder %s gives %d-d (re-embed with `mnemo reembed --all` or switch the embedder back)",
-				ErrDimensionMismatch, d, e.emb.Model(), e.emb.Dim())
+				ErrDimensionMismatch, foreign, e.emb.Model(), e.emb.Dim())
 		}
 		timings["embed"] = msSince(t0)
 		if req.VectorErr != nil {
@@ -180,12 +186,12 @@ func (e *Engine) Recall(ctx context.Context, q Query) (*RecallResult, error) {
 			e.log.Log(ctx, embedFailureLevel(req.VectorErr), "query embedding unavailable; recalling without the dense leg", "err", req.VectorErr)
 		}
 	}
-	resp, err := recall.Run(ctx, e.st, idx, req)
+	resp, err := recall.Run(ctx, source{e.st, e.access}, vec, req)
 	if err != nil {
 		return nil, err
 	}
 
-	t0 = time.Now()
+	t0 := time.Now()
 	ids := make([]string, len(resp.Results))
 	for i, r := range resp.Results {
 		ids[i] = r.ID
@@ -255,7 +261,6 @@ func (e *Engine) Recall(ctx context.Context, q Query) (*RecallResult, error) {
 		for i, r := range out.Results {
 			touched[i] = r.ID
 		}
-		idx.Touch(now, touched...)
 		e.access.record(q.Profile, now, touched)
 	}
 	if resp.Trace != nil {
@@ -290,16 +295,34 @@ func (e *Engine) embedQuery(ctx context.Context, text string) ([]float32, error)
 	return vs[0], nil
 }
 
-// profileSize is the number of memories in the profile: its index's, unless
-// the index holds only part of it (RecallPool).
-func (e *Engine) profileSize(ctx context.Context, profile string, idx *vector.Index) (int, error) {
-	e.mu.Lock()
-	pi := e.indexes[profile]
-	e.mu.Unlock()
-	if pi != nil && pi.partial {
-		return e.st.Count(ctx, profile)
+// foreignDim is the dimension of profile's embeddings when none has the
+// embedder's (the profile was embedded by another model and not
+// re-embedded), else 0. Asked of the catalog, it also catches the
+// profile's index up.
+func (e *Engine) foreignDim(ctx context.Context, profile string, vec recall.Dense) (int, error) {
+	if vec == recall.Dense(e.dense) {
+		s, err := e.dense.Profile(ctx, profile)
+		if err != nil || s.Embedded > 0 || s.Foreign == 0 {
+			return 0, err
+		}
+		return s.ForeignDim, nil
 	}
-	return idx.Len(), nil
+	d, err := e.st.EmbeddingDim(ctx, profile)
+	if err != nil || d == e.emb.Dim() {
+		return 0, err
+	}
+	return d, nil
+}
+
+// source is the recall pipeline's view of the store: the signals include
+// the accesses this process has recorded and not yet written.
+type source struct {
+	store.Store
+	access *tracker
+}
+
+func (s source) Signals(ctx context.Context, profile string, ids []string) (map[string]store.Signals, error) {
+	return s.access.signals(ctx, s.Store, profile, ids)
 }
 
 func msSince(t time.Time) float64 { return float64(time.Since(t).Microseconds()) / 1000 }

@@ -381,7 +381,7 @@ func TestEngine_Reembed_LeavesConcurrentEditsAlone(t *testing.T) {
 
 func TestEngine_Reembed_Invalid(t *testing.T) {
 	t.Parallel()
-	e := openAt(t, filepath.Join(t.TempDir(), "mnemo.db"), nil)
+	e := openAt(t, filepath.Join(t.TempDir(), "mnemo.db"), embed.NewHash(16))
 	for _, p := range []mnemo.ReembedParams{{}, {Profile: " "}, {Profile: "me", BatchSize: -1}, {Profile: "me", BatchSize: mnemo.MaxListLimit + 1}} {
 		if _, err := e.Reembed(t.Context(), p); !errors.Is(err, mnemo.ErrInvalid) {
 			t.Errorf("Reembed(%+v) = %v, want ErrInvalid", p, err)

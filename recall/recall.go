@@ -1,8 +1,8 @@
 // Package recall runs one recall request: the retrieval legs concurrently
 // inside the request's scope, seed 001's pre-compute pass that scores every
 // candidate in every leg it can, fusion, and the importance prior. It knows
-// nothing about SQL: it consumes a small Source interface and an in-memory
-// vector.Index.
+// nothing about SQL or indexes: it consumes two ports, Source (the store's
+// full text, turns and signals) and Dense (dense retrieval).
 package recall
 
 import (
@@ -14,31 +14,52 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mnemo-dev/mnemo/dense"
 	"github.com/mnemo-dev/mnemo/fusion"
 	"github.com/mnemo-dev/mnemo/internal/ftstoken"
 	"github.com/mnemo-dev/mnemo/mnemotype"
 	"github.com/mnemo-dev/mnemo/relevance"
 	"github.com/mnemo-dev/mnemo/store"
-	"github.com/mnemo-dev/mnemo/vector"
 )
 
-// Source is what the pipeline needs from storage.
+// Source is what the pipeline needs from storage; the methods are
+// store.Store's, with its contracts.
 type Source interface {
 	Lexical(ctx context.Context, p store.LexicalParams) ([]mnemotype.Hit, error)
 	RecentlyAccessed(ctx context.Context, scope mnemotype.Scope, n int) ([]string, error)
 	Neighbors(ctx context.Context, scope mnemotype.Scope, ids []string, radius int) ([]store.Neighbor, error)
-	InScope(ctx context.Context, scope mnemotype.Scope, ids []string) ([]string, error)
+	// Signals may add what the store has not yet recorded (accesses
+	// batched in the caller's process).
+	Signals(ctx context.Context, profile string, ids []string) (map[string]store.Signals, error)
 }
 
-// Vectors is what the pipeline needs from the in-memory index.
-type Vectors interface {
-	Search(q []float32, model string, f vector.Filter, k int) ([]mnemotype.Hit, error)
-	SearchSerial(q []float32, model string, f vector.Filter, k int) ([]mnemotype.Hit, error)
-	Score(q []float32, model string, ids []string) ([]mnemotype.Hit, error)
-	Signals(ids []string) map[string]vector.Signals
+// Dense is the dense-retrieval port: cosine similarity between a query
+// embedding and the stored embeddings of one profile. Implementations
+// (package dense's Catalog and Scan; a store that ranks embeddings itself)
+// run package densetest's conformance suite, which checks this contract:
+//
+//   - Search returns the exact top q.K memories of q.Scope (every field
+//     honoured, metadata included) among those embedded by q.Model, most
+//     similar first, ties by id, Rank unset;
+//   - Score returns the similarity of each of ids that belongs to
+//     q.Scope.Profile and is embedded by q.Model, best first, and leaves out
+//     the rest; the rest of the scope is not read;
+//   - a call sees every write the store committed before it began, by any
+//     process;
+//   - a query of another dimension than the profile's embeddings is an
+//     error wrapping mnemotype.ErrDimensionMismatch; ctx's end, an error
+//     wrapping its cause.
+//
+// Both are safe for concurrent use.
+type Dense interface {
+	Search(ctx context.Context, q dense.Query) ([]mnemotype.Hit, error)
+	Score(ctx context.Context, q dense.Query, ids []string) ([]mnemotype.Hit, error)
 }
 
-var _ Vectors = (*vector.Index)(nil)
+var (
+	_ Dense = (*dense.Catalog)(nil)
+	_ Dense = (*dense.Scan)(nil)
+)
 
 // CandidatePolicy chooses which memories the dense leg considers.
 type CandidatePolicy string
@@ -204,7 +225,7 @@ type Response struct {
 }
 
 // Run executes req.
-func Run(ctx context.Context, src Source, vec Vectors, req Request) (*Response, error) {
+func Run(ctx context.Context, src Source, vec Dense, req Request) (*Response, error) {
 	start := time.Now()
 	o := req.Options
 	if o.FetchMultiplier <= 0 {
@@ -258,16 +279,16 @@ func Run(ctx context.Context, src Source, vec Vectors, req Request) (*Response, 
 		}
 		tr.Skipped[mnemotype.LegDense] = reason
 	}
-	filter := vector.FilterOf(req.Scope)
+	dq := dense.Query{Vector: req.Vector, Model: req.Model, Scope: req.Scope}
 
 	var (
-		mu       sync.Mutex
-		lexical  []mnemotype.Hit
-		dense    []mnemotype.Hit
-		recent   []string
-		errs     []error
-		wg       sync.WaitGroup
-		lexLimit = fetch
+		mu        sync.Mutex
+		lexical   []mnemotype.Hit
+		denseHits []mnemotype.Hit
+		recent    []string
+		errs      []error
+		wg        sync.WaitGroup
+		lexLimit  = fetch
 	)
 	if o.Policy == PolicyPool {
 		lexLimit = max(o.LexicalCap, fetch)
@@ -310,24 +331,19 @@ func Run(ctx context.Context, src Source, vec Vectors, req Request) (*Response, 
 		})
 	}
 	if runDense && o.Policy == PolicyScope {
-		search := vec.Search
-		if crossConcurrent {
-			search = vec.SearchSerial // the lexical leg has the other CPU
-		}
 		wg.Add(1)
 		go timed("dense", func() error {
+			q := dq
+			// With both legs, the lexical leg has the other CPU.
+			q.K, q.Serial = fetch, crossConcurrent
 			var err error
-			if len(req.Scope.Metadata) > 0 {
-				dense, err = metadataSearch(ctx, src, search, req, filter, fetch)
-			} else {
-				dense, err = search(req.Vector, req.Model, filter, fetch)
-			}
+			denseHits, err = vec.Search(ctx, q)
 			if err == nil && crossConcurrent {
 				wg.Add(1)
 				go timed("lexical_cross", func() error {
-					if op := <-opReady; op != "" && len(dense) > 0 {
+					if op := <-opReady; op != "" && len(denseHits) > 0 {
 						denseLex, crossErr = src.Lexical(ctx, store.LexicalParams{
-							Scope: req.Scope, Match: store.MatchQuery{Terms: tr.Terms, All: op == "and"}, Only: ids(dense), Fields: o.Fields,
+							Scope: req.Scope, Match: store.MatchQuery{Terms: tr.Terms, All: op == "and"}, Only: ids(denseHits), Fields: o.Fields,
 						})
 					}
 					return nil
@@ -374,21 +390,21 @@ func Run(ctx context.Context, src Source, vec Vectors, req Request) (*Response, 
 	}
 	if runDense && o.Policy == PolicyPool {
 		pool := union(recent, ids(lexical))
-		if dense, err = vec.Score(req.Vector, req.Model, pool); err != nil {
+		if denseHits, err = vec.Score(ctx, dq, pool); err != nil {
 			return nil, fmt.Errorf("dense leg: %w", err)
 		}
 	}
 	if runDense {
-		if missing := minus(ids(lexical), dense); len(missing) > 0 {
-			extra, err := vec.Score(req.Vector, req.Model, missing)
+		if missing := minus(ids(lexical), denseHits); len(missing) > 0 {
+			extra, err := vec.Score(ctx, dq, missing)
 			if err != nil {
 				return nil, fmt.Errorf("dense leg: %w", err)
 			}
-			dense = append(dense, extra...)
+			denseHits = append(denseHits, extra...)
 		}
 	}
 	if runLexical && !lexicalScored {
-		if missing := minus(ids(dense), lexical); len(missing) > 0 {
+		if missing := minus(ids(denseHits), lexical); len(missing) > 0 {
 			extra, err := src.Lexical(ctx, store.LexicalParams{
 				Scope: req.Scope, Match: store.MatchQuery{Terms: tr.Terms, All: tr.LexicalOp == "and"}, Only: missing, Fields: o.Fields,
 			})
@@ -405,17 +421,20 @@ func Run(ctx context.Context, src Source, vec Vectors, req Request) (*Response, 
 		legs[mnemotype.LegLexical] = fusion.DenseRanks(lexical)
 	}
 	if runDense {
-		legs[mnemotype.LegDense] = fusion.DenseRanks(dense)
+		legs[mnemotype.LegDense] = fusion.DenseRanks(denseHits)
 	}
-	cands := union(ids(lexical), ids(dense))
+	cands := union(ids(lexical), ids(denseHits))
 	tr.Candidates = len(cands)
 	t0 = time.Now()
-	sig := vec.Signals(cands)
+	sig, err := src.Signals(ctx, req.Scope.Profile, cands)
+	if err != nil {
+		return nil, fmt.Errorf("signals: %w", err)
+	}
 	if w(mnemotype.LegRecency) > 0 {
-		legs[mnemotype.LegRecency] = signalLeg(cands, sig, func(s vector.Signals) float64 { return s.OccurredAt })
+		legs[mnemotype.LegRecency] = signalLeg(cands, sig, func(s store.Signals) float64 { return unixSeconds(s.OccurredAt) })
 	}
 	if w(mnemotype.LegAccess) > 0 {
-		legs[mnemotype.LegAccess] = signalLeg(cands, sig, func(s vector.Signals) float64 { return float64(s.AccessCount) })
+		legs[mnemotype.LegAccess] = signalLeg(cands, sig, func(s store.Signals) float64 { return float64(s.AccessCount) })
 	}
 	tr.Timings["signals"] = ms(time.Since(t0))
 
@@ -462,7 +481,7 @@ func Run(ctx context.Context, src Source, vec Vectors, req Request) (*Response, 
 				if lends, err = neighbors(ctx, src, req.Scope, top, o.NeighborRadius); err != nil {
 					return nil, fmt.Errorf("neighbours: %w", err)
 				}
-				if err := addSignals(vec, sig, lends); err != nil {
+				if err := addSignals(ctx, src, req.Scope.Profile, sig, lends); err != nil {
 					return nil, err
 				}
 				lendersAt = len(top)
@@ -474,7 +493,7 @@ func Run(ctx context.Context, src Source, vec Vectors, req Request) (*Response, 
 			// The scores do not depend on the details asked for, so a
 			// second pass reuses the estimate.
 			t1 := time.Now()
-			rt.Evidence = evidence(tr.Terms, lexical, dense, runLexical, runDense, req.Model)
+			rt.Evidence = evidence(tr.Terms, lexical, denseHits, runLexical, runDense, req.Model)
 			rt.Evidence.Memories = req.ProfileSize
 			if rt.Evidence.Coverage, err = coverage(ctx, req.Texts, tr.Terms, fusedList[:min(len(fusedList), req.Limit)]); err != nil {
 				return nil, fmt.Errorf("relevance: %w", err)
@@ -648,47 +667,6 @@ func fusionIDs(rs []fusion.Result) []string {
 // and there is more than one term, broadens to OR (seed 004). It calls
 // decided exactly once, with the operator as soon as it is known, or ""
 // when the AND query failed.
-// metadataWiden are how many times more hits than it needs the dense leg
-// takes, in turn, before the store applies a metadata filter to them.
-var metadataWiden = [...]int{8, 64}
-
-// metadataSearch is the dense search of a scope with a metadata filter,
-// which the index cannot evaluate: it searches the rest of the scope for
-// fetch × metadataWiden[i] hits, best first, and has the store keep those
-// in scope. When at least fetch remain, or the search found every
-// candidate, they are exactly the scope's top fetch; else it widens, and
-// in the end (a filter keeping very few memories) the store lists the
-// scope's memories and the index searches only them. (The full-text leg
-// checks the filter per match in SQL, which measured faster at 100k
-// memories than widening.)
-func metadataSearch(ctx context.Context, src Source, search func([]float32, string, vector.Filter, int) ([]mnemotype.Hit, error),
-	req Request, filter vector.Filter, fetch int) ([]mnemotype.Hit, error) {
-	for _, widen := range metadataWiden {
-		hits, err := search(req.Vector, req.Model, filter, fetch*widen)
-		if err != nil {
-			return nil, err
-		}
-		keep, err := src.InScope(ctx, req.Scope, ids(hits))
-		if err != nil {
-			return nil, err
-		}
-		if len(keep) >= fetch || len(hits) < fetch*widen {
-			in := make(map[string]bool, len(keep))
-			for _, id := range keep {
-				in[id] = true
-			}
-			hits = slices.DeleteFunc(hits, func(h mnemotype.Hit) bool { return !in[h.ID] })
-			return fusion.DenseRanks(hits[:min(len(hits), fetch)]), nil
-		}
-	}
-	only, err := src.InScope(ctx, req.Scope, nil)
-	if err != nil {
-		return nil, err
-	}
-	filter.Only = only
-	return search(req.Vector, req.Model, filter, fetch)
-}
-
 func lexicalSearch(ctx context.Context, src Source, scope mnemotype.Scope, fields store.FieldWeights, terms []string, limit, want int, decided func(op string)) ([]mnemotype.Hit, string, error) {
 	p := store.LexicalParams{Scope: scope, Match: store.MatchQuery{Terms: terms, All: true}, Limit: limit, Fields: fields}
 	if len(terms) > 1 {
@@ -729,7 +707,7 @@ func neighbors(ctx context.Context, src Source, scope mnemotype.Scope, top []fus
 
 // addSignals adds the signals of lends' neighbours that sig lacks (the
 // importance prior reads them).
-func addSignals(vec Vectors, sig map[string]vector.Signals, lends []fusion.Lend) error {
+func addSignals(ctx context.Context, src Source, profile string, sig map[string]store.Signals, lends []fusion.Lend) error {
 	var missing []string
 	for _, l := range lends {
 		if _, ok := sig[l.ID]; !ok {
@@ -739,14 +717,18 @@ func addSignals(vec Vectors, sig map[string]vector.Signals, lends []fusion.Lend)
 	if len(missing) == 0 {
 		return nil
 	}
-	for id, s := range vec.Signals(missing) {
+	more, err := src.Signals(ctx, profile, missing)
+	if err != nil {
+		return fmt.Errorf("signals: %w", err)
+	}
+	for id, s := range more {
 		sig[id] = s
 	}
 	return nil
 }
 
 // signalLeg ranks cands by value (higher first), dense ranks for ties.
-func signalLeg(cands []string, sig map[string]vector.Signals, value func(vector.Signals) float64) []mnemotype.Hit {
+func signalLeg(cands []string, sig map[string]store.Signals, value func(store.Signals) float64) []mnemotype.Hit {
 	hits := make([]mnemotype.Hit, 0, len(cands))
 	for _, id := range cands {
 		if s, ok := sig[id]; ok {
@@ -793,6 +775,12 @@ func minus(want []string, have []mnemotype.Hit) []string {
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
+}
+
+// unixSeconds is t in Unix seconds, fractional (any year 0001-9999): the
+// recency leg's score.
+func unixSeconds(t time.Time) float64 {
+	return float64(t.Unix()) + float64(t.Nanosecond())/1e9
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -3,7 +3,6 @@ package recall_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math"
 	"slices"
 	"strconv"
@@ -12,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mnemo-dev/mnemo/dense"
 	"github.com/mnemo-dev/mnemo/fusion"
 	"github.com/mnemo-dev/mnemo/mnemotype"
 	"github.com/mnemo-dev/mnemo/recall"
@@ -34,15 +34,13 @@ type fakeSource struct {
 	LexicalFunc          func(ctx context.Context, p store.LexicalParams) ([]mnemotype.Hit, error)
 	RecentlyAccessedFunc func(ctx context.Context, scope mnemotype.Scope, n int) ([]string, error)
 	NeighborsFunc        func(ctx context.Context, scope mnemotype.Scope, ids []string, radius int) ([]store.Neighbor, error)
-	InScopeFunc          func(ctx context.Context, scope mnemotype.Scope, ids []string) ([]string, error)
+	SignalsFunc          func(profile string, ids []string) (map[string]store.Signals, error)
 
 	mu           sync.Mutex
 	lexCalls     []store.LexicalParams
 	recentScopes []mnemotype.Scope
 	recentNs     []int
 }
-
-var _ recall.Source = (*fakeSource)(nil)
 
 func (f *fakeSource) Lexical(ctx context.Context, p store.LexicalParams) ([]mnemotype.Hit, error) {
 	f.mu.Lock()
@@ -75,55 +73,49 @@ func (f *fakeSource) Neighbors(ctx context.Context, scope mnemotype.Scope, ids [
 	return f.NeighborsFunc(ctx, scope, ids, radius)
 }
 
-func (f *fakeSource) InScope(ctx context.Context, scope mnemotype.Scope, ids []string) ([]string, error) {
-	if f.InScopeFunc == nil {
-		f.t.Errorf("unexpected InScope call: %+v", scope)
-		return nil, nil
-	}
-	return f.InScopeFunc(ctx, scope, ids)
-}
-
-// fakeVectors is a recall.Vectors recording its calls. newVectors makes one
-// that delegates to a real index; a nil field fails the test when called.
+// fakeVectors is a recall.Dense recording its calls, and holds the
+// memories' signals (sourceOf serves them). newVectors makes one that
+// delegates to a real index; a nil field fails the test when called.
 type fakeVectors struct {
-	t           *testing.T
-	SearchFunc  func(q []float32, model string, f vector.Filter, k int) ([]mnemotype.Hit, error)
-	ScoreFunc   func(q []float32, model string, ids []string) ([]mnemotype.Hit, error)
-	SignalsFunc func(ids []string) map[string]vector.Signals
+	t          *testing.T
+	SearchFunc func(q dense.Query) ([]mnemotype.Hit, error)
+	ScoreFunc  func(q dense.Query, ids []string) ([]mnemotype.Hit, error)
+	signals    map[string]store.Signals
 
 	mu          sync.Mutex
-	searchCalls []searchCall
+	searchCalls []dense.Query
 	scoreCalls  [][]string
 }
 
-type searchCall struct {
-	model  string
-	filter vector.Filter
-	k      int
+var _ recall.Dense = (*fakeVectors)(nil)
+
+// testIndex is a vector index and the signals of its memories.
+type testIndex struct {
+	x   *vector.Index
+	sig map[string]store.Signals
 }
 
-var _ recall.Vectors = (*fakeVectors)(nil)
-
-func newVectors(t *testing.T, x *vector.Index) *fakeVectors {
-	return &fakeVectors{t: t, SearchFunc: x.Search, ScoreFunc: x.Score, SignalsFunc: x.Signals}
+func newVectors(t *testing.T, ti *testIndex) *fakeVectors {
+	return &fakeVectors{t: t, signals: ti.sig,
+		SearchFunc: func(q dense.Query) ([]mnemotype.Hit, error) {
+			return ti.x.Search(q.Vector, q.Model, vector.FilterOf(q.Scope), q.K)
+		},
+		ScoreFunc: func(q dense.Query, ids []string) ([]mnemotype.Hit, error) { return ti.x.Score(q.Vector, q.Model, ids) },
+	}
 }
 
-func (v *fakeVectors) SearchSerial(q []float32, model string, f vector.Filter, k int) ([]mnemotype.Hit, error) {
-	return v.Search(q, model, f, k)
-}
-
-func (v *fakeVectors) Search(q []float32, model string, f vector.Filter, k int) ([]mnemotype.Hit, error) {
+func (v *fakeVectors) Search(_ context.Context, q dense.Query) ([]mnemotype.Hit, error) {
 	v.mu.Lock()
-	v.searchCalls = append(v.searchCalls, searchCall{model, f, k})
+	v.searchCalls = append(v.searchCalls, q)
 	v.mu.Unlock()
 	if v.SearchFunc == nil {
-		v.t.Errorf("unexpected Search call: k = %d", k)
+		v.t.Errorf("unexpected Search call: k = %d", q.K)
 		return nil, nil
 	}
-	return v.SearchFunc(q, model, f, k)
+	return v.SearchFunc(q)
 }
 
-func (v *fakeVectors) Score(q []float32, model string, ids []string) ([]mnemotype.Hit, error) {
+func (v *fakeVectors) Score(_ context.Context, q dense.Query, ids []string) ([]mnemotype.Hit, error) {
 	v.mu.Lock()
 	v.scoreCalls = append(v.scoreCalls, slices.Clone(ids))
 	v.mu.Unlock()
@@ -131,16 +123,30 @@ func (v *fakeVectors) Score(q []float32, model string, ids []string) ([]mnemotyp
 		v.t.Errorf("unexpected Score call: %v", ids)
 		return nil, nil
 	}
-	return v.ScoreFunc(q, model, ids)
+	return v.ScoreFunc(q, ids)
 }
 
-func (v *fakeVectors) Signals(ids []string) map[string]vector.Signals {
-	if v.SignalsFunc == nil {
-		v.t.Errorf("unexpected Signals call: %v", ids)
-		return nil
-	}
-	return v.SignalsFunc(ids)
+// withSignals is a recall.Source: src's methods, and the signals v holds.
+type withSignals struct {
+	*fakeSource
+	v *fakeVectors
 }
+
+func (w withSignals) Signals(_ context.Context, profile string, ids []string) (map[string]store.Signals, error) {
+	if w.SignalsFunc != nil {
+		return w.SignalsFunc(profile, ids)
+	}
+	out := map[string]store.Signals{}
+	for _, id := range ids {
+		if s, ok := w.v.signals[id]; ok {
+			out[id] = s
+		}
+	}
+	return out, nil
+}
+
+// sourceOf is src serving v's signals.
+func sourceOf(src *fakeSource, v *fakeVectors) recall.Source { return withSignals{src, v} }
 
 // hits returns ids as a ranked list with falling scores 10, 9, …
 func hits(ids ...string) []mnemotype.Hit {
@@ -181,7 +187,7 @@ type memSpec struct {
 	importance  float64
 }
 
-func newIndex(t *testing.T, specs ...memSpec) *vector.Index {
+func newIndex(t *testing.T, specs ...memSpec) *testIndex {
 	t.Helper()
 	mems := make([]mnemotype.Memory, len(specs))
 	for i, s := range specs {
@@ -199,12 +205,16 @@ func newIndex(t *testing.T, specs ...memSpec) *vector.Index {
 	if err := x.Upsert(mems); err != nil {
 		t.Fatalf("Upsert: %v", err)
 	}
-	return x
+	sig := map[string]store.Signals{}
+	for _, m := range mems {
+		sig[m.ID] = store.Signals{OccurredAt: m.CreatedAt, AccessedAt: m.AccessedAt, AccessCount: m.AccessCount, Importance: m.Importance}
+	}
+	return &testIndex{x: x, sig: sig}
 }
 
 // corpus holds a…h in falling dense order for query, and n without an
 // embedding. Later letters are newer; access counts cycle 0, 1, 2.
-func corpus(t *testing.T) *vector.Index {
+func corpus(t *testing.T) *testIndex {
 	t.Helper()
 	var specs []memSpec
 	for i, id := range []string{"a", "b", "c", "d", "e", "f", "g", "h"} {
@@ -219,9 +229,9 @@ func request(q string, limit int) recall.Request {
 	return recall.Request{Query: q, Scope: mnemotype.Scope{Profile: "p"}, Limit: limit, Vector: query, Model: model, Trace: true}
 }
 
-func run(t *testing.T, src recall.Source, vec recall.Vectors, req recall.Request) *recall.Response {
+func run(t *testing.T, src *fakeSource, vec *fakeVectors, req recall.Request) *recall.Response {
 	t.Helper()
-	resp, err := recall.Run(context.Background(), src, vec, req)
+	resp, err := recall.Run(context.Background(), sourceOf(src, vec), vec, req)
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -274,7 +284,7 @@ func TestRun_InvalidRequest(t *testing.T) {
 			req := request("alpha beta", tc.limit)
 			req.Options.Fusion = tc.fusion
 			// Neither fake has functions: any call fails the test.
-			resp, err := recall.Run(context.Background(), &fakeSource{t: t}, &fakeVectors{t: t}, req)
+			resp, err := recall.Run(context.Background(), sourceOf(&fakeSource{t: t}, &fakeVectors{t: t}), &fakeVectors{t: t}, req)
 			if !errors.Is(err, mnemotype.ErrInvalid) {
 				t.Fatalf("Run error = %v, want ErrInvalid", err)
 			}
@@ -313,7 +323,7 @@ func TestRun_ZeroWeightLeg(t *testing.T) {
 		t.Parallel()
 		x := corpus(t)
 		// Search and Score fail the test; only Signals is allowed.
-		vec := &fakeVectors{t: t, SignalsFunc: x.Signals}
+		vec := &fakeVectors{t: t, signals: x.sig}
 		src := &fakeSource{t: t, LexicalFunc: canned(hits("e", "n", "c"), nil)}
 		resp := run(t, src, vec, withFusion(request("alpha beta", 3), weights(mnemotype.LegDense, 0.0)))
 		// a is the best dense match but the dense leg admits nothing.
@@ -351,7 +361,7 @@ func TestRun_ZeroWeightLeg(t *testing.T) {
 	t.Run("All", func(t *testing.T) {
 		t.Parallel()
 		x := corpus(t)
-		vec := &fakeVectors{t: t, SignalsFunc: x.Signals}
+		vec := &fakeVectors{t: t, signals: x.sig}
 		resp := run(t, &fakeSource{t: t}, vec, withFusion(request("alpha beta", 3), weights(
 			mnemotype.LegLexical, 0.0, mnemotype.LegDense, 0.0, mnemotype.LegRecency, 0.0, mnemotype.LegAccess, 0.0)))
 		if len(resp.Results) != 0 {
@@ -440,13 +450,13 @@ func TestRun_CrossScoring(t *testing.T) {
 	})
 
 	t.Run("DenseScoresLexicalOnly", func(t *testing.T) {
-		if len(vec.searchCalls) != 1 || vec.searchCalls[0].k != 2 {
+		if len(vec.searchCalls) != 1 || vec.searchCalls[0].K != 2 {
 			t.Fatalf("Search calls = %+v, want one with k = 2", vec.searchCalls)
 		}
 		if len(vec.scoreCalls) != 1 || !slices.Equal(vec.scoreCalls[0], []string{"e", "n"}) {
 			t.Fatalf("Score calls = %v, want one for the lexical-only ids [e n]", vec.scoreCalls)
 		}
-		want, err := x.Score(query, model, []string{"a", "b", "e"})
+		want, err := x.x.Score(query, model, []string{"a", "b", "e"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -486,110 +496,15 @@ func TestRun_DenseFilter(t *testing.T) {
 	req.Scope = mnemotype.Scope{Profile: "p", Project: "proj", Sessions: []string{"s1", "s2"},
 		Kinds: []mnemotype.Kind{mnemotype.KindSemantic}, Exclude: []string{"x", "y"}}
 	run(t, src, vec, req)
-	want := vector.Filter{Project: "proj", Sessions: req.Scope.Sessions, Kinds: req.Scope.Kinds, Exclude: req.Scope.Exclude}
 	if len(vec.searchCalls) != 1 {
 		t.Fatalf("Search calls = %+v, want 1", vec.searchCalls)
 	}
-	c := vec.searchCalls[0]
-	if c.model != model || c.filter.Project != want.Project || !slices.Equal(c.filter.Sessions, want.Sessions) ||
-		!slices.Equal(c.filter.Kinds, want.Kinds) || !slices.Equal(c.filter.Exclude, want.Exclude) {
-		t.Errorf("Search(model %q, %+v), want model %q, %+v", c.model, c.filter, model, want)
+	if c := vec.searchCalls[0]; c.Model != model || !sameScope(c.Scope, req.Scope) || !slices.Equal(c.Vector, req.Vector) {
+		t.Errorf("Search(model %q, %+v), want model %q, %+v", c.Model, c.Scope, model, req.Scope)
 	}
 	if len(src.lexCalls) == 0 || !sameScope(src.lexCalls[0].Scope, req.Scope) {
 		t.Errorf("Lexical scope = %+v, want %+v", src.lexCalls, req.Scope)
 	}
-}
-
-// TestRun_DenseMetadataFilter: the index cannot evaluate a metadata
-// filter. The dense leg searches the rest of the scope for more hits than
-// it needs and has the store keep those in scope; when too few remain of a
-// full wide search, the store lists the scope and the index searches only
-// it. Without a metadata filter, the store is not asked.
-func TestRun_DenseMetadataFilter(t *testing.T) {
-	t.Parallel()
-	inScope := map[string]bool{"c": true, "f": true, "n": true}
-	type call struct {
-		scope mnemotype.Scope
-		ids   []string
-	}
-	var calls []call
-	src := &fakeSource{t: t, InScopeFunc: func(_ context.Context, sc mnemotype.Scope, ids []string) ([]string, error) {
-		calls = append(calls, call{sc, ids})
-		var out []string
-		if ids == nil {
-			ids = []string{"a", "b", "c", "d", "e", "f", "g", "h", "n"}
-		}
-		for _, id := range ids {
-			if inScope[id] {
-				out = append(out, id)
-			}
-		}
-		return out, nil
-	}}
-	req := withFusion(request("alpha", 5), weights(mnemotype.LegLexical, 0.0, mnemotype.LegRecency, 0.0, mnemotype.LegAccess, 0.0))
-	req.Options.MinRelevance = 0
-	req.Scope.Metadata = []mnemotype.MetadataMatch{{Key: "speaker", Value: "Caroline"}}
-
-	// The wide search finds every embedded memory (8 < 15 × 8): the
-	// store's answer about them is the whole truth.
-	vec := newVectors(t, corpus(t))
-	resp := run(t, src, vec, req)
-	if len(calls) != 1 || !sameScope(calls[0].scope, req.Scope) || len(calls[0].ids) != 8 {
-		t.Fatalf("InScope calls = %+v, want one about the 8 embedded memories", calls)
-	}
-	if len(vec.searchCalls) != 1 || vec.searchCalls[0].k != 15*8 || vec.searchCalls[0].filter.Only != nil {
-		t.Fatalf("Search calls = %+v, want one wide search", vec.searchCalls)
-	}
-	if got := resultIDs(resp.Results); !slices.Equal(slices.Sorted(slices.Values(got)), []string{"c", "f"}) {
-		t.Errorf("results = %v, want c and f (n has no embedding)", got)
-	}
-	if d := resp.Trace.Legs[mnemotype.LegDense]; len(d) != 2 || d[0].ID != "c" || d[0].Rank != 1 || d[1].ID != "f" || d[1].Rank != 2 {
-		t.Errorf("dense leg = %+v, want c then f, ranked 1 and 2", d)
-	}
-
-	// A wide search that filled its k (limit 1, fetch 1: k = 8) and kept
-	// fewer than fetch: a wider one (k = 64) finds every candidate, none in
-	// scope.
-	calls, vec = nil, newVectors(t, corpus(t))
-	narrow := req
-	narrow.Limit, narrow.Options.FetchMultiplier = 1, 1
-	inScope = map[string]bool{"n": true}
-	resp = run(t, src, vec, narrow)
-	if len(vec.searchCalls) != 2 || vec.searchCalls[0].k != 8 || vec.searchCalls[1].k != 64 || len(calls) != 2 {
-		t.Fatalf("Search calls = %+v, InScope calls %+v; want searches of 8 and 64", vec.searchCalls, calls)
-	}
-	if d := resp.Trace.Legs[mnemotype.LegDense]; len(d) != 0 {
-		t.Errorf("dense leg = %+v, want none", d)
-	}
-	// A filter none of whose memories the index holds among 8 × 8 hits of a
-	// larger one: the store lists the scope, and the index searches only
-	// it.
-	calls = nil
-	big := make([]memSpec, 0, 100)
-	for i := range 100 {
-		big = append(big, memSpec{id: fmt.Sprintf("m%03d", i), angle: 0.01 * float64(i), importance: mnemotype.DefaultImportance})
-	}
-	big = append(big, memSpec{id: "n", angle: math.NaN(), importance: mnemotype.DefaultImportance})
-	vec = newVectors(t, newIndex(t, big...))
-	resp = run(t, src, vec, narrow)
-	if len(vec.searchCalls) != 3 || vec.searchCalls[1].k != 64 || !slices.Equal(vec.searchCalls[2].filter.Only, []string{"n"}) {
-		t.Fatalf("Search calls = %+v, want two wide ones, then one of the scope's memories", vec.searchCalls)
-	}
-	if len(calls) != 3 || calls[2].ids != nil {
-		t.Errorf("InScope calls = %+v, want the wide hits' twice, then the whole scope's", calls)
-	}
-	if d := resp.Trace.Legs[mnemotype.LegDense]; len(d) != 0 {
-		t.Errorf("dense leg = %+v, want none (n has no embedding)", d)
-	}
-
-	src.InScopeFunc = func(context.Context, mnemotype.Scope, []string) ([]string, error) {
-		return nil, errors.New("disk on fire")
-	}
-	if _, err := recall.Run(t.Context(), src, vec, req); err == nil || !strings.Contains(err.Error(), "disk on fire") {
-		t.Errorf("InScope's error: Run error = %v", err)
-	}
-	src.InScopeFunc = nil
-	run(t, src, vec, withFusion(request("alpha", 5), weights(mnemotype.LegLexical, 0.0))) // fails if InScope is called
 }
 
 func TestRun_SignalLegs(t *testing.T) {
@@ -605,7 +520,10 @@ func TestRun_SignalLegs(t *testing.T) {
 	req := request("alpha beta", 3)
 	req.Options.FetchMultiplier = 1 // the dense leg fetches a, b, c
 	resp := run(t, src, newVectors(t, x), req)
-	ns := func(d time.Duration) float64 { return vector.UnixSeconds(t0.Add(d)) }
+	ns := func(d time.Duration) float64 {
+		at := t0.Add(d)
+		return float64(at.Unix()) + float64(at.Nanosecond())/1e9
+	}
 	for _, tc := range []struct {
 		leg  string
 		want []mnemotype.Hit
@@ -704,7 +622,7 @@ func TestRun_PoolPolicy_NoVector(t *testing.T) {
 	req := request("alpha beta", 2)
 	req.Vector = nil
 	req.Options.Policy = recall.PolicyPool
-	resp := run(t, src, &fakeVectors{t: t, SignalsFunc: corpus(t).Signals}, req)
+	resp := run(t, src, &fakeVectors{t: t, signals: corpus(t).sig}, req)
 	if got := sortedCopy(resultIDs(resp.Results)); !slices.Equal(got, []string{"c", "n"}) {
 		t.Errorf("results = %v, want c, n", got)
 	}
@@ -803,7 +721,7 @@ func TestRun_Fetch(t *testing.T) {
 			if resp.Trace.Fetch != tc.want {
 				t.Errorf("trace Fetch = %d, want %d", resp.Trace.Fetch, tc.want)
 			}
-			if len(vec.searchCalls) != 1 || vec.searchCalls[0].k != tc.want {
+			if len(vec.searchCalls) != 1 || vec.searchCalls[0].K != tc.want {
 				t.Errorf("Search calls = %+v, want k = %d", vec.searchCalls, tc.want)
 			}
 			for _, p := range src.lexCalls {
@@ -949,13 +867,13 @@ func TestRun_Errors(t *testing.T) {
 			s.RecentlyAccessedFunc = func(context.Context, mnemotype.Scope, int) ([]string, error) { return nil, boom }
 		}, nil, func(r *recall.Request) { r.Options.Policy = recall.PolicyPool }, boom, "pool leg"},
 		{"DenseSearch", nil, func(v *fakeVectors) {
-			v.SearchFunc = func([]float32, string, vector.Filter, int) ([]mnemotype.Hit, error) { return nil, boom }
+			v.SearchFunc = func(dense.Query) ([]mnemotype.Hit, error) { return nil, boom }
 		}, nil, boom, "dense leg"},
 		{"DenseCrossScore", nil, func(v *fakeVectors) {
-			v.ScoreFunc = func([]float32, string, []string) ([]mnemotype.Hit, error) { return nil, boom }
+			v.ScoreFunc = func(dense.Query, []string) ([]mnemotype.Hit, error) { return nil, boom }
 		}, nil, boom, "dense leg"},
 		{"DensePoolScore", nil, func(v *fakeVectors) {
-			v.ScoreFunc = func([]float32, string, []string) ([]mnemotype.Hit, error) { return nil, boom }
+			v.ScoreFunc = func(dense.Query, []string) ([]mnemotype.Hit, error) { return nil, boom }
 		}, func(r *recall.Request) { r.Options.Policy = recall.PolicyPool }, boom, "dense leg"},
 		{"DimensionMismatch", nil, nil, func(r *recall.Request) { r.Vector = []float32{1, 0} },
 			mnemotype.ErrDimensionMismatch, "dense leg"},
@@ -983,7 +901,7 @@ func TestRun_Errors(t *testing.T) {
 				cancel()
 			}
 			defer cancel()
-			resp, err := recall.Run(ctx, src, vec, req)
+			resp, err := recall.Run(ctx, sourceOf(src, vec), vec, req)
 			if !errors.Is(err, tc.wantErr) {
 				t.Fatalf("Run error = %v, want %v", err, tc.wantErr)
 			}
@@ -1001,12 +919,12 @@ func TestRun_Errors(t *testing.T) {
 func TestRun_Concurrent(t *testing.T) {
 	t.Parallel()
 	x := corpus(t)
+	vec := newVectors(t, x)
 	var wg sync.WaitGroup
 	for i := range 4 {
 		wg.Go(func() {
-			for j := range 50 {
-				x.Touch(t0.Add(time.Duration(j)*time.Minute), "a", "b")
-				if err := x.Upsert([]mnemotype.Memory{{ID: "z" + strconv.Itoa(i), Profile: "p", Kind: mnemotype.KindEpisodic,
+			for range 50 {
+				if err := x.x.Upsert([]mnemotype.Memory{{ID: "z" + strconv.Itoa(i), Profile: "p", Kind: mnemotype.KindEpisodic,
 					CreatedAt: t0, AccessedAt: t0, Embedding: []float32{0, 1, 0, 0}, EmbeddingModel: model}}); err != nil {
 					t.Error(err)
 				}
@@ -1020,7 +938,7 @@ func TestRun_Concurrent(t *testing.T) {
 				if i%2 == 1 {
 					req.Options.Policy = recall.PolicyPool
 				}
-				if _, err := recall.Run(context.Background(), src, x, req); err != nil {
+				if _, err := recall.Run(context.Background(), sourceOf(src, vec), vec, req); err != nil {
 					t.Error(err)
 					return
 				}

@@ -77,12 +77,19 @@ type Store interface {
 	// evaluate part of a scope (a metadata filter) itself. When ids is not
 	// nil, only those of ids are considered.
 	InScope(ctx context.Context, scope mnemotype.Scope, ids []string) ([]string, error)
-	// Changes reports what changed in a profile after sequence number since,
-	// for in-memory indexes to catch up with writes by any process.
-	Changes(ctx context.Context, profile string, since int64) (ChangeSet, error)
+	// Changes reports what changed in a profile after sequence number
+	// p.Since, for in-memory indexes to catch up with writes by any
+	// process: one consistent page of at most p.Limit upserts (0: no limit),
+	// in sequence order. When More is set, the page stopped at Seq and the
+	// caller continues from there.
+	Changes(ctx context.Context, p ChangesParams) (ChangeSet, error)
 	// Sequence returns the store's current change sequence number: a cheap
 	// check of whether Changes has anything new.
 	Sequence(ctx context.Context) (int64, error)
+	// Signals returns what the recency and access legs and the importance
+	// prior read of the memories of profile with the given ids; ids that do
+	// not exist are left out.
+	Signals(ctx context.Context, profile string, ids []string) (map[string]Signals, error)
 	// RecordAccess adds each access to its memory's access_count and raises
 	// accessed_at; memories deleted meanwhile are skipped.
 	RecordAccess(ctx context.Context, acc []Access) error
@@ -252,17 +259,39 @@ type Neighbor struct {
 	Distance int
 }
 
-// ChangeSet lists what changed in a profile since a sequence number. An id
-// deleted and then inserted again appears in both lists: apply Deleted
-// first, then Upserts (which reflect the rows as they are now).
+// ChangesParams selects a page of a profile's change feed.
+type ChangesParams struct {
+	Profile string
+	// Since: changes with a sequence number above it are reported.
+	Since int64
+	// Limit caps the upserts of the page; 0 reports every change.
+	Limit int
+}
+
+// ChangeSet lists what changed in a profile between two sequence numbers
+// (ChangesParams.Since, Seq], read as one snapshot. An id deleted and then
+// inserted again appears in both lists: apply Deleted first, then Upserts
+// (which reflect the rows as they are now).
 type ChangeSet struct {
 	// Upserts are memories inserted or changed, with embeddings, without
-	// content.
+	// content, in sequence order.
 	Upserts []mnemotype.Memory
 	// Deleted are ids removed.
 	Deleted []string
 	// Seq is the sequence number the set is complete up to.
 	Seq int64
+	// More is set when the page reached ChangesParams.Limit: changes after
+	// Seq may remain.
+	More bool
+}
+
+// Signals are a memory's values that rank it apart from its text.
+type Signals struct {
+	// OccurredAt is when it happened (recency ranks by it).
+	OccurredAt  time.Time
+	AccessedAt  time.Time
+	AccessCount int64
+	Importance  float64
 }
 
 // Access is one memory returned by a recall.

@@ -1,8 +1,8 @@
-// Package vector holds one profile's memories in process for the dense,
-// recency and access legs: embeddings as contiguous float32 rows (exact
-// cosine, top-k by heap, split across CPUs when large) and each memory's
-// scope and signals. SQLite stays the source of truth; the engine keeps an
-// Index in sync with the store's change feed.
+// Package vector holds one profile's embeddings in process for the dense
+// leg: contiguous float32 rows (exact cosine, top-k by heap, split across
+// CPUs when large) and each memory's scope, so that a search filters
+// without the store. The store stays the source of truth; package dense
+// keeps an Index in sync with its change feed.
 package vector
 
 import (
@@ -15,26 +15,12 @@ import (
 	"sort"
 	"sync"
 	"time"
+	"unsafe"
 
 	"gonum.org/v1/gonum/blas/blas32"
 
 	"github.com/mnemo-dev/mnemo/mnemotype"
 )
-
-// Signals are the per-memory values the non-text legs rank by.
-type Signals struct {
-	// OccurredAt is when the memory happened (recency ranks by it), in
-	// Unix seconds (fractional: any year 0001-9999).
-	OccurredAt  float64
-	AccessedAt  float64 // Unix seconds
-	AccessCount int64
-	Importance  float64
-}
-
-// UnixSeconds is t as the Signals hold it.
-func UnixSeconds(t time.Time) float64 {
-	return float64(t.Unix()) + float64(t.Nanosecond())/1e9
-}
 
 // row is one memory's scope and signals; its vector lives in Index.vecs at
 // the same slot.
@@ -51,7 +37,6 @@ type row struct {
 	// foreign marks a memory whose embedding has another dimension than
 	// the index's: kept without it.
 	foreign bool
-	sig     Signals
 }
 
 // Index is one profile's in-memory catalog. It is safe for concurrent use:
@@ -69,6 +54,9 @@ type Index struct {
 	slot                          map[string]int
 	strs                          map[string]int32
 	strList                       []string
+	// keyBytes sums the bytes of the ids held and the names interned (for
+	// Bytes).
+	keyBytes int64
 	// Seq is the store change sequence the index reflects; maintained by
 	// the caller under its own synchronisation.
 	Seq int64
@@ -122,7 +110,24 @@ func (x *Index) intern(s string) int32 {
 	v := int32(len(x.strList))
 	x.strs[s] = v
 	x.strList = append(x.strList, s)
+	x.keyBytes += 2 * (int64(len(s)) + strHeader + mapEntry)
 	return v
+}
+
+// Per-entry overheads Bytes counts besides the strings' bytes: a string
+// header and a Go map's share per entry (bucket slot, key and value).
+const (
+	strHeader = int64(unsafe.Sizeof(""))
+	mapEntry  = 48
+	rowSize   = int64(unsafe.Sizeof(row{}))
+)
+
+// Bytes estimates the memory the index holds: its embeddings, rows, and
+// the maps from ids and names. It costs O(1).
+func (x *Index) Bytes() int64 {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return int64(cap(x.vecs))*4 + int64(cap(x.rows))*rowSize + x.keyBytes
 }
 
 // Len returns the number of memories held.
@@ -167,12 +172,6 @@ func (x *Index) Upsert(mems []mnemotype.Memory) error {
 			kind:     m.Kind,
 			occurred: instantOf(occurred(m)),
 			model:    -1,
-			sig: Signals{
-				OccurredAt:  UnixSeconds(occurred(m)),
-				AccessedAt:  UnixSeconds(m.AccessedAt),
-				AccessCount: m.AccessCount,
-				Importance:  m.Importance,
-			},
 		}
 		emb := m.Embedding
 		if len(emb) > 0 && len(emb) != dim {
@@ -188,6 +187,7 @@ func (x *Index) Upsert(mems []mnemotype.Memory) error {
 		if !ok {
 			s = len(x.rows)
 			x.slot[m.ID] = s
+			x.keyBytes += int64(len(m.ID)) + strHeader + mapEntry
 			x.rows = append(x.rows, r)
 			if x.dim > 0 {
 				x.vecs = append(x.vecs, make([]float32, x.dim)...)
@@ -237,20 +237,7 @@ func (x *Index) Delete(ids ...string) {
 			x.vecs = x.vecs[:last*x.dim]
 		}
 		delete(x.slot, id)
-	}
-}
-
-// Touch records accesses in the in-memory signals (the store is updated
-// separately, batched).
-func (x *Index) Touch(at time.Time, ids ...string) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	ns := UnixSeconds(at)
-	for _, id := range ids {
-		if s, ok := x.slot[id]; ok {
-			x.rows[s].sig.AccessCount++
-			x.rows[s].sig.AccessedAt = max(x.rows[s].sig.AccessedAt, ns)
-		}
+		x.keyBytes -= int64(len(id)) + strHeader + mapEntry
 	}
 }
 
@@ -530,19 +517,6 @@ func (x *Index) Score(q []float32, model string, ids []string) ([]mnemotype.Hit,
 	return out, nil
 }
 
-// Signals returns the signals of each known id.
-func (x *Index) Signals(ids []string) map[string]Signals {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	out := make(map[string]Signals, len(ids))
-	for _, id := range ids {
-		if s, ok := x.slot[id]; ok {
-			out[id] = x.rows[s].sig
-		}
-	}
-	return out
-}
-
 func sortHits(h []mnemotype.Hit) {
 	sort.Slice(h, func(i, j int) bool {
 		if h[i].Score != h[j].Score {
@@ -567,6 +541,21 @@ func invNorm(v []float32) float32 {
 		return 0
 	}
 	return inv
+}
+
+// Cosine is the cosine similarity of a and b as Index scores it (ok is
+// false when either cannot be scored: zero, non-finite, or of different
+// lengths).
+func Cosine(a, b []float32) (score float64, ok bool) {
+	if len(a) != len(b) || len(a) == 0 {
+		return 0, false
+	}
+	na, nb := invNorm(a), invNorm(b)
+	if na == 0 || nb == 0 {
+		return 0, false
+	}
+	sc := float64(dot(b, a) * nb * na)
+	return sc, !math.IsNaN(sc)
 }
 
 // dot is gonum's assembly kernel (SSE on amd64, 4-wide, plain Go

@@ -183,18 +183,6 @@ func (r *refIndex) upsert(mems []mnemotype.Memory) (mismatch bool) {
 	return mismatch
 }
 
-func (r *refIndex) touch(at time.Time, ids ...string) {
-	for _, id := range ids {
-		if m, ok := r.rows[id]; ok {
-			m.AccessCount++
-			if at.After(m.AccessedAt) {
-				m.AccessedAt = at
-			}
-			r.rows[id] = m
-		}
-	}
-}
-
 func (r *refIndex) in(m mnemotype.Memory, f vector.Filter) bool {
 	if f.Project != "" && m.Project != f.Project {
 		return false
@@ -341,17 +329,12 @@ func TestIndex_UpsertDeleteSearch_MatchesReference(t *testing.T) {
 					if !wantErr && err != nil {
 						t.Fatalf("round %d: Upsert: %v", round, err)
 					}
-				case op < 8:
+				default:
 					ids := []string{id(), id(), "unknown"}
 					x.Delete(ids...)
 					for _, id := range ids {
 						delete(ref.rows, id)
 					}
-				default:
-					at := t0.Add(time.Duration(r.IntN(2000)) * time.Second)
-					ids := []string{id(), id(), "unknown"}
-					x.Touch(at, ids...)
-					ref.touch(at, ids...)
 				}
 				if x.Len() != len(ref.rows) || x.Dim() != ref.dim {
 					t.Fatalf("round %d: Len, Dim = %d, %d; want %d, %d", round, x.Len(), x.Dim(), len(ref.rows), ref.dim)
@@ -369,19 +352,6 @@ func TestIndex_UpsertDeleteSearch_MatchesReference(t *testing.T) {
 					t.Fatalf("round %d: Score: %v", round, err)
 				}
 				compare(t, fmt.Sprintf("round %d: Score(%v)", round, ids), scored, ref.score(q, model, ids))
-
-				sig := x.Signals(ids)
-				for _, id := range ids {
-					m, ok := ref.rows[id]
-					s, got := sig[id]
-					if ok != got {
-						t.Fatalf("round %d: Signals has %s = %v, want %v", round, id, got, ok)
-					}
-					want := vector.Signals{OccurredAt: vector.UnixSeconds(m.CreatedAt), AccessedAt: vector.UnixSeconds(m.AccessedAt), AccessCount: m.AccessCount, Importance: m.Importance}
-					if ok && s != want {
-						t.Fatalf("round %d: Signals[%s] = %+v, want %+v", round, id, s, want)
-					}
-				}
 			}
 		})
 	}
@@ -450,9 +420,9 @@ func TestIndex_Upsert_Dimension(t *testing.T) {
 		if x.Dim() != 3 || x.Len() != 4 {
 			t.Fatalf("Dim, Len = %d, %d; want 3, 4", x.Dim(), x.Len())
 		}
-		// c is kept (other legs see it) but has no vector.
-		if sig := x.Signals([]string{"a", "c"}); len(sig) != 2 {
-			t.Fatalf("Signals = %v, want a and c", sig)
+		// c is kept (counted as foreign) but has no vector.
+		if n, d := x.Foreign(); n != 1 || d != 4 {
+			t.Fatalf("Foreign = %d, %d; want 1, 4", n, d)
 		}
 		hits := search(t, x, []float32{1, 1, 1}, "m", vector.Filter{}, 10)
 		if got := hitIDs(hits); !slices.Equal(got, []string{"b", "d"}) {
@@ -767,33 +737,28 @@ func TestIndex_Search_Parallel(t *testing.T) {
 	}
 }
 
-func TestIndex_Touch(t *testing.T) {
+func TestIndex_Bytes(t *testing.T) {
 	t.Parallel()
-	x := newIndex(t, mem("a"), mem("b"))
-	later := t0.Add(time.Hour)
-	x.Touch(later, "a", "a", "unknown")
-	x.Touch(t0.Add(-time.Hour), "a", "b") // an older access never moves AccessedAt back
-	sig := x.Signals([]string{"a", "b", "unknown"})
-	want := map[string]vector.Signals{
-		"a": {OccurredAt: vector.UnixSeconds(t0), AccessedAt: vector.UnixSeconds(later), AccessCount: 3, Importance: mnemotype.DefaultImportance},
-		"b": {OccurredAt: vector.UnixSeconds(t0), AccessedAt: vector.UnixSeconds(t0), AccessCount: 1, Importance: mnemotype.DefaultImportance},
+	x := vector.New()
+	if x.Bytes() != 0 {
+		t.Errorf("empty index: %d bytes", x.Bytes())
 	}
-	if len(sig) != len(want) {
-		t.Fatalf("Signals = %v, want %v", sig, want)
+	r := rand.New(rand.NewPCG(5, 5))
+	var mems []mnemotype.Memory
+	for i := range 1000 {
+		mems = append(mems, mem(fmt.Sprintf("m%04d", i), emb("m", randUnit(r, 100)...)))
 	}
-	for id, w := range want {
-		if sig[id] != w {
-			t.Errorf("Signals[%s] = %+v, want %+v", id, sig[id], w)
-		}
-	}
-	// An upsert from the store replaces the in-memory signals.
-	m := mem("a")
-	m.AccessCount = 10
-	if err := x.Upsert([]mnemotype.Memory{m}); err != nil {
+	if err := x.Upsert(mems); err != nil {
 		t.Fatal(err)
 	}
-	if got := x.Signals([]string{"a"})["a"].AccessCount; got != 10 {
-		t.Errorf("AccessCount after Upsert = %d, want 10", got)
+	// The embeddings alone are 1000 × 100 × 4 bytes; rows and ids add to it.
+	if b := x.Bytes(); b < 400_000 || b > 800_000 {
+		t.Errorf("1000 memories of 100 dimensions: %d bytes, want 400k-800k", b)
+	}
+	before := x.Bytes()
+	x.Delete("m0001", "m0002")
+	if after := x.Bytes(); after >= before {
+		t.Errorf("Bytes after a delete = %d, before %d: want fewer (the ids are gone)", after, before)
 	}
 }
 
@@ -820,7 +785,7 @@ func TestIndex_Concurrent(t *testing.T) {
 				case 1:
 					x.Delete(id)
 				default:
-					x.Touch(t0, id)
+					_ = x.Bytes()
 				}
 			}
 		})
@@ -837,7 +802,6 @@ func TestIndex_Concurrent(t *testing.T) {
 				if _, err := x.Score(q, "m", hitIDs(hits)); err != nil {
 					t.Error(err)
 				}
-				x.Signals(hitIDs(hits))
 				_ = x.Len()
 			}
 		})

@@ -633,7 +633,7 @@ func TestOpen_MigratesAVersion5Database(t *testing.T) {
 			}
 		}
 	}
-	cs, err := s.Changes(ctx, "bob", 0)
+	cs, err := s.Changes(ctx, store.ChangesParams{Profile: "bob"})
 	if err != nil || len(cs.Upserts) != 24 {
 		t.Errorf("Changes(bob, 0) after migrating: %d upserts, %v; want 24", len(cs.Upserts), err)
 	}

@@ -1039,13 +1039,16 @@ func (s *Store) Sequence(ctx context.Context) (int64, error) {
 	return v, nil
 }
 
-// Changes implements store.Store. It reads in one transaction so the set is
-// a consistent snapshot.
-func (s *Store) Changes(ctx context.Context, profile string, since int64) (store.ChangeSet, error) {
+// Changes implements store.Store. Each page is read in one transaction, so
+// it is a consistent snapshot.
+func (s *Store) Changes(ctx context.Context, p store.ChangesParams) (store.ChangeSet, error) {
 	if err := s.check(); err != nil {
 		return store.ChangeSet{}, err
 	}
 	var cs store.ChangeSet
+	if p.Limit < 0 {
+		return cs, mnemotype.Invalidf("changes: limit = %d: must be ≥ 0", p.Limit)
+	}
 	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return cs, fmt.Errorf("read changes: %w", err)
@@ -1054,18 +1057,24 @@ func (s *Store) Changes(ctx context.Context, profile string, since int64) (store
 	if err := tx.QueryRowContext(ctx, `SELECT value FROM counters WHERE name = 'seq'`).Scan(&cs.Seq); err != nil {
 		return cs, fmt.Errorf("read changes: %w", err)
 	}
-	if cs.Seq <= since {
+	if cs.Seq <= p.Since {
 		return cs, nil
 	}
+	limit := int64(-1) // SQLite: no limit
+	if p.Limit > 0 {
+		limit = int64(p.Limit)
+	}
 	rows, err := tx.QueryContext(ctx, `SELECT id, profile, project, session, session_seq, actor, kind, '', importance, occurred_at,
-		created_at, accessed_at, access_count, NULL, embedding_model, embedding FROM memories WHERE profile = ? AND seq > ?`, profile, since)
+		created_at, accessed_at, access_count, NULL, embedding_model, embedding, seq FROM memories WHERE profile = ? AND seq > ?
+		ORDER BY seq LIMIT ?`, p.Profile, p.Since, limit)
 	if err != nil {
 		return cs, fmt.Errorf("read changes: %w", err)
 	}
 	defer rows.Close()
+	var last int64
 	for rows.Next() {
 		var blob []byte
-		m, err := scanMemory(rows, &blob)
+		m, err := scanMemory(rows, &blob, &last)
 		if err != nil {
 			return cs, fmt.Errorf("read changes: %w", err)
 		}
@@ -1079,7 +1088,13 @@ func (s *Store) Changes(ctx context.Context, profile string, since int64) (store
 	if err := rows.Err(); err != nil {
 		return cs, fmt.Errorf("read changes: %w", err)
 	}
-	drows, err := tx.QueryContext(ctx, `SELECT id FROM tombstones WHERE profile = ? AND seq > ?`, profile, since)
+	if p.Limit > 0 && len(cs.Upserts) == p.Limit {
+		// The page ends at its last row: the deletions up to it belong to
+		// it, the rest to the next page.
+		cs.Seq, cs.More = last, true
+	}
+	drows, err := tx.QueryContext(ctx, `SELECT id FROM tombstones WHERE profile = ? AND seq > ? AND seq <= ? ORDER BY seq`,
+		p.Profile, p.Since, cs.Seq)
 	if err != nil {
 		return cs, fmt.Errorf("read changes: %w", err)
 	}
@@ -1092,6 +1107,41 @@ func (s *Store) Changes(ctx context.Context, profile string, since int64) (store
 		cs.Deleted = append(cs.Deleted, id)
 	}
 	return cs, drows.Err()
+}
+
+// Signals implements store.Store.
+func (s *Store) Signals(ctx context.Context, profile string, ids []string) (map[string]store.Signals, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	out := make(map[string]store.Signals, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT id, occurred_at, accessed_at, access_count, importance FROM memories
+		WHERE profile = ? AND id IN (SELECT value FROM json_each(?))`, profile, jsonList(ids))
+	if err != nil {
+		return nil, fmt.Errorf("read signals: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, occurred, accessed string
+		var sig store.Signals
+		if err := rows.Scan(&id, &occurred, &accessed, &sig.AccessCount, &sig.Importance); err != nil {
+			return nil, fmt.Errorf("read signals: %w", err)
+		}
+		if sig.OccurredAt, err = parseTime(occurred); err != nil {
+			return nil, fmt.Errorf("memory %s: occurred_at: %w", id, err)
+		}
+		if sig.AccessedAt, err = parseTime(accessed); err != nil {
+			return nil, fmt.Errorf("memory %s: accessed_at: %w", id, err)
+		}
+		out[id] = sig
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read signals: %w", err)
+	}
+	return out, nil
 }
 
 // RecordAccess implements store.Store. Access statistics do not advance the

@@ -478,7 +478,7 @@ func TestStore_TwoInstances(t *testing.T) {
 	if err := a.Insert(ctx, ms); err != nil {
 		t.Fatal(err)
 	}
-	cs, err := b.Changes(ctx, "alice", seq0)
+	cs, err := b.Changes(ctx, store.ChangesParams{Profile: "alice", Since: seq0})
 	if err != nil || len(cs.Upserts) != 3 {
 		t.Fatalf("b.Changes after a.Insert: %d upserts, %v", len(cs.Upserts), err)
 	}
@@ -493,7 +493,7 @@ func TestStore_TwoInstances(t *testing.T) {
 	if err := b.Delete(ctx, "alice", ms[2].ID); err != nil {
 		t.Fatal(err)
 	}
-	cs2, err := a.Changes(ctx, "alice", cs.Seq)
+	cs2, err := a.Changes(ctx, store.ChangesParams{Profile: "alice", Since: cs.Seq})
 	if err != nil || len(cs2.Upserts) != 1 || cs2.Upserts[0].ID != ms[1].ID || !slices.Equal(cs2.Deleted, []string{ms[2].ID}) {
 		t.Errorf("a.Changes after b's writes = %v / %v, %v", cs2.Upserts, cs2.Deleted, err)
 	}
@@ -517,7 +517,7 @@ func TestStore_TwoInstances(t *testing.T) {
 					t.Errorf("store %d: Insert: %v", i, err)
 					return
 				}
-				if _, err := s.Changes(ctx, "bob", 0); err != nil {
+				if _, err := s.Changes(ctx, store.ChangesParams{Profile: "bob"}); err != nil {
 					t.Errorf("store %d: Changes: %v", i, err)
 				}
 			}

@@ -44,6 +44,7 @@ func Exercise(t *testing.T, open func(t *testing.T) store.Store) {
 		{"RecentlyAccessed", exerciseRecentlyAccessed},
 		{"Changes", exerciseChanges},
 		{"RecordAccess", exerciseRecordAccess},
+		{"Signals", exerciseSignals},
 		{"Settings", exerciseSettings},
 		{"Count", exerciseCount},
 		{"EmbeddingCounts", exerciseEmbeddingCounts},
@@ -173,7 +174,7 @@ func (b *bundle) lexicalScores(profile string, terms ...string) map[string]float
 
 func (b *bundle) changes(profile string, since int64) store.ChangeSet {
 	b.t.Helper()
-	cs, err := b.s.Changes(b.t.Context(), profile, since)
+	cs, err := b.s.Changes(b.t.Context(), store.ChangesParams{Profile: profile, Since: since})
 	if err != nil {
 		b.t.Fatalf("Changes(%s, %d): %v", profile, since, err)
 	}
@@ -1853,6 +1854,73 @@ func exerciseChanges(t *testing.T, open OpenFunc) {
 		}
 	})
 
+	t.Run("Pages", func(t *testing.T) {
+		b := setup(t, open)
+		since := b.seq()
+		var want []string
+		for i := range 7 {
+			id := fmt.Sprintf("p%d", i)
+			b.insert(mem("alice", id, "paged", embedded(uint64(i))))
+			want = append(want, id)
+		}
+		b.insert(mem("bob", "p-bob", "bob's"))
+		if err := b.s.Delete(b.ctx, "alice", "p1"); err != nil { // after p6: in the last page
+			t.Fatal(err)
+		}
+		want = slices.DeleteFunc(want, func(id string) bool { return id == "p1" })
+		// Pages of 2 upserts each, applied in turn, end where one call does.
+		held := map[string]bool{}
+		pos, pages := since, 0
+		for {
+			cs, err := b.s.Changes(b.ctx, store.ChangesParams{Profile: "alice", Since: pos, Limit: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(cs.Upserts) > 2 {
+				t.Fatalf("page of %d upserts, limit 2", len(cs.Upserts))
+			}
+			if cs.Seq < pos {
+				t.Fatalf("page from %d ends at %d", pos, cs.Seq)
+			}
+			for _, id := range cs.Deleted {
+				delete(held, id)
+			}
+			for _, m := range cs.Upserts {
+				if len(m.Embedding) != 8 {
+					t.Errorf("paged upsert %s has %d-d embedding, want 8", m.ID, len(m.Embedding))
+				}
+				held[m.ID] = true
+			}
+			pos, pages = cs.Seq, pages+1
+			if !cs.More {
+				break
+			}
+			if pages > 10 {
+				t.Fatal("paging does not end")
+			}
+		}
+		if got := slices.Sorted(maps.Keys(held)); !slices.Equal(got, want) {
+			t.Errorf("after paging: %v, want %v", got, want)
+		}
+		if pages < 3 {
+			t.Errorf("%d pages for 6 upserts by 2, want ≥ 3", pages)
+		}
+		if s := b.seq(); pos != s {
+			t.Errorf("paging ended at %d, Sequence = %d", pos, s)
+		}
+		// A full page reports only the deletions up to its last upsert.
+		first, err := b.s.Changes(b.ctx, store.ChangesParams{Profile: "alice", Since: since, Limit: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !first.More || len(first.Upserts) != 1 || len(first.Deleted) != 0 || first.Seq >= b.seq() {
+			t.Errorf("first page of 1 = %v / %v / seq %d more %v", memIDs(first.Upserts), first.Deleted, first.Seq, first.More)
+		}
+		if _, err := b.s.Changes(b.ctx, store.ChangesParams{Profile: "alice", Limit: -1}); !errors.Is(err, mnemotype.ErrInvalid) {
+			t.Errorf("Limit -1: %v, want ErrInvalid", err)
+		}
+	})
+
 	t.Run("FutureSince", func(t *testing.T) {
 		b := setup(t, open)
 		b.insert(mem("alice", "c1", "first"))
@@ -1951,6 +2019,54 @@ func exerciseRecordAccess(t *testing.T, open OpenFunc) {
 				t.Error("RecordAccess resurrected a deleted memory")
 			}
 		})
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Signals.
+
+func exerciseSignals(t *testing.T, open OpenFunc) {
+	t.Run("ReadsTheRows", func(t *testing.T) { checkSignals(t, open) })
+}
+
+func checkSignals(t *testing.T, open OpenFunc) {
+	b := setup(t, open)
+	happened := t0.Add(-48 * time.Hour)
+	b.insert(
+		mem("alice", "s1", "one", accessCount(3), importance(0.8), occurred(happened), embedded(1)),
+		mem("alice", "s2", "two", at(time.Hour)),
+		mem("bob", "s3", "bob's", accessCount(9)),
+	)
+	if err := b.s.RecordAccess(b.ctx, []store.Access{{Profile: "alice", ID: "s2", At: t0.Add(3 * time.Hour), Count: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := b.s.Signals(b.ctx, "alice", []string{"s1", "s2", "s3", "missing"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 {
+		t.Fatalf("Signals = %v, want s1 and s2 alone (s3 is bob's)", got)
+	}
+	s1, s2 := b.getOne("alice", "s1"), b.getOne("alice", "s2")
+	for _, c := range []struct {
+		id   string
+		m    mnemotype.Memory
+		want store.Signals
+	}{
+		{"s1", s1, store.Signals{OccurredAt: happened, AccessedAt: s1.AccessedAt, AccessCount: 3, Importance: 0.8}},
+		{"s2", s2, store.Signals{OccurredAt: s2.CreatedAt, AccessedAt: t0.Add(3 * time.Hour), AccessCount: 2, Importance: s2.Importance}},
+	} {
+		g := got[c.id]
+		if !g.OccurredAt.Equal(c.want.OccurredAt) || !g.AccessedAt.Equal(c.want.AccessedAt) || g.AccessCount != c.want.AccessCount ||
+			g.Importance != c.want.Importance {
+			t.Errorf("Signals[%s] = %+v, want %+v", c.id, g, c.want)
+		}
+		if !g.AccessedAt.Equal(c.m.AccessedAt) || g.AccessCount != c.m.AccessCount || !g.OccurredAt.Equal(c.m.OccurredAt) {
+			t.Errorf("Signals[%s] = %+v, Get reads %v / %d / %v", c.id, g, c.m.AccessedAt, c.m.AccessCount, c.m.OccurredAt)
+		}
+	}
+	if got, err := b.s.Signals(b.ctx, "alice", nil); err != nil || len(got) != 0 {
+		t.Errorf("Signals(no ids) = %v, %v", got, err)
 	}
 }
 
@@ -2119,7 +2235,7 @@ func exerciseClose(t *testing.T, open OpenFunc) {
 			return err
 		}},
 		{"Changes", func(b *bundle) error {
-			_, err := b.s.Changes(b.ctx, "alice", 0)
+			_, err := b.s.Changes(b.ctx, store.ChangesParams{Profile: "alice"})
 			return err
 		}},
 		{"Sequence", func(b *bundle) error {
@@ -2207,7 +2323,7 @@ func exerciseConcurrent(t *testing.T, open OpenFunc) {
 					if _, err := b.s.Count(b.ctx, "alice"); err != nil {
 						t.Errorf("worker %d: Count: %v", w, err)
 					}
-					if _, err := b.s.Changes(b.ctx, "alice", 0); err != nil {
+					if _, err := b.s.Changes(b.ctx, store.ChangesParams{Profile: "alice"}); err != nil {
 						t.Errorf("worker %d: Changes: %v", w, err)
 					}
 					if _, err := b.s.RecentlyAccessed(b.ctx, mnemotype.Scope{Profile: "alice"}, 10); err != nil {

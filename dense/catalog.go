@@ -1,0 +1,314 @@
+package dense
+
+import (
+	"container/list"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/mnemo-dev/mnemo/mnemotype"
+	"github.com/mnemo-dev/mnemo/store"
+	"github.com/mnemo-dev/mnemo/vector"
+)
+
+// Store is what a Catalog reads: the change feed it catches up from, and
+// the scope of memories for the part of a scope its indexes cannot
+// evaluate (metadata filters).
+type Store interface {
+	Changes(ctx context.Context, p store.ChangesParams) (store.ChangeSet, error)
+	Sequence(ctx context.Context) (int64, error)
+	InScope(ctx context.Context, scope mnemotype.Scope, ids []string) ([]string, error)
+}
+
+// Defaults of Options.
+const (
+	// DefaultBudget bounds the bytes a Catalog's indexes hold: about a
+	// million memories of 100 dimensions.
+	DefaultBudget = 1 << 30
+	// DefaultPageSize is how many memories one read of the change feed
+	// returns while an index loads.
+	DefaultPageSize = 4096
+)
+
+// Options configure a Catalog.
+type Options struct {
+	// Dim is the embeddings' dimension (the embedder's): a memory embedded
+	// with another dimension is held without its embedding, so an index
+	// follows a profile re-embedded to Dim. 0 takes the first embedding's.
+	Dim int
+	// Budget bounds the bytes the indexes hold (vector.Index.Bytes); beyond
+	// it the least recently used profiles are dropped, to be loaded again
+	// when next asked for. A profile larger than the budget alone is still
+	// held. 0 means DefaultBudget.
+	Budget int64
+	// PageSize is how many memories one read of the change feed returns;
+	// 0 means DefaultPageSize.
+	PageSize int
+	// Logger receives evictions; nil discards them.
+	Logger *slog.Logger
+}
+
+// Catalog is the dense port over per-profile in-memory indexes kept in sync
+// with a store. Before each call it compares the store's change sequence
+// with the index's watermark and applies the changes since (writes by any
+// process), so a call sees every write committed before it began; an index
+// is a cache of the store, never written to directly. It is safe for
+// concurrent use.
+type Catalog struct {
+	st  Store
+	opt Options
+
+	mu       sync.Mutex
+	profiles map[string]*entry
+	lru      list.List // of *entry, most recently used first
+	bytes    int64     // the held entries' sizes
+	evicted  int64
+}
+
+// entry is one profile's index.
+type entry struct {
+	profile string
+	x       *vector.Index
+	// turn holds one token: its holder catches x up with the store, so a
+	// profile loads once however many callers wait.
+	turn chan struct{}
+	// seq is the store change sequence x reflects.
+	seq atomic.Int64
+
+	// Under Catalog.mu:
+	elem *list.Element // nil once evicted
+	size int64         // bytes, as last accounted
+}
+
+// NewCatalog returns an empty catalog over st.
+func NewCatalog(st Store, opt Options) *Catalog {
+	if opt.Budget <= 0 {
+		opt.Budget = DefaultBudget
+	}
+	if opt.PageSize <= 0 {
+		opt.PageSize = DefaultPageSize
+	}
+	if opt.Logger == nil {
+		opt.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return &Catalog{st: st, opt: opt, profiles: map[string]*entry{}}
+}
+
+// Search implements the dense port: the exact top q.K of the scope.
+func (c *Catalog) Search(ctx context.Context, q Query) ([]mnemotype.Hit, error) {
+	x, err := c.index(ctx, q.Scope.Profile)
+	if err != nil {
+		return nil, err
+	}
+	search := func(f vector.Filter, k int) ([]mnemotype.Hit, error) {
+		if q.Serial {
+			return x.SearchSerial(q.Vector, q.Model, f, k)
+		}
+		return x.Search(q.Vector, q.Model, f, k)
+	}
+	f := vector.FilterOf(q.Scope)
+	if len(q.Scope.Metadata) == 0 {
+		return search(f, q.K)
+	}
+	return metadataSearch(ctx, c.st, search, q.Scope, f, q.K)
+}
+
+// Score implements the dense port.
+func (c *Catalog) Score(ctx context.Context, q Query, ids []string) ([]mnemotype.Hit, error) {
+	x, err := c.index(ctx, q.Scope.Profile)
+	if err != nil {
+		return nil, err
+	}
+	return x.Score(q.Vector, q.Model, ids)
+}
+
+// Stats describe one profile's index.
+type Stats struct {
+	// Memories held, and of them those with an embedding of the index's
+	// dimension (Embedded) or of another (Foreign, the last one met being
+	// ForeignDim).
+	Memories, Embedded, Foreign, ForeignDim int
+	Bytes                                   int64
+}
+
+// Profile returns the stats of profile's index, caught up with the store.
+func (c *Catalog) Profile(ctx context.Context, profile string) (Stats, error) {
+	x, err := c.index(ctx, profile)
+	if err != nil {
+		return Stats{}, err
+	}
+	n, d := x.Foreign()
+	return Stats{Memories: x.Len(), Embedded: x.Embedded(), Foreign: n, ForeignDim: d, Bytes: x.Bytes()}, nil
+}
+
+// Usage reports the profiles held, the bytes they hold, and how many
+// evictions the budget has caused.
+func (c *Catalog) Usage() (profiles int, bytes, evictions int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.profiles), c.bytes, c.evicted
+}
+
+// Evict drops profile's index (its memories are gone, or it is not needed
+// soon); the next call loads it again.
+func (c *Catalog) Evict(profile string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e := c.profiles[profile]; e != nil {
+		c.remove(e)
+	}
+}
+
+// remove drops e; c.mu is held.
+func (c *Catalog) remove(e *entry) {
+	c.lru.Remove(e.elem)
+	e.elem = nil
+	delete(c.profiles, e.profile)
+	c.bytes -= e.size
+}
+
+// use returns profile's entry, created if needed, as the most recently
+// used.
+func (c *Catalog) use(profile string) *entry {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.profiles[profile]
+	if e == nil {
+		e = &entry{profile: profile, x: vector.NewDim(c.opt.Dim), turn: make(chan struct{}, 1)}
+		e.turn <- struct{}{}
+		e.elem = c.lru.PushFront(e)
+		c.profiles[profile] = e
+		return e
+	}
+	c.lru.MoveToFront(e.elem)
+	return e
+}
+
+// index returns profile's index, caught up with every change the store
+// committed before the call.
+func (c *Catalog) index(ctx context.Context, profile string) (*vector.Index, error) {
+	if profile == "" {
+		return nil, mnemotype.Invalidf("dense retrieval: profile is required")
+	}
+	seq, err := c.st.Sequence(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("dense index of profile %q: %w", profile, err)
+	}
+	e := c.use(profile)
+	if e.seq.Load() >= seq {
+		return e.x, nil
+	}
+	select {
+	case <-e.turn:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("dense index of profile %q: waiting for its load: %w", profile, ctx.Err())
+	}
+	defer func() { e.turn <- struct{}{} }()
+	if e.seq.Load() < seq {
+		err = c.catchUp(ctx, e)
+		c.account(e)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("dense index of profile %q: %w", profile, err)
+	}
+	return e.x, nil
+}
+
+// catchUp applies the store's changes after e's watermark, a page at a
+// time, until the feed has no more. The caller holds e's turn. A failure
+// leaves e consistent at the last page applied.
+func (c *Catalog) catchUp(ctx context.Context, e *entry) error {
+	for {
+		cs, err := c.st.Changes(ctx, store.ChangesParams{Profile: e.profile, Since: e.seq.Load(), Limit: c.opt.PageSize})
+		if err != nil {
+			return err
+		}
+		e.x.Delete(cs.Deleted...)
+		// A memory of another dimension than the index's is held without
+		// its embedding (counted by Foreign): not an error here.
+		if err := e.x.Upsert(cs.Upserts); err != nil && !errors.Is(err, mnemotype.ErrDimensionMismatch) {
+			return err
+		}
+		e.seq.Store(cs.Seq)
+		if !cs.More {
+			return nil
+		}
+	}
+}
+
+// account records e's size and evicts the least recently used other
+// profiles while the budget is exceeded.
+func (c *Catalog) account(e *entry) {
+	size := e.x.Bytes()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e.elem == nil {
+		return // evicted meanwhile: not held
+	}
+	c.bytes += size - e.size
+	e.size = size
+	for c.bytes > c.opt.Budget && c.lru.Len() > 1 {
+		last := c.lru.Back().Value.(*entry)
+		if last == e {
+			break
+		}
+		c.remove(last)
+		c.evicted++
+		c.opt.Logger.Info("dense index evicted", "profile", last.profile, "bytes", last.size, "budget", c.opt.Budget)
+	}
+}
+
+// metadataWiden are how many times more hits than it needs the search
+// takes, in turn, before the store applies a metadata filter to them.
+var metadataWiden = [...]int{8, 64}
+
+// metadataSearch is the search of a scope with a metadata filter, which
+// the index cannot evaluate: it searches the rest of the scope for
+// k × metadataWiden[i] hits, best first, and has the store keep those in
+// scope. When at least k remain, or the search found every candidate,
+// they are exactly the scope's top k; else it widens, and in the end (a
+// filter keeping very few memories) the store lists the scope's memories
+// and the index searches only them.
+func metadataSearch(ctx context.Context, st Store, search func(vector.Filter, int) ([]mnemotype.Hit, error),
+	scope mnemotype.Scope, f vector.Filter, k int) ([]mnemotype.Hit, error) {
+	if k <= 0 {
+		return nil, nil
+	}
+	for _, widen := range metadataWiden {
+		hits, err := search(f, k*widen)
+		if err != nil {
+			return nil, err
+		}
+		keep, err := st.InScope(ctx, scope, hitIDs(hits))
+		if err != nil {
+			return nil, err
+		}
+		if len(keep) >= k || len(hits) < k*widen {
+			in := make(map[string]bool, len(keep))
+			for _, id := range keep {
+				in[id] = true
+			}
+			hits = slices.DeleteFunc(hits, func(h mnemotype.Hit) bool { return !in[h.ID] })
+			return hits[:min(len(hits), k)], nil
+		}
+	}
+	only, err := st.InScope(ctx, scope, nil)
+	if err != nil {
+		return nil, err
+	}
+	f.Only = only
+	return search(f, k)
+}
+
+func hitIDs(h []mnemotype.Hit) []string {
+	out := make([]string, len(h))
+	for i := range h {
+		out[i] = h[i].ID
+	}
+	return out
+}

@@ -1,0 +1,49 @@
+// Package dense provides mnemo's dense retrieval: cosine similarity between
+// a query embedding and the embeddings stored for a profile, inside a
+// scope. The recall pipeline consumes it through a small port (recall.Dense:
+// Search and Score, both taking a Query); this package holds the port's
+// in-process implementations over a store:
+//
+//   - Catalog keeps each profile's embeddings in memory (package vector),
+//     caught up with the store's change feed before every call, under a byte
+//     budget with least-recently-used eviction; loading is streamed in pages
+//     and done once per profile however many callers wait for it.
+//   - Scan keeps nothing: it reads the embeddings it needs from the store on
+//     every call, for one-shot processes that score a small pool.
+//
+// A store that ranks by embeddings itself (pgvector) implements the same
+// port; package densetest is the conformance suite every implementation
+// runs.
+package dense
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/mnemo-dev/mnemo/mnemotype"
+)
+
+// Query is one dense retrieval.
+type Query struct {
+	// Vector is the query embedding, made by Model.
+	Vector []float32
+	Model  string
+	// Scope confines the retrieval: a memory outside it is never returned.
+	// Search honours every field; Score reads only the profile.
+	Scope mnemotype.Scope
+	// K is how many hits Search returns at most.
+	K int
+	// Serial keeps the search on the calling goroutine, for a caller that
+	// keeps the other CPUs busy itself.
+	Serial bool
+}
+
+// sortHits orders hits best first, ties by id.
+func sortHits(h []mnemotype.Hit) {
+	slices.SortFunc(h, func(a, b mnemotype.Hit) int {
+		if c := cmp.Compare(b.Score, a.Score); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ID, b.ID)
+	})
+}
