@@ -203,6 +203,14 @@ func timeRecalls(b *testing.B, e *mnemo.Engine, queries []string, base mnemo.Que
 func BenchmarkRecall_10k(b *testing.B)  { benchmarkRecall(b, 10_000, nil) }
 func BenchmarkRecall_100k(b *testing.B) { benchmarkRecall(b, 100_000, nil) }
 
+// BenchmarkRecallSession_100k recalls inside one session of the 50 (2,000
+// memories), as an agent mostly does: both legs should cost what the
+// session holds, not what the profile holds.
+func BenchmarkRecallSession_100k(b *testing.B) {
+	e, queries := benchEngine(b, 100_000)
+	timeRecalls(b, e, queries, mnemo.Query{Sessions: []string{"s7"}}, nil)
+}
+
 // BenchmarkRecallPool_100k uses seed 001's two-stage candidate pool.
 func BenchmarkRecallPool_100k(b *testing.B) {
 	benchmarkRecall(b, 100_000, map[string]string{"candidate_policy": "pool"})

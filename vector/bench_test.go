@@ -12,28 +12,35 @@ import (
 // sinkHits keeps the compiler from discarding benchmarked work.
 var sinkHits []mnemotype.Hit
 
+// benchmarkSearch times a top-30 search of n rows in 1,000 sessions (of
+// n/1,000 rows each), unscoped and scoped to one session.
 func benchmarkSearch(b *testing.B, n int) {
 	for _, dim := range []int{100, 256} {
-		b.Run(fmt.Sprintf("dim=%d", dim), func(b *testing.B) {
-			r := rand.New(rand.NewPCG(uint64(n), uint64(dim)))
-			mems := make([]mnemotype.Memory, n)
-			for i := range mems {
-				mems[i] = mem(fmt.Sprintf("m%06d", i), emb("m", randUnit(r, dim)...))
-			}
-			x := vector.New()
-			if err := x.Upsert(mems); err != nil {
-				b.Fatal(err)
-			}
-			q := randUnit(r, dim)
-			b.ReportAllocs()
-			for b.Loop() {
-				hits, err := x.Search(q, "m", vector.Filter{}, 30)
-				if err != nil {
+		r := rand.New(rand.NewPCG(uint64(n), uint64(dim)))
+		mems := make([]mnemotype.Memory, n)
+		for i := range mems {
+			mems[i] = mem(fmt.Sprintf("m%06d", i), emb("m", randUnit(r, dim)...), session(fmt.Sprintf("s%d", i%1000)))
+		}
+		for _, scope := range []struct {
+			name string
+			f    vector.Filter
+		}{{"all", vector.Filter{}}, {"session", vector.Filter{Sessions: []string{"s7"}}}} {
+			b.Run(fmt.Sprintf("dim=%d/%s", dim, scope.name), func(b *testing.B) {
+				x := vector.New()
+				if err := x.Upsert(mems); err != nil {
 					b.Fatal(err)
 				}
-				sinkHits = hits
-			}
-		})
+				q := randUnit(r, dim)
+				b.ReportAllocs()
+				for b.Loop() {
+					hits, err := x.Search(q, "m", scope.f, 30)
+					if err != nil {
+						b.Fatal(err)
+					}
+					sinkHits = hits
+				}
+			})
+		}
 	}
 }
 

@@ -1,7 +1,8 @@
 // Package vector holds one profile's embeddings in process for the dense
 // leg: contiguous float32 rows (exact cosine, top-k by heap, split across
 // CPUs when large) and each memory's scope, so that a search filters
-// without the store. The store stays the source of truth; package dense
+// without the store; postings by project, session and kind let a scoped
+// search visit only its scope's rows. The store stays the source of truth; package dense
 // keeps an Index in sync with its change feed.
 package vector
 
@@ -30,6 +31,7 @@ type row struct {
 	session int32 // interned
 	actor   int32 // interned
 	kind    mnemotype.Kind
+	kindID  int32 // interned kind
 	// occurred is when it happened, exactly (the time filter's bounds).
 	occurred instant
 	model    int32 // interned embedding model; -1 without embedding
@@ -37,6 +39,35 @@ type row struct {
 	// foreign marks a memory whose embedding has another dimension than
 	// the index's: kept without it.
 	foreign bool
+	// pos is the row's position in each of its postings (see Index.posts).
+	pos [nPostings]int32
+}
+
+// The scope fields with postings: for each value, the slots of the rows
+// that hold it, so a search scoped to a session, project or kind visits
+// its rows alone instead of filtering every row of the profile.
+const (
+	postProject = iota
+	postSession
+	postKind
+	nPostings
+)
+
+// postingKey names one posting: a field and an interned value.
+type postingKey struct {
+	field uint8
+	value int32
+}
+
+func (r *row) key(field int) postingKey {
+	switch field {
+	case postProject:
+		return postingKey{postProject, r.project}
+	case postSession:
+		return postingKey{postSession, r.session}
+	default:
+		return postingKey{postKind, r.kindID}
+	}
 }
 
 // Index is one profile's in-memory catalog. It is safe for concurrent use:
@@ -54,6 +85,10 @@ type Index struct {
 	slot                          map[string]int
 	strs                          map[string]int32
 	strList                       []string
+	// posts holds, per scope value, the slots of its rows in no order;
+	// each row knows its position in each (row.pos), so a row leaves a
+	// posting in O(1) by swapping the posting's last entry into its place.
+	posts map[postingKey][]int32
 	// keyBytes sums the bytes of the ids held and the names interned (for
 	// Bytes).
 	keyBytes int64
@@ -64,7 +99,7 @@ type Index struct {
 
 // New returns an empty index whose first embedding fixes its dimension.
 func New() *Index {
-	return &Index{slot: map[string]int{}, strs: map[string]int32{}}
+	return &Index{slot: map[string]int{}, strs: map[string]int32{}, posts: map[postingKey][]int32{}}
 }
 
 // NewDim returns an empty index of dim-dimensional embeddings: a memory
@@ -122,12 +157,50 @@ const (
 	rowSize   = int64(unsafe.Sizeof(row{}))
 )
 
-// Bytes estimates the memory the index holds: its embeddings, rows, and
-// the maps from ids and names. It costs O(1).
+// Bytes estimates the memory the index holds: its embeddings, rows,
+// postings, and the maps from ids and names. It costs O(1).
 func (x *Index) Bytes() int64 {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	return int64(cap(x.vecs))*4 + int64(cap(x.rows))*rowSize + x.keyBytes
+	return int64(cap(x.vecs))*4 + int64(cap(x.rows))*rowSize + x.keyBytes +
+		int64(len(x.rows))*nPostings*4 + int64(len(x.posts))*mapEntry
+}
+
+// post adds the row at slot s to its postings.
+func (x *Index) post(s int) {
+	r := &x.rows[s]
+	for f := range nPostings {
+		k := r.key(f)
+		l := x.posts[k]
+		r.pos[f] = int32(len(l))
+		x.posts[k] = append(l, int32(s))
+	}
+}
+
+// unpost removes the row at slot s from its postings.
+func (x *Index) unpost(s int) {
+	r := &x.rows[s]
+	for f := range nPostings {
+		k := r.key(f)
+		l := x.posts[k]
+		i, last := r.pos[f], l[len(l)-1]
+		l[i] = last
+		x.rows[last].pos[f] = i
+		if l = l[:len(l)-1]; len(l) == 0 {
+			delete(x.posts, k)
+		} else {
+			x.posts[k] = l
+		}
+	}
+}
+
+// moved points the postings of the row now at slot s (moved there from
+// another slot) to s.
+func (x *Index) moved(s int) {
+	r := &x.rows[s]
+	for f := range nPostings {
+		x.posts[r.key(f)][r.pos[f]] = int32(s)
+	}
 }
 
 // Len returns the number of memories held.
@@ -170,6 +243,7 @@ func (x *Index) Upsert(mems []mnemotype.Memory) error {
 			session:  x.intern(m.Session),
 			actor:    x.intern(m.Actor),
 			kind:     m.Kind,
+			kindID:   x.intern(string(m.Kind)),
 			occurred: instantOf(occurred(m)),
 			model:    -1,
 		}
@@ -194,8 +268,10 @@ func (x *Index) Upsert(mems []mnemotype.Memory) error {
 			}
 		} else {
 			x.count(&x.rows[s], -1)
+			x.unpost(s)
 			x.rows[s] = r
 		}
+		x.post(s)
 		x.count(&r, 1)
 		if x.dim > 0 {
 			v := x.vecs[s*x.dim : (s+1)*x.dim]
@@ -224,10 +300,12 @@ func (x *Index) Delete(ids ...string) {
 			continue
 		}
 		x.count(&x.rows[s], -1)
+		x.unpost(s)
 		last := len(x.rows) - 1
 		if s != last {
 			x.rows[s] = x.rows[last]
 			x.slot[x.rows[s].id] = s
+			x.moved(s)
 			if x.dim > 0 {
 				copy(x.vecs[s*x.dim:(s+1)*x.dim], x.vecs[last*x.dim:(last+1)*x.dim])
 			}
@@ -297,6 +375,10 @@ type compiled struct {
 	exclude       map[int]bool
 	only          map[int]bool // nil: any
 	after, before *instant     // nil: no bound
+	// slots, when not nil, holds every slot the filter can keep (and
+	// others): the smallest of the postings it names, when that is at
+	// most half the rows.
+	slots []int32
 }
 
 func (x *Index) compile(f Filter) compiled {
@@ -358,7 +440,69 @@ func (x *Index) compile(f Filter) compiled {
 			}
 		}
 	}
+	c.slots = x.candidates(&c, f)
+	if c.slots != nil && len(c.slots) == 0 {
+		return compiled{none: true}
+	}
 	return c
+}
+
+// candidates returns the slots of the smallest posting union c names (or
+// of c.only), or nil when none holds at most half the rows: scanning every
+// row in order is then as fast.
+func (x *Index) candidates(c *compiled, f Filter) []int32 {
+	var best [][]int32
+	bestN := len(x.rows)/2 + 1
+	consider := func(field uint8, values []int32) {
+		var lists [][]int32
+		n := 0
+		for i, v := range values {
+			if slices.Contains(values[:i], v) {
+				continue
+			}
+			l := x.posts[postingKey{field, v}]
+			lists, n = append(lists, l), n+len(l)
+		}
+		if n < bestN {
+			best, bestN = lists, n
+		}
+	}
+	if c.project >= 0 {
+		consider(postProject, []int32{c.project})
+	}
+	if c.sessions != nil {
+		consider(postSession, c.sessions)
+	}
+	if c.kinds != nil {
+		var ids []int32
+		for _, k := range c.kinds {
+			if v, ok := x.strs[string(k)]; ok {
+				ids = append(ids, v)
+			}
+		}
+		if len(ids) == 0 {
+			return []int32{}
+		}
+		consider(postKind, ids)
+	}
+	if c.only != nil && len(c.only) < bestN {
+		out := make([]int32, 0, len(c.only))
+		for s := range c.only {
+			out = append(out, int32(s))
+		}
+		return out
+	}
+	switch {
+	case best == nil:
+		return nil
+	case len(best) == 1:
+		return best[0] // read under the index's read lock, never changed
+	}
+	out := make([]int32, 0, bestN)
+	for _, l := range best {
+		out = append(out, l...)
+	}
+	return out
 }
 
 func (c *compiled) match(s int, r *row) bool {
@@ -441,6 +585,9 @@ func (x *Index) search(q []float32, model string, f Filter, k, workers int) ([]m
 		return nil, nil
 	}
 	n := len(x.rows)
+	if c.slots != nil {
+		n = len(c.slots)
+	}
 	parts := 1
 	if n >= parallelThreshold {
 		parts = max(1, workers)
@@ -452,7 +599,11 @@ func (x *Index) search(q []float32, model string, f Filter, k, workers int) ([]m
 		lo, hi := p*chunk, min((p+1)*chunk, n)
 		scan := func() {
 			h := topK{k: k}
-			for s := lo; s < hi; s++ {
+			for i := lo; i < hi; i++ {
+				s := i
+				if c.slots != nil {
+					s = int(c.slots[i])
+				}
 				r := &x.rows[s]
 				if r.model != mid || !c.match(s, r) {
 					continue

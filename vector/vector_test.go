@@ -193,6 +193,9 @@ func (r *refIndex) in(m mnemotype.Memory, f vector.Filter) bool {
 	if len(f.Kinds) > 0 && !slices.Contains(f.Kinds, m.Kind) {
 		return false
 	}
+	if f.Only != nil && !slices.Contains(f.Only, m.ID) {
+		return false
+	}
 	return !slices.Contains(f.Exclude, m.ID)
 }
 
@@ -311,6 +314,12 @@ func TestIndex_UpsertDeleteSearch_MatchesReference(t *testing.T) {
 				}
 				for range r.IntN(4) {
 					f.Exclude = append(f.Exclude, id())
+				}
+				if r.IntN(4) == 0 {
+					f.Only = []string{}
+					for range r.IntN(30) {
+						f.Only = append(f.Only, id())
+					}
 				}
 				return f
 			}
