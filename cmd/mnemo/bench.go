@@ -52,6 +52,9 @@ type latencyStats struct {
 const maxBenchRecalls = 1_000_000
 
 func cmdBench(ctx context.Context, a *app, args []string) error {
+	if len(args) > 0 && args[0] == "ladder" {
+		return cmdBenchLadder(ctx, a, args[1:])
+	}
 	fs := newFlags(a, "bench")
 	var ef engineFlags
 	ef.register(fs)
@@ -63,7 +66,8 @@ func cmdBench(ctx context.Context, a *app, args []string) error {
 	weights := fs.String("weights", "", "leg weights, e.g. lexical=1,dense=0.5 (default from settings)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	fs.Usage = func() {
-		fmt.Fprintln(a.stderr, "usage: mnemo bench --profile P [--queries FILE|-] [--n 500] [--warmup 50] [--limit 10] [--weights ...] [--json]")
+		fmt.Fprintln(a.stderr, "usage: mnemo bench --profile P [--queries FILE|-] [--n 500] [--warmup 50] [--limit 10] [--weights ...] [--json]\n"+
+			"       mnemo bench ladder --corpus DIR --dir WORKDIR [--sizes 10k,100k,1M] (see mnemo bench ladder -h)")
 		fmt.Fprintln(a.stderr, "\nTimes recall on the database as it is (warm, one query at a time) and prints latency percentiles,\n"+
 			"query embedding excluded, and the mean time of each pipeline stage. The recalls do not count as\n"+
 			"accesses: the memories' access statistics are left alone.")
@@ -125,6 +129,7 @@ type benchParams struct {
 	n, warmup int
 	limit     int
 	overrides map[string]string
+	sessions  []string // the scope: these sessions (nil: the whole profile)
 }
 
 func runBench(ctx context.Context, e *mnemo.Engine, p benchParams) (*benchReport, error) {
@@ -145,8 +150,8 @@ func runBench(ctx context.Context, e *mnemo.Engine, p benchParams) (*benchReport
 		Queries: len(p.texts), QuerySource: p.source, Embedder: e.Embedder().Model(), SQLite: sqlitedb.Driver,
 		CPUs: runtime.GOMAXPROCS(0), Stages: map[string]float64{}}
 	recallOne := func(i int) (wall, embed time.Duration, timings map[string]float64, err error) {
-		q := mnemo.Query{Profile: p.profile, Text: p.texts[i%len(p.texts)], Limit: p.limit, Overrides: p.overrides,
-			Timings: true, NoTouch: true}
+		q := mnemo.Query{Profile: p.profile, Sessions: p.sessions, Text: p.texts[i%len(p.texts)], Limit: p.limit,
+			Overrides: p.overrides, Timings: true, NoTouch: true}
 		t := time.Now()
 		res, err := e.Recall(ctx, q)
 		wall = time.Since(t)
@@ -283,19 +288,24 @@ func printBench(w io.Writer, r *benchReport) {
 	}
 	line("latency, query embedding excluded (ms)", r.Latency)
 	line("latency with query embedding (ms)", r.WithEmbedding)
-	names := make([]string, 0, len(r.Stages))
-	for k := range r.Stages {
+	fmt.Fprintf(w, "mean per stage (ms; legs run concurrently, so they overlap): %s\n", stageList(r.Stages))
+}
+
+// stageList lists the stages' mean times, longest first.
+func stageList(stages map[string]float64) string {
+	names := make([]string, 0, len(stages))
+	for k := range stages {
 		names = append(names, k)
 	}
 	slices.SortFunc(names, func(x, y string) int {
-		if c := cmp.Compare(r.Stages[y], r.Stages[x]); c != 0 {
+		if c := cmp.Compare(stages[y], stages[x]); c != 0 {
 			return c
 		}
 		return strings.Compare(x, y)
 	})
 	parts := make([]string, len(names))
 	for i, k := range names {
-		parts[i] = fmt.Sprintf("%s %.3f", k, r.Stages[k])
+		parts[i] = fmt.Sprintf("%s %.3f", k, stages[k])
 	}
-	fmt.Fprintf(w, "mean per stage (ms; legs run concurrently, so they overlap): %s\n", strings.Join(parts, ", "))
+	return strings.Join(parts, ", ")
 }

@@ -3,8 +3,10 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -135,4 +137,133 @@ func FuzzReadQueries(f *testing.F) {
 func errorsAsUsage(err error) bool {
 	var ue usageError
 	return errors.As(err, &ue)
+}
+
+// ladderCorpus writes a small dataset folder (corpus.jsonl, queries.jsonl).
+func ladderCorpus(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	var corpus, queries strings.Builder
+	words := strings.Fields("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa")
+	for i := range 40 {
+		fmt.Fprintf(&corpus, "{\"_id\": \"d%d\", \"text\": \"%s %s went to %s\"}\n", i, words[i%len(words)], words[(i*7)%len(words)], words[(i*3)%len(words)])
+	}
+	for i := range 5 {
+		fmt.Fprintf(&queries, "{\"_id\": \"q%d\", \"text\": \"where did %s go\"}\n", i, words[i])
+	}
+	for name, body := range map[string]string{"corpus.jsonl": corpus.String(), "queries.jsonl": queries.String()} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// TestCLI_BenchLadder runs a two-rung ladder: its new-process figures
+// re-execute the test binary as mnemo (so no t.Parallel: it sets the
+// environment variable that makes it one).
+func TestCLI_BenchLadder(t *testing.T) {
+	t.Setenv("MNEMO_TEST_MAIN", "1")
+	c := newCLI(t)
+	corpus, work := ladderCorpus(t), t.TempDir()
+	args := []string{"bench", "ladder", "--corpus", corpus, "--dir", work, "--sizes", "300,0.7k", "--session-size", "100",
+		"--n", "20", "--warmup", "2", "--mnemo", os.Args[0]}
+	if _, _, errs := c.run("", args...); !strings.Contains(errs, `"0.7k"`) {
+		t.Fatalf("a fractional size was accepted: %s", errs)
+	}
+	args[7] = "300,1k"
+	var rep ladderReport
+	if err := json.Unmarshal([]byte(c.ok(append(args, "--json")...)), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Rungs) != 2 || rep.Embedder != "hash" || rep.Queries != 5 || rep.SessionSize != 100 || rep.CPUs < 1 {
+		t.Fatalf("report = %+v", rep)
+	}
+	for i, want := range []int{300, 1000} {
+		r := rep.Rungs[i]
+		if r.Memories != want || r.Import <= 0 || r.ImportSeconds <= 0 || r.DBBytes <= 0 {
+			t.Errorf("rung %d: %+v", i, r)
+		}
+		for name, l := range map[string]latencyStats{"unscoped": r.Unscoped, "session": r.Scoped} {
+			if !(l.P50 > 0 && l.P50 <= l.P95 && l.P95 <= l.P99) {
+				t.Errorf("rung %d %s latency = %+v", i, name, l)
+			}
+		}
+		if _, ok := r.ScopedStage["lexical"]; !ok {
+			t.Errorf("rung %d: session stages %v", i, r.ScopedStage)
+		}
+		if r.FirstRecall <= 0 || r.Recollect <= 0 || (runtime.GOOS == "linux" && (r.FirstRecallRSS <= 1 || r.RecollectRSS <= 1)) {
+			t.Errorf("rung %d new process: %+v", i, r)
+		}
+		// The database holds the rung's corpus, in sessions of 100.
+		c.env["MNEMO_DB"] = r.Database
+		out := c.ok("list", "--profile", ladderProfile, "--session", "s000002", "--limit", "1000", "--json")
+		if n := strings.Count(out, `"id"`); n != 100 {
+			t.Errorf("rung %d: session s000002 holds %d memories, want 100", i, n)
+		}
+	}
+	// The corpus is the same on every run: --reuse keeps the database.
+	db := rep.Rungs[0].Database
+	c.env["MNEMO_DB"] = db
+	before := c.ok("get", "--profile", ladderProfile, "m00000123")
+	var again ladderReport
+	if err := json.Unmarshal([]byte(c.ok(append(args, "--json", "--reuse", "--sizes", "300")...)), &again); err != nil {
+		t.Fatal(err)
+	}
+	if len(again.Rungs) != 1 || again.Rungs[0].Import != 0 {
+		t.Errorf("--reuse imported again: %+v", again.Rungs)
+	}
+	if err := json.Unmarshal([]byte(c.ok(append(args, "--json", "--sizes", "300")...)), &again); err != nil {
+		t.Fatal(err)
+	}
+	if again.Rungs[0].Import <= 0 {
+		t.Errorf("without --reuse the rung was not imported again: %+v", again.Rungs[0])
+	}
+	if after := c.ok("get", "--profile", ladderProfile, "m00000123"); contentOf(t, after) != contentOf(t, before) {
+		t.Errorf("the corpus changed between runs: %s, then %s", before, after)
+	}
+	// The text report is a markdown table.
+	out := c.ok(append(args, "--reuse")...)
+	for _, want := range []string{"| memories | import/s |", "| 300 | reused |", "| 1000 | reused |", "300 session: "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("text report lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func contentOf(t *testing.T, getOut string) string {
+	t.Helper()
+	var m mnemo.Memory
+	if err := json.Unmarshal([]byte(getOut), &m); err != nil || m.Content == "" {
+		t.Fatalf("get: %v: %s", err, getOut)
+	}
+	return m.Content
+}
+
+func TestCLI_BenchLadderBadInput(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	corpus, work := ladderCorpus(t), t.TempDir()
+	base := []string{"bench", "ladder", "--corpus", corpus, "--dir", work}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"bench", "ladder", "--dir", work}, "--corpus is required"},
+		{[]string{"bench", "ladder", "--corpus", corpus}, "--dir is required"},
+		{append(base, "--sizes", "0"), `"0" is not a size`},
+		{append(base, "--sizes", "10x"), `"10x" is not a size`},
+		{append(base, "--sizes", "20M"), `"20M" is not a size`},
+		{append(base, "--sizes", ","), "names no size"},
+		{append(base, "--session-size", "0"), "--session-size = 0"},
+		{append(base, "--n", "0"), "--n = 0"},
+		{append(base, "--db", filepath.Join(work, "x.db")), "--db is not used"},
+		{[]string{"bench", "ladder", "--corpus", work, "--dir", work}, "corpus.jsonl"},
+		{append(base, "stray"), `unexpected argument "stray"`},
+	} {
+		code, _, errs := c.run("", tc.args...)
+		if code != 2 || !strings.Contains(errs, tc.want) {
+			t.Errorf("mnemo %q: exit %d, stderr %q; want exit 2 naming %q", tc.args, code, errs, tc.want)
+		}
+	}
 }

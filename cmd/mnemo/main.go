@@ -84,7 +84,7 @@ func commands() map[string]command {
 		"models":   {"install or list the built-in embedder's model", cmdModels},
 		"embed":    {"print the embeddings of texts", cmdEmbed},
 		"eval":     {"measure recall quality on a dataset, with significance tests", cmdEval},
-		"bench":    {"measure recall latency on a profile's memories", cmdBench},
+		"bench":    {"measure recall latency on a profile's memories, or a ladder of corpus sizes", cmdBench},
 
 		"serve":     {"serve the HTTP API and MCP (streamable HTTP at /mcp)", cmdServe},
 		"mcp":       {"serve MCP on stdio for one profile", cmdMCP},

@@ -1,0 +1,401 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mnemo-dev/mnemo"
+	"github.com/mnemo-dev/mnemo/internal/sqlitedb"
+)
+
+// ladderProfile is the profile the ladder's databases hold their corpus in.
+const ladderProfile = "bench"
+
+// ladderReport is what mnemo bench ladder measured; --json prints it.
+type ladderReport struct {
+	Corpus      []string    `json:"corpus"`
+	QuerySource string      `json:"query_source"`
+	Queries     int         `json:"queries"`
+	SessionSize int         `json:"session_size"`
+	Embedder    string      `json:"embedder"`
+	SQLite      string      `json:"sqlite_driver"`
+	CPUs        int         `json:"cpus"`
+	GOOS        string      `json:"goos"`
+	GOARCH      string      `json:"goarch"`
+	Rungs       []ladderRow `json:"rungs"`
+}
+
+// ladderRow is one size's figures. Latencies exclude the query's
+// embedding; the new-process figures are the median of three runs.
+type ladderRow struct {
+	Memories int    `json:"memories"`
+	Database string `json:"database"`
+	DBBytes  int64  `json:"database_bytes"`
+	// Import is the import's rate (memories/s, embedding included); 0
+	// when an existing database was reused.
+	Import        float64            `json:"import_per_s"`
+	ImportSeconds float64            `json:"import_s"`
+	Unscoped      latencyStats       `json:"unscoped_ms"`
+	UnscopedStage map[string]float64 `json:"unscoped_stages_mean_ms"`
+	// Scoped recalls inside one session of SessionSize memories.
+	Scoped      latencyStats       `json:"session_ms"`
+	ScopedStage map[string]float64 `json:"session_stages_mean_ms"`
+	// FirstRecall is a new `mnemo recall` process's wall time, start to
+	// exit, query embedding and model load included, and its peak RSS.
+	FirstRecall    float64 `json:"first_recall_ms"`
+	FirstRecallRSS float64 `json:"first_recall_peak_rss_mb"`
+	// Recollect is the same for `mnemo recollect` scoped to one session.
+	Recollect    float64 `json:"recollect_ms"`
+	RecollectRSS float64 `json:"recollect_peak_rss_mb"`
+}
+
+// Bounds of the ladder's flags.
+const (
+	maxLadderSize    = 10_000_000
+	ladderImportSize = 1000 // memories per RememberBatch, as mnemo import
+	newProcessRuns   = 3
+)
+
+func cmdBenchLadder(ctx context.Context, a *app, args []string) error {
+	fs := newFlags(a, "bench ladder")
+	var ef engineFlags
+	ef.register(fs)
+	sizes := fs.String("sizes", "10k,100k,1M", "corpus sizes to measure, comma-separated (k and M suffixes)")
+	corpus := fs.String("corpus", "", "dataset folders whose corpus.jsonl texts make the memories, comma-separated (required)")
+	queries := fs.String("queries", "", "queries (as mnemo bench --queries; default: the first corpus folder's queries.jsonl)")
+	dir := fs.String("dir", "", "folder for the databases, ladder-N.db (required)")
+	reuse := fs.Bool("reuse", false, "keep a database already holding the rung's corpus instead of importing it again")
+	sessionSize := fs.Int("session-size", 1000, "memories per session: the scoped recalls search one session")
+	n := fs.Int("n", 500, "recalls to time per rung and scope")
+	warmup := fs.Int("warmup", 50, "recalls run first, untimed")
+	seed := fs.Uint64("seed", 1, "seed of the corpus draw")
+	exe := fs.String("mnemo", "", "mnemo binary the new-process figures run (default: this one)")
+	asJSON := fs.Bool("json", false, "print JSON")
+	fs.Usage = func() {
+		fmt.Fprintln(a.stderr, `usage: mnemo bench ladder --corpus DIR[,DIR] --dir WORKDIR [--sizes 10k,100k,1M] [--n 500] [--json]
+
+For each size N, builds a reproducible corpus of N memories (each joins two
+texts drawn from the corpus folders, in sessions of --session-size), imports
+it into WORKDIR/ladder-N.db with the engine's embedder and reports: import
+rate, warm recall latency unscoped and inside one session (p50/p95/p99,
+query embedding excluded), the mean per stage, and the wall time and peak
+RSS of a new process's first recall and of mnemo recollect.`)
+		fs.PrintDefaults()
+	}
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("unexpected argument %q", pos[0])
+	}
+	ns, err := parseSizes(*sizes)
+	if err != nil {
+		return err
+	}
+	if strings.TrimSpace(*corpus) == "" {
+		return usagef("--corpus is required: a dataset folder holding corpus.jsonl")
+	}
+	if strings.TrimSpace(*dir) == "" {
+		return usagef("--dir is required: where the ladder's databases go")
+	}
+	if *sessionSize < 1 || *sessionSize > maxLadderSize {
+		return usagef("--session-size = %d: must be an integer in [1, %d]", *sessionSize, maxLadderSize)
+	}
+	if *n < 1 || *n > maxBenchRecalls {
+		return usagef("--n = %d: must be an integer in [1, %d]", *n, maxBenchRecalls)
+	}
+	if *warmup < 0 || *warmup > maxBenchRecalls {
+		return usagef("--warmup = %d: must be an integer in [0, %d]", *warmup, maxBenchRecalls)
+	}
+	if ef.db != "" {
+		return usagef("--db is not used: the ladder's databases go in --dir")
+	}
+	dirs := splitList(*corpus)
+	var texts []string
+	for _, d := range dirs {
+		t, err := readCorpusTexts(filepath.Join(d, "corpus.jsonl"))
+		if err != nil {
+			return err
+		}
+		texts = append(texts, t...)
+	}
+	if len(texts) == 0 {
+		return usagef("--corpus %s holds no texts", *corpus)
+	}
+	qpath := *queries
+	if qpath == "" {
+		qpath = filepath.Join(dirs[0], "queries.jsonl")
+	}
+	qs, source, err := readQueries(a, qpath)
+	if err != nil {
+		return err
+	}
+	if *exe == "" {
+		if *exe, err = os.Executable(); err != nil {
+			return fmt.Errorf("find the mnemo binary (--mnemo names it): %w", err)
+		}
+	}
+	if err := os.MkdirAll(*dir, 0o755); err != nil {
+		return fmt.Errorf("--dir: %w", err)
+	}
+	rep := &ladderReport{Corpus: dirs, QuerySource: source, Queries: len(qs), SessionSize: *sessionSize,
+		SQLite: sqlitedb.Driver, CPUs: runtime.GOMAXPROCS(0), GOOS: runtime.GOOS, GOARCH: runtime.GOARCH}
+	l := &ladder{a: a, ef: ef, texts: texts, queries: qs, seed: *seed, sessionSize: *sessionSize, n: *n, warmup: *warmup,
+		exe: *exe, reuse: *reuse, rep: rep}
+	for _, size := range ns {
+		row, err := l.rung(ctx, filepath.Join(*dir, fmt.Sprintf("ladder-%d.db", size)), size)
+		if err != nil {
+			return fmt.Errorf("%d memories: %w", size, err)
+		}
+		rep.Rungs = append(rep.Rungs, row)
+		if !*asJSON {
+			fmt.Fprintf(a.stderr, "mnemo bench ladder: %d memories done\n", size)
+		}
+	}
+	if *asJSON {
+		return writeJSON(a, rep)
+	}
+	printLadder(a.stdout, rep)
+	return nil
+}
+
+// ladder measures the rungs of one mnemo bench ladder run.
+type ladder struct {
+	a           *app
+	ef          engineFlags
+	texts       []string
+	queries     []string
+	seed        uint64
+	sessionSize int
+	n, warmup   int
+	exe         string
+	reuse       bool
+	rep         *ladderReport
+}
+
+// rung builds (or reuses) the database of size memories at path and
+// measures it.
+func (l *ladder) rung(ctx context.Context, path string, size int) (ladderRow, error) {
+	row := ladderRow{Memories: size, Database: path}
+	ef := l.ef
+	ef.db = path
+	e, err := ef.open(l.a)
+	if err != nil {
+		return row, err
+	}
+	defer func() {
+		if e != nil {
+			e.Close()
+		}
+	}()
+	l.rep.Embedder = e.Embedder().Model()
+	have, err := e.Count(ctx, ladderProfile)
+	if err != nil {
+		return row, err
+	}
+	if have != size || !l.reuse {
+		if have > 0 {
+			if _, err := e.DeleteProfile(ctx, ladderProfile); err != nil {
+				return row, err
+			}
+		}
+		t := time.Now()
+		if err := l.importCorpus(ctx, e, size); err != nil {
+			return row, err
+		}
+		d := time.Since(t)
+		row.ImportSeconds, row.Import = d.Seconds(), float64(size)/d.Seconds()
+	}
+	if err := e.Close(); err != nil {
+		return row, err
+	}
+	e = nil
+	if fi, err := os.Stat(path); err == nil {
+		row.DBBytes = fi.Size()
+	}
+	session := l.sessionOf(size / 2)
+	query := l.queries[0]
+	if row.FirstRecall, row.FirstRecallRSS, err = l.newProcess(ctx, path, "recall", "--profile", ladderProfile, query); err != nil {
+		return row, err
+	}
+	out := filepath.Join(filepath.Dir(path), "recollection.md")
+	if row.Recollect, row.RecollectRSS, err = l.newProcess(ctx, path, "recollect", "--profile", ladderProfile,
+		"--session", session, "--out", out, query); err != nil {
+		return row, err
+	}
+	if e, err = ef.openExisting(l.a); err != nil {
+		return row, err
+	}
+	p := benchParams{profile: ladderProfile, texts: l.queries, n: l.n, warmup: l.warmup, limit: mnemo.DefaultLimit}
+	rep, err := runBench(ctx, e, p)
+	if err != nil {
+		return row, err
+	}
+	row.Unscoped, row.UnscopedStage = rep.Latency, rep.Stages
+	p.sessions = []string{session}
+	if rep, err = runBench(ctx, e, p); err != nil {
+		return row, err
+	}
+	row.Scoped, row.ScopedStage = rep.Latency, rep.Stages
+	err = e.Close()
+	e = nil
+	return row, err
+}
+
+// sessionOf names the session of the i-th memory.
+func (l *ladder) sessionOf(i int) string { return fmt.Sprintf("s%06d", i/l.sessionSize) }
+
+// importCorpus writes the rung's corpus: memory i joins two texts drawn by
+// a generator seeded with the seed and the size, so a rung is the same
+// corpus on every run.
+func (l *ladder) importCorpus(ctx context.Context, e *mnemo.Engine, size int) error {
+	rng := rand.New(rand.NewPCG(l.seed, uint64(size)))
+	start := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	batch := make([]mnemo.Input, 0, ladderImportSize)
+	for i := range size {
+		batch = append(batch, mnemo.Input{
+			ID: fmt.Sprintf("m%08d", i), Profile: ladderProfile, Session: l.sessionOf(i),
+			Content:   l.texts[rng.IntN(len(l.texts))] + " " + l.texts[rng.IntN(len(l.texts))],
+			CreatedAt: start.Add(time.Duration(i) * time.Minute),
+		})
+		if len(batch) == ladderImportSize || i == size-1 {
+			res, err := e.Write(ctx, batch)
+			if err != nil {
+				return fmt.Errorf("import: %w", err)
+			}
+			if res.Deferred > 0 {
+				return fmt.Errorf("import: %d memories stored without an embedding: %w", res.Deferred, res.EmbedErr)
+			}
+			batch = batch[:0]
+		}
+	}
+	return nil
+}
+
+// newProcess runs mnemo args against the database at path newProcessRuns
+// times and returns the median wall time (ms) and peak RSS (MB).
+func (l *ladder) newProcess(ctx context.Context, path string, args ...string) (wallMS, rssMB float64, err error) {
+	var walls, rsss []float64
+	for range newProcessRuns {
+		cmd := exec.CommandContext(ctx, l.exe, args...)
+		cmd.Env = append(os.Environ(), "MNEMO_DB="+path)
+		if name := l.a.embedderName(l.ef.embedder); name != "" {
+			cmd.Env = append(cmd.Env, "MNEMO_EMBEDDER="+name)
+		}
+		if home := l.a.getenv("MNEMO_HOME"); home != "" {
+			cmd.Env = append(cmd.Env, "MNEMO_HOME="+home)
+		}
+		var stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = io.Discard, &stderr
+		t := time.Now()
+		if err := cmd.Run(); err != nil {
+			return 0, 0, fmt.Errorf("mnemo %s: %w: %s", args[0], err, strings.TrimSpace(stderr.String()))
+		}
+		walls = append(walls, ms(time.Since(t)))
+		rsss = append(rsss, float64(peakRSS(cmd.ProcessState))/(1<<20))
+	}
+	slices.Sort(walls)
+	slices.Sort(rsss)
+	return walls[len(walls)/2], rsss[len(rsss)/2], nil
+}
+
+// parseSizes parses --sizes: positive counts with an optional k (×1,000)
+// or M (×1,000,000) suffix.
+func parseSizes(s string) ([]int, error) {
+	var out []int
+	for _, f := range splitList(s) {
+		mult, num := 1, f
+		switch {
+		case strings.HasSuffix(f, "k"), strings.HasSuffix(f, "K"):
+			mult, num = 1000, f[:len(f)-1]
+		case strings.HasSuffix(f, "M"):
+			mult, num = 1_000_000, f[:len(f)-1]
+		}
+		v, err := strconv.Atoi(num)
+		if err != nil || v < 1 || v > maxLadderSize/mult {
+			return nil, usagef("--sizes: %q is not a size in [1, %d] (e.g. 10k, 1M)", f, maxLadderSize)
+		}
+		out = append(out, v*mult)
+	}
+	if len(out) == 0 {
+		return nil, usagef("--sizes names no size")
+	}
+	return out, nil
+}
+
+// splitList splits a comma-separated list, dropping blank items.
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// readCorpusTexts reads the "text" of each line of a corpus.jsonl.
+func readCorpusTexts(path string) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, usagef("--corpus: %v", err)
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<24)
+	for line := 1; sc.Scan(); line++ {
+		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+			continue
+		}
+		var v struct {
+			Text string `json:"text"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
+			return nil, usagef("--corpus %s line %d: %v", path, line, err)
+		}
+		if t := strings.TrimSpace(v.Text); t != "" {
+			out = append(out, t)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("--corpus %s: %w", path, err)
+	}
+	return out, nil
+}
+
+// printLadder prints the ladder as a markdown table.
+func printLadder(w io.Writer, r *ladderReport) {
+	fmt.Fprintf(w, "mnemo bench ladder: embedder %s, SQLite %s, %d CPUs (%s/%s); corpus %s; %d queries from %s; sessions of %d\n\n",
+		r.Embedder, r.SQLite, r.CPUs, r.GOOS, r.GOARCH, strings.Join(r.Corpus, ", "), r.Queries, r.QuerySource, r.SessionSize)
+	fmt.Fprintln(w, "| memories | import/s | recall p50 / p95 / p99 ms | session p50 / p95 / p99 ms | new process: first recall ms, peak RSS MB | recollect ms, peak RSS MB | database MB |")
+	fmt.Fprintln(w, "|---:|---:|---|---|---|---|---:|")
+	for _, x := range r.Rungs {
+		imp := "reused"
+		if x.Import > 0 {
+			imp = fmt.Sprintf("%.0f", x.Import)
+		}
+		fmt.Fprintf(w, "| %d | %s | %.2f / %.2f / %.2f | %.2f / %.2f / %.2f | %.0f, %.0f | %.0f, %.0f | %.0f |\n",
+			x.Memories, imp, x.Unscoped.P50, x.Unscoped.P95, x.Unscoped.P99, x.Scoped.P50, x.Scoped.P95, x.Scoped.P99,
+			x.FirstRecall, x.FirstRecallRSS, x.Recollect, x.RecollectRSS, float64(x.DBBytes)/(1<<20))
+	}
+	fmt.Fprintln(w, "\nmean per stage (ms; legs run concurrently, so they overlap):")
+	for _, x := range r.Rungs {
+		fmt.Fprintf(w, "- %d unscoped: %s\n", x.Memories, stageList(x.UnscopedStage))
+		fmt.Fprintf(w, "- %d session: %s\n", x.Memories, stageList(x.ScopedStage))
+	}
+}
