@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -264,6 +265,25 @@ func TestCLI_BenchLadderBadInput(t *testing.T) {
 		code, _, errs := c.run("", tc.args...)
 		if code != 2 || !strings.Contains(errs, tc.want) {
 			t.Errorf("mnemo %q: exit %d, stderr %q; want exit 2 naming %q", tc.args, code, errs, tc.want)
+		}
+	}
+}
+
+func TestSentences(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		in   string
+		want []string
+	}{
+		{"", nil},
+		{"  one  ", []string{"one"}},
+		{"One. Two? Three! Four", []string{"One.", "Two?", "Three!", "Four"}},
+		{"v2.3 shipped. Done.", []string{"v2.3 shipped.", "Done."}},
+		{"e.g. this...  and that.", []string{"e.g.", "this...", "and that."}},
+		{"Ends with a dot.", []string{"Ends with a dot."}},
+	} {
+		if got := sentences(tc.in); !slices.Equal(got, tc.want) {
+			t.Errorf("sentences(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
 }

@@ -3,8 +3,11 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
+	"errors"
+	"io/fs"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -88,7 +91,8 @@ func cmdBenchLadder(ctx context.Context, a *app, args []string) error {
 		fmt.Fprintln(a.stderr, `usage: mnemo bench ladder --corpus DIR[,DIR] --dir WORKDIR [--sizes 10k,100k,1M] [--n 500] [--json]
 
 For each size N, builds a reproducible corpus of N memories (each joins two
-texts drawn from the corpus folders, in sessions of --session-size), imports
+sentences drawn from the texts of the corpus folders' corpus.jsonl or
+corpus.jsonl.gz, in sessions of --session-size), imports
 it into WORKDIR/ladder-N.db with the engine's embedder and reports: import
 rate, warm recall latency unscoped and inside one session (p50/p95/p99,
 query embedding excluded), the mean per stage, and the wall time and peak
@@ -127,7 +131,7 @@ RSS of a new process's first recall and of mnemo recollect.`)
 	dirs := splitList(*corpus)
 	var texts []string
 	for _, d := range dirs {
-		t, err := readCorpusTexts(filepath.Join(d, "corpus.jsonl"))
+		t, err := readCorpusTexts(d)
 		if err != nil {
 			return err
 		}
@@ -348,15 +352,30 @@ func splitList(s string) []string {
 	return out
 }
 
-// readCorpusTexts reads the "text" of each line of a corpus.jsonl.
-func readCorpusTexts(path string) ([]string, error) {
+// readCorpusTexts reads the sentences of the "text" of each line of the
+// folder's corpus.jsonl, or of its corpus.jsonl.gz.
+func readCorpusTexts(dir string) ([]string, error) {
+	path := filepath.Join(dir, "corpus.jsonl")
 	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		path += ".gz"
+		f, err = os.Open(path)
+	}
 	if err != nil {
-		return nil, usagef("--corpus: %v", err)
+		return nil, usagef("--corpus: %s holds neither corpus.jsonl nor corpus.jsonl.gz: %v", dir, err)
 	}
 	defer f.Close()
+	var r io.Reader = f
+	if strings.HasSuffix(path, ".gz") {
+		zr, err := gzip.NewReader(f)
+		if err != nil {
+			return nil, usagef("--corpus %s: %v", path, err)
+		}
+		defer zr.Close()
+		r = zr
+	}
 	var out []string
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<24)
 	for line := 1; sc.Scan(); line++ {
 		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
@@ -368,14 +387,36 @@ func readCorpusTexts(path string) ([]string, error) {
 		if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
 			return nil, usagef("--corpus %s line %d: %v", path, line, err)
 		}
-		if t := strings.TrimSpace(v.Text); t != "" {
-			out = append(out, t)
-		}
+		out = append(out, sentences(v.Text)...)
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("--corpus %s: %w", path, err)
 	}
 	return out, nil
+}
+
+// sentences splits text after each '.', '?' or '!' followed by a space
+// (a long document makes many memories, as an agent would store them).
+func sentences(text string) []string {
+	var out []string
+	for text = strings.TrimSpace(text); text != ""; {
+		i := strings.IndexFunc(text, func(r rune) bool { return r == '.' || r == '?' || r == '!' })
+		for i >= 0 && i+1 < len(text) && text[i+1] != ' ' {
+			j := strings.IndexFunc(text[i+1:], func(r rune) bool { return r == '.' || r == '?' || r == '!' })
+			if j < 0 {
+				i = -1
+				break
+			}
+			i += 1 + j
+		}
+		if i < 0 || i+1 >= len(text) {
+			out = append(out, text)
+			break
+		}
+		out = append(out, text[:i+1])
+		text = strings.TrimSpace(text[i+1:])
+	}
+	return out
 }
 
 // printLadder prints the ladder as a markdown table.
