@@ -144,6 +144,13 @@ type Config struct {
 	// dropped and loaded again when next recalled. Defaults to
 	// dense.DefaultBudget.
 	IndexBudget int64
+	// IndexDir is the folder where the dense indexes' snapshots are kept,
+	// so that a new process reads a profile's index from one file and
+	// catches up from the database instead of reading every memory (see
+	// package dense). "" means beside the database file, at
+	// <database>.index (none with Store); "-" keeps no snapshots. The
+	// snapshots are a cache: deleting them loses nothing.
+	IndexDir string
 }
 
 func (c *Config) withDefaults() Config {
@@ -199,7 +206,11 @@ func Open(path string, cfg *Config) (*Engine, error) {
 		c.Embedder = emb
 	}
 	st := c.Store
+	indexDir := c.IndexDir
 	if st == nil {
+		if indexDir == "" {
+			indexDir = IndexDir(path)
+		}
 		if path == "" {
 			return nil, mnemotype.Invalidf("database path is empty")
 		}
@@ -209,13 +220,21 @@ func Open(path string, cfg *Config) (*Engine, error) {
 		}
 		st = s
 	}
+	if indexDir == "-" {
+		indexDir = ""
+	}
 	e := &Engine{cfg: c, st: st, emb: c.Embedder, log: c.Logger,
-		dense: dense.NewCatalog(st, dense.Options{Dim: c.Embedder.Dim(), Budget: c.IndexBudget, Logger: c.Logger})}
+		dense: dense.NewCatalog(st, dense.Options{Dim: c.Embedder.Dim(), Budget: c.IndexBudget, Dir: indexDir, Logger: c.Logger})}
 	e.access = newTracker(st, c.Logger, c.AccessFlushInterval)
 	return e, nil
 }
 
-// Close flushes access statistics and closes the store. It is idempotent.
+// IndexDir is where an engine on the database file at path keeps its
+// dense indexes' snapshots by default (Config.IndexDir).
+func IndexDir(path string) string { return path + ".index" }
+
+// Close flushes access statistics, finishes writing the dense indexes'
+// snapshots, and closes the store. It is idempotent.
 func (e *Engine) Close() error {
 	e.closeMu.Lock()
 	if e.closed {
@@ -224,6 +243,7 @@ func (e *Engine) Close() error {
 	}
 	e.closed = true
 	e.closeMu.Unlock()
+	e.dense.Close()
 	return errors.Join(e.access.close(context.Background()), e.st.Close())
 }
 

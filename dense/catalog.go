@@ -22,6 +22,7 @@ import (
 type Store interface {
 	Changes(ctx context.Context, p store.ChangesParams) (store.ChangeSet, error)
 	Sequence(ctx context.Context) (int64, error)
+	Instance(ctx context.Context) (string, error)
 	InScope(ctx context.Context, scope mnemotype.Scope, ids []string) ([]string, error)
 }
 
@@ -33,6 +34,9 @@ const (
 	// DefaultPageSize is how many memories one read of the change feed
 	// returns while an index loads.
 	DefaultPageSize = 4096
+	// DefaultSaveEvery is how many changes an index applies from the store
+	// before its snapshot is written again.
+	DefaultSaveEvery = 4096
 )
 
 // Options configure a Catalog.
@@ -49,7 +53,16 @@ type Options struct {
 	// PageSize is how many memories one read of the change feed returns;
 	// 0 means DefaultPageSize.
 	PageSize int
-	// Logger receives evictions; nil discards them.
+	// Dir is the folder of the indexes' snapshots ("" keeps none): a
+	// profile's index is written there once it has applied SaveEvery
+	// changes from the store since its last snapshot, and a new Catalog
+	// (a new process) reads it and catches up from its watermark instead
+	// of reading every memory from the store. See snapshot.go.
+	Dir string
+	// SaveEvery is how many changes from the store an index applies before
+	// its snapshot is written again; 0 means DefaultSaveEvery.
+	SaveEvery int
+	// Logger receives evictions and snapshot problems; nil discards them.
 	Logger *slog.Logger
 }
 
@@ -68,17 +81,26 @@ type Catalog struct {
 	lru      list.List // of *entry, most recently used first
 	bytes    int64     // the held entries' sizes
 	evicted  int64
+	instance string // the store's Instance, once read
+	closed   bool
+	saves    sync.WaitGroup // snapshots being written
 }
 
 // entry is one profile's index.
 type entry struct {
 	profile string
-	x       *vector.Index
-	// turn holds one token: its holder catches x up with the store, so a
-	// profile loads once however many callers wait.
+	x       atomic.Pointer[vector.Index]
+	// turn holds one token: its holder catches x up with the store (or
+	// writes its snapshot), so a profile loads once however many callers
+	// wait.
 	turn chan struct{}
 	// seq is the store change sequence x reflects.
 	seq atomic.Int64
+
+	// Under turn: whether the snapshot was looked for, and the changes
+	// applied since it was read or written.
+	restored bool
+	unsaved  int
 
 	// Under Catalog.mu:
 	elem *list.Element // nil once evicted
@@ -92,6 +114,9 @@ func NewCatalog(st Store, opt Options) *Catalog {
 	}
 	if opt.PageSize <= 0 {
 		opt.PageSize = DefaultPageSize
+	}
+	if opt.SaveEvery <= 0 {
+		opt.SaveEvery = DefaultSaveEvery
 	}
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -155,13 +180,14 @@ func (c *Catalog) Usage() (profiles int, bytes, evictions int64) {
 }
 
 // Evict drops profile's index (its memories are gone, or it is not needed
-// soon); the next call loads it again.
+// soon) and its snapshot; the next call loads it again.
 func (c *Catalog) Evict(profile string) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if e := c.profiles[profile]; e != nil {
 		c.remove(e)
 	}
+	c.mu.Unlock()
+	c.removeSnapshot(profile)
 }
 
 // remove drops e; c.mu is held.
@@ -179,7 +205,8 @@ func (c *Catalog) use(profile string) *entry {
 	defer c.mu.Unlock()
 	e := c.profiles[profile]
 	if e == nil {
-		e = &entry{profile: profile, x: vector.NewDim(c.opt.Dim), turn: make(chan struct{}, 1)}
+		e = &entry{profile: profile, turn: make(chan struct{}, 1)}
+		e.x.Store(vector.NewDim(c.opt.Dim))
 		e.turn <- struct{}{}
 		e.elem = c.lru.PushFront(e)
 		c.profiles[profile] = e
@@ -201,7 +228,7 @@ func (c *Catalog) index(ctx context.Context, profile string) (*vector.Index, err
 	}
 	e := c.use(profile)
 	if e.seq.Load() >= seq {
-		return e.x, nil
+		return e.x.Load(), nil
 	}
 	select {
 	case <-e.turn:
@@ -210,13 +237,20 @@ func (c *Catalog) index(ctx context.Context, profile string) (*vector.Index, err
 	}
 	defer func() { e.turn <- struct{}{} }()
 	if e.seq.Load() < seq {
+		if !e.restored {
+			e.restored = true
+			c.restore(ctx, e, seq)
+		}
 		err = c.catchUp(ctx, e)
 		c.account(e)
+		if err == nil {
+			c.maybeSave(ctx, e)
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("dense index of profile %q: %w", profile, err)
 	}
-	return e.x, nil
+	return e.x.Load(), nil
 }
 
 // catchUp applies the store's changes after e's watermark, a page at a
@@ -228,12 +262,14 @@ func (c *Catalog) catchUp(ctx context.Context, e *entry) error {
 		if err != nil {
 			return err
 		}
-		e.x.Delete(cs.Deleted...)
+		x := e.x.Load()
+		x.Delete(cs.Deleted...)
 		// A memory of another dimension than the index's is held without
 		// its embedding (counted by Foreign): not an error here.
-		if err := e.x.Upsert(cs.Upserts); err != nil && !errors.Is(err, mnemotype.ErrDimensionMismatch) {
+		if err := x.Upsert(cs.Upserts); err != nil && !errors.Is(err, mnemotype.ErrDimensionMismatch) {
 			return err
 		}
+		e.unsaved += len(cs.Deleted) + len(cs.Upserts)
 		e.seq.Store(cs.Seq)
 		if !cs.More {
 			return nil
@@ -244,7 +280,7 @@ func (c *Catalog) catchUp(ctx context.Context, e *entry) error {
 // account records e's size and evicts the least recently used other
 // profiles while the budget is exceeded.
 func (c *Catalog) account(e *entry) {
-	size := e.x.Bytes()
+	size := e.x.Load().Bytes()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e.elem == nil {

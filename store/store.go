@@ -86,6 +86,12 @@ type Store interface {
 	// Sequence returns the store's current change sequence number: a cheap
 	// check of whether Changes has anything new.
 	Sequence(ctx context.Context) (int64, error)
+	// Instance identifies the database: fixed when it was created, shared
+	// by its copies and backups, different for another database. A cache
+	// of the store kept outside it (a dense index's snapshot) records it
+	// with the sequence number it reflects, so it is never applied to
+	// another database.
+	Instance(ctx context.Context) (string, error)
 	// Signals returns what the recency and access legs and the importance
 	// prior read of the memories of profile with the given ids; ids that do
 	// not exist are left out.

@@ -193,7 +193,7 @@ func TestCLI_BenchLadder(t *testing.T) {
 		if _, ok := r.ScopedStage["lexical"]; !ok {
 			t.Errorf("rung %d: session stages %v", i, r.ScopedStage)
 		}
-		if r.FirstRecall <= 0 || r.Recollect <= 0 || (runtime.GOOS == "linux" && (r.FirstRecallRSS <= 1 || r.RecollectRSS <= 1)) {
+		if r.FirstRecall <= 0 || r.Unsnapshotted <= 0 || r.Recollect <= 0 || (runtime.GOOS == "linux" && (r.FirstRecallRSS <= 1 || r.RecollectRSS <= 1)) {
 			t.Errorf("rung %d new process: %+v", i, r)
 		}
 		// The database holds the rung's corpus, in sessions of 100.

@@ -57,9 +57,14 @@ type ladderRow struct {
 	Scoped      latencyStats       `json:"session_ms"`
 	ScopedStage map[string]float64 `json:"session_stages_mean_ms"`
 	// FirstRecall is a new `mnemo recall` process's wall time, start to
-	// exit, query embedding and model load included, and its peak RSS.
-	FirstRecall    float64 `json:"first_recall_ms"`
-	FirstRecallRSS float64 `json:"first_recall_peak_rss_mb"`
+	// exit, query embedding and model load included, and its peak RSS,
+	// with the dense index's snapshot in place; Unsnapshotted is the same
+	// without it (the process reads every memory from the database, and
+	// writes the snapshot before it exits).
+	FirstRecall      float64 `json:"first_recall_ms"`
+	FirstRecallRSS   float64 `json:"first_recall_peak_rss_mb"`
+	Unsnapshotted    float64 `json:"first_recall_without_snapshot_ms"`
+	UnsnapshottedRSS float64 `json:"first_recall_without_snapshot_peak_rss_mb"`
 	// Recollect is the same for `mnemo recollect` scoped to one session.
 	Recollect    float64 `json:"recollect_ms"`
 	RecollectRSS float64 `json:"recollect_peak_rss_mb"`
@@ -96,7 +101,8 @@ corpus.jsonl.gz, in sessions of --session-size), imports
 it into WORKDIR/ladder-N.db with the engine's embedder and reports: import
 rate, warm recall latency unscoped and inside one session (p50/p95/p99,
 query embedding excluded), the mean per stage, and the wall time and peak
-RSS of a new process's first recall and of mnemo recollect.`)
+RSS of a new process's first recall (without the dense index's snapshot,
+then with it) and of mnemo recollect.`)
 		fs.PrintDefaults()
 	}
 	pos, err := parseInterleaved(fs, args)
@@ -233,11 +239,18 @@ func (l *ladder) rung(ctx context.Context, path string, size int) (ladderRow, er
 	}
 	session := l.sessionOf(size / 2)
 	query := l.queries[0]
-	if row.FirstRecall, row.FirstRecallRSS, err = l.newProcess(ctx, path, "recall", "--profile", ladderProfile, query); err != nil {
+	recall := []string{"recall", "--profile", ladderProfile, query}
+	if err := os.RemoveAll(mnemo.IndexDir(path)); err != nil {
+		return row, err
+	}
+	if row.Unsnapshotted, row.UnsnapshottedRSS, err = l.newProcess(ctx, path, 1, recall...); err != nil {
+		return row, err
+	}
+	if row.FirstRecall, row.FirstRecallRSS, err = l.newProcess(ctx, path, newProcessRuns, recall...); err != nil {
 		return row, err
 	}
 	out := filepath.Join(filepath.Dir(path), "recollection.md")
-	if row.Recollect, row.RecollectRSS, err = l.newProcess(ctx, path, "recollect", "--profile", ladderProfile,
+	if row.Recollect, row.RecollectRSS, err = l.newProcess(ctx, path, newProcessRuns, "recollect", "--profile", ladderProfile,
 		"--session", session, "--out", out, query); err != nil {
 		return row, err
 	}
@@ -290,11 +303,11 @@ func (l *ladder) importCorpus(ctx context.Context, e *mnemo.Engine, size int) er
 	return nil
 }
 
-// newProcess runs mnemo args against the database at path newProcessRuns
-// times and returns the median wall time (ms) and peak RSS (MB).
-func (l *ladder) newProcess(ctx context.Context, path string, args ...string) (wallMS, rssMB float64, err error) {
+// newProcess runs mnemo args against the database at path runs times and
+// returns the median wall time (ms) and peak RSS (MB).
+func (l *ladder) newProcess(ctx context.Context, path string, runs int, args ...string) (wallMS, rssMB float64, err error) {
 	var walls, rsss []float64
-	for range newProcessRuns {
+	for range runs {
 		cmd := exec.CommandContext(ctx, l.exe, args...)
 		cmd.Env = append(os.Environ(), "MNEMO_DB="+path)
 		if name := l.a.embedderName(l.ef.embedder); name != "" {
@@ -423,16 +436,16 @@ func sentences(text string) []string {
 func printLadder(w io.Writer, r *ladderReport) {
 	fmt.Fprintf(w, "mnemo bench ladder: embedder %s, SQLite %s, %d CPUs (%s/%s); corpus %s; %d queries from %s; sessions of %d\n\n",
 		r.Embedder, r.SQLite, r.CPUs, r.GOOS, r.GOARCH, strings.Join(r.Corpus, ", "), r.Queries, r.QuerySource, r.SessionSize)
-	fmt.Fprintln(w, "| memories | import/s | recall p50 / p95 / p99 ms | session p50 / p95 / p99 ms | new process: first recall ms, peak RSS MB | recollect ms, peak RSS MB | database MB |")
-	fmt.Fprintln(w, "|---:|---:|---|---|---|---|---:|")
+	fmt.Fprintln(w, "| memories | import/s | recall p50 / p95 / p99 ms | session p50 / p95 / p99 ms | new process's first recall: ms, peak RSS MB | the same without the index snapshot | recollect ms, peak RSS MB | database MB |")
+	fmt.Fprintln(w, "|---:|---:|---|---|---|---|---|---:|")
 	for _, x := range r.Rungs {
 		imp := "reused"
 		if x.Import > 0 {
 			imp = fmt.Sprintf("%.0f", x.Import)
 		}
-		fmt.Fprintf(w, "| %d | %s | %.2f / %.2f / %.2f | %.2f / %.2f / %.2f | %.0f, %.0f | %.0f, %.0f | %.0f |\n",
+		fmt.Fprintf(w, "| %d | %s | %.2f / %.2f / %.2f | %.2f / %.2f / %.2f | %.0f, %.0f | %.0f, %.0f | %.0f, %.0f | %.0f |\n",
 			x.Memories, imp, x.Unscoped.P50, x.Unscoped.P95, x.Unscoped.P99, x.Scoped.P50, x.Scoped.P95, x.Scoped.P99,
-			x.FirstRecall, x.FirstRecallRSS, x.Recollect, x.RecollectRSS, float64(x.DBBytes)/(1<<20))
+			x.FirstRecall, x.FirstRecallRSS, x.Unsnapshotted, x.UnsnapshottedRSS, x.Recollect, x.RecollectRSS, float64(x.DBBytes)/(1<<20))
 	}
 	fmt.Fprintln(w, "\nmean per stage (ms; legs run concurrently, so they overlap):")
 	for _, x := range r.Rungs {

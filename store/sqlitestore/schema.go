@@ -161,6 +161,9 @@ var migrations = []string{
 	// 8: settings keys in snake_case (keyword_weight, not keywordWeight);
 	// the Go step renames the stored ones.
 	`SELECT 1;`,
+	// 9: the database's instance: a random number drawn once, which files
+	// derived from the database (the dense index's snapshots) record.
+	`INSERT OR IGNORE INTO counters(name, value) VALUES ('instance', random() & 9223372036854775807);`,
 }
 
 // migrationSteps holds the Go part of migrations, by the version they

@@ -1039,6 +1039,19 @@ func (s *Store) Sequence(ctx context.Context) (int64, error) {
 	return v, nil
 }
 
+// Instance implements store.Store: a random number drawn when the
+// database was created (or migrated to schema 9), in base 36.
+func (s *Store) Instance(ctx context.Context) (string, error) {
+	if err := s.check(); err != nil {
+		return "", err
+	}
+	var v int64
+	if err := s.r.QueryRowContext(ctx, `SELECT value FROM counters WHERE name = 'instance'`).Scan(&v); err != nil {
+		return "", fmt.Errorf("read the database's instance: %w", err)
+	}
+	return strconv.FormatInt(v, 36), nil
+}
+
 // Changes implements store.Store. Each page is read in one transaction, so
 // it is a consistent snapshot.
 func (s *Store) Changes(ctx context.Context, p store.ChangesParams) (store.ChangeSet, error) {

@@ -214,6 +214,9 @@ func TestOpen_AppliesOnlyMissingMigrations(t *testing.T) {
 			if v, err := s.SchemaVersion(ctx); err != nil || v != len(migrations) {
 				t.Errorf("SchemaVersion = %d, %v; want %d", v, err, len(migrations))
 			}
+			if id, err := s.Instance(ctx); id == "" || err != nil {
+				t.Errorf("Instance after migrating = %q, %v", id, err)
+			}
 			if got := schemaSnapshot(t, s.r); !slices.Equal(got, want) {
 				t.Errorf("schema after migrating:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 			}
@@ -241,6 +244,23 @@ func TestOpen_AppliesOnlyMissingMigrations(t *testing.T) {
 var undoMigration = map[int]string{
 	7: `ALTER TABLE api_keys DROP COLUMN profiles`,
 	8: `SELECT 1`, // its Go step renames the settings keys (TestMigration8_SnakeCaseSettings)
+	9: `DELETE FROM counters WHERE name = 'instance'`,
+}
+
+// TestInstance_SurvivesReopen: a database keeps its instance across
+// processes; a migrated one gets one.
+func TestInstance_SurvivesReopen(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "mnemo.db")
+	s := openPath(t, path)
+	id, err := s.Instance(t.Context())
+	if err != nil || id == "" {
+		t.Fatalf("Instance = %q, %v", id, err)
+	}
+	s.Close()
+	if again, err := openPath(t, path).Instance(t.Context()); again != id || err != nil {
+		t.Errorf("Instance after reopening = %q, %v; was %q", again, err, id)
+	}
 }
 
 // TestMigration8_SnakeCaseSettings: a database of version 7 with settings

@@ -45,6 +45,7 @@ func Exercise(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Changes", exerciseChanges},
 		{"RecordAccess", exerciseRecordAccess},
 		{"Signals", exerciseSignals},
+		{"Instance", exerciseInstance},
 		{"Settings", exerciseSettings},
 		{"Count", exerciseCount},
 		{"EmbeddingCounts", exerciseEmbeddingCounts},
@@ -841,6 +842,26 @@ func exerciseUpdate(t *testing.T, open OpenFunc) {
 		}
 		if cs.Seq != after {
 			t.Errorf("ChangeSet.Seq = %d, Sequence = %d", cs.Seq, after)
+		}
+	})
+}
+
+// exerciseInstance: a store names its database the same way on every
+// call and through writes; another store names another.
+func exerciseInstance(t *testing.T, open OpenFunc) {
+	t.Run("StableAndDistinct", func(t *testing.T) {
+		b := setup(t, open)
+		id, err := b.s.Instance(b.ctx)
+		if err != nil || id == "" {
+			t.Fatalf("Instance = %q, %v", id, err)
+		}
+		b.insert(mem("alice", "u-1", "a write"))
+		if again, err := b.s.Instance(b.ctx); again != id || err != nil {
+			t.Errorf("Instance after a write = %q, %v; was %q", again, err, id)
+		}
+		other := open(t)
+		if o, err := other.Instance(b.ctx); o == id || err != nil {
+			t.Errorf("another store's Instance = %q, %v; this one's is %q", o, err, id)
 		}
 	})
 }

@@ -1,0 +1,261 @@
+package dense
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/mnemo-dev/mnemo/vector"
+)
+
+// A snapshot is one profile's index written to Options.Dir, so that a new
+// process reads one file instead of every memory of the profile from the
+// store. It is a cache of the store: its header names the profile, the
+// store's Instance and the change sequence it reflects (its watermark), and
+// a restored index catches up from that watermark like any other, so a
+// snapshot older than the store loses nothing. A snapshot is ignored (and
+// the index built from the store) when it is unreadable or fails its
+// checksum, belongs to another database or profile, is ahead of the store
+// (a database restored from an older copy), or holds another dimension
+// than Options.Dim. Deleting the folder loses nothing.
+//
+// Layout: snapshotMagic, the profile, the instance (each a little-endian
+// uint32 length and its bytes), the watermark (int64), the index
+// (vector.Index.Encode), and the CRC-32C of everything before it.
+var snapshotMagic = [8]byte{'m', 'n', 'e', 'm', 'o', 'd', 'x', 1}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// SnapshotPath is the file of profile's snapshot in dir.
+func SnapshotPath(dir, profile string) string {
+	sum := sha256.Sum256([]byte(profile))
+	return filepath.Join(dir, hex.EncodeToString(sum[:16])+".vec")
+}
+
+// storeInstance returns the store's Instance, read once.
+func (c *Catalog) storeInstance(ctx context.Context) (string, error) {
+	c.mu.Lock()
+	id := c.instance
+	c.mu.Unlock()
+	if id != "" {
+		return id, nil
+	}
+	id, err := c.st.Instance(ctx)
+	if err != nil {
+		return "", err
+	}
+	c.mu.Lock()
+	c.instance = id
+	c.mu.Unlock()
+	return id, nil
+}
+
+// restore replaces e's empty index with its snapshot when there is a
+// usable one; storeSeq is the store's sequence. Problems are logged: the
+// index is then built from the store. The caller holds e's turn.
+func (c *Catalog) restore(ctx context.Context, e *entry, storeSeq int64) {
+	if c.opt.Dir == "" {
+		return
+	}
+	t0 := time.Now()
+	path := SnapshotPath(c.opt.Dir, e.profile)
+	x, seq, err := c.readSnapshot(ctx, path, e.profile, storeSeq)
+	if errors.Is(err, fs.ErrNotExist) {
+		return
+	}
+	if err != nil {
+		c.opt.Logger.Warn("dense index snapshot ignored: the index is built from the store", "profile", e.profile, "path", path, "err", err)
+		return
+	}
+	e.x.Store(x)
+	e.seq.Store(seq)
+	c.opt.Logger.Info("dense index restored from its snapshot", "profile", e.profile, "memories", x.Len(), "seq", seq,
+		"behind", storeSeq-seq, "took", time.Since(t0))
+}
+
+// errSnapshotMismatch reports a readable snapshot that does not belong
+// here.
+var errSnapshotMismatch = errors.New("snapshot does not match")
+
+func (c *Catalog) readSnapshot(ctx context.Context, path, profile string, storeSeq int64) (*vector.Index, int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, 0, err
+	}
+	instance, err := c.storeInstance(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	sum := crc32.New(castagnoli)
+	br := bufio.NewReaderSize(f, 1<<20)
+	r := io.TeeReader(br, sum)
+	var magic [8]byte
+	if _, err := io.ReadFull(r, magic[:]); err != nil || magic != snapshotMagic {
+		return nil, 0, fmt.Errorf("%w: not a snapshot of this version", vector.ErrCorrupt)
+	}
+	gotProfile, err1 := readString(r)
+	gotInstance, err2 := readString(r)
+	var seqb [8]byte
+	_, err3 := io.ReadFull(r, seqb[:])
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return nil, 0, fmt.Errorf("%w: header: %w", vector.ErrCorrupt, err)
+	}
+	seq := int64(binary.LittleEndian.Uint64(seqb[:]))
+	switch {
+	case gotProfile != profile:
+		return nil, 0, fmt.Errorf("%w: it is profile %q's", errSnapshotMismatch, gotProfile)
+	case gotInstance != instance:
+		return nil, 0, fmt.Errorf("%w: it is another database's (instance %s, this one's %s)", errSnapshotMismatch, gotInstance, instance)
+	case seq > storeSeq:
+		return nil, 0, fmt.Errorf("%w: its watermark %d is ahead of the database's sequence %d (a database restored from an older copy?)",
+			errSnapshotMismatch, seq, storeSeq)
+	}
+	header := int64(8 + 4 + len(gotProfile) + 4 + len(gotInstance) + 8)
+	x, err := vector.Decode(r, fi.Size()-header-4)
+	if err != nil {
+		return nil, 0, err
+	}
+	var tail [4]byte
+	if _, err := io.ReadFull(br, tail[:]); err != nil {
+		return nil, 0, fmt.Errorf("%w: no checksum", vector.ErrCorrupt)
+	}
+	if binary.LittleEndian.Uint32(tail[:]) != sum.Sum32() {
+		return nil, 0, fmt.Errorf("%w: checksum mismatch", vector.ErrCorrupt)
+	}
+	if d := x.Dim(); c.opt.Dim > 0 && d != 0 && d != c.opt.Dim {
+		return nil, 0, fmt.Errorf("%w: it holds %d-dimensional embeddings, the embedder's have %d", errSnapshotMismatch, d, c.opt.Dim)
+	}
+	return x, seq, nil
+}
+
+func readString(r io.Reader) (string, error) {
+	var n [4]byte
+	if _, err := io.ReadFull(r, n[:]); err != nil {
+		return "", err
+	}
+	l := binary.LittleEndian.Uint32(n[:])
+	if l > 1<<16 {
+		return "", fmt.Errorf("a string of %d bytes", l)
+	}
+	b := make([]byte, l)
+	_, err := io.ReadFull(r, b)
+	return string(b), err
+}
+
+// maybeSave writes e's snapshot in the background once it has applied
+// SaveEvery changes since its last one. The caller holds e's turn; the
+// writer takes it after the caller, so the index does not change while it
+// is written (searches go on).
+func (c *Catalog) maybeSave(ctx context.Context, e *entry) {
+	if c.opt.Dir == "" || e.unsaved < c.opt.SaveEvery {
+		return
+	}
+	instance, err := c.storeInstance(ctx)
+	if err != nil {
+		c.opt.Logger.Warn("dense index snapshot not written", "profile", e.profile, "err", err)
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return
+	}
+	e.unsaved = 0
+	c.saves.Add(1)
+	go func() {
+		defer c.saves.Done()
+		<-e.turn
+		defer func() { e.turn <- struct{}{} }()
+		t0 := time.Now()
+		x, seq := e.x.Load(), e.seq.Load()
+		if err := writeSnapshot(c.opt.Dir, e.profile, instance, seq, x); err != nil {
+			e.unsaved += c.opt.SaveEvery // try again after the next change
+			c.opt.Logger.Warn("dense index snapshot not written", "profile", e.profile, "err", err)
+			return
+		}
+		c.opt.Logger.Info("dense index snapshot written", "profile", e.profile, "memories", x.Len(), "seq", seq, "took", time.Since(t0))
+	}()
+}
+
+// writeSnapshot writes a snapshot to a temporary file in dir, syncs it and
+// renames it over the profile's, so a reader finds the old snapshot or
+// the new one, whole.
+func writeSnapshot(dir, profile, instance string, seq int64, x *vector.Index) (err error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, ".snapshot-*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	sum := crc32.New(castagnoli)
+	bw := bufio.NewWriterSize(f, 1<<20)
+	w := io.MultiWriter(bw, sum)
+	var h []byte
+	h = append(h, snapshotMagic[:]...)
+	for _, s := range []string{profile, instance} {
+		h = binary.LittleEndian.AppendUint32(h, uint32(len(s)))
+		h = append(h, s...)
+	}
+	h = binary.LittleEndian.AppendUint64(h, uint64(seq))
+	if _, err := w.Write(h); err != nil {
+		return err
+	}
+	if err := x.Encode(w); err != nil {
+		return err
+	}
+	if _, err := bw.Write(binary.LittleEndian.AppendUint32(nil, sum.Sum32())); err != nil {
+		return err
+	}
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), SnapshotPath(dir, profile))
+}
+
+// removeSnapshot deletes profile's snapshot, if any.
+func (c *Catalog) removeSnapshot(profile string) {
+	if c.opt.Dir == "" {
+		return
+	}
+	if err := os.Remove(SnapshotPath(c.opt.Dir, profile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		c.opt.Logger.Warn("dense index snapshot not removed", "profile", profile, "err", err)
+	}
+}
+
+// Close waits for the snapshots being written and writes no more. The
+// Catalog still answers (it is a cache; its store decides when it is
+// closed).
+func (c *Catalog) Close() {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	c.saves.Wait()
+}

@@ -1,0 +1,255 @@
+package dense_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/mnemo-dev/mnemo/dense"
+	"github.com/mnemo-dev/mnemo/dense/densetest"
+	"github.com/mnemo-dev/mnemo/mnemotype"
+	"github.com/mnemo-dev/mnemo/store"
+	"github.com/mnemo-dev/mnemo/store/sqlitestore"
+)
+
+// logBuffer collects a logger's output from any goroutine.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// rowStore counts the memories the change feed hands out, and can report
+// another sequence number than the store's.
+type rowStore struct {
+	*sqlitestore.Store
+	rows    atomic.Int64
+	seqLies atomic.Int64 // when > 0, what Sequence reports
+}
+
+func (r *rowStore) Changes(ctx context.Context, p store.ChangesParams) (store.ChangeSet, error) {
+	cs, err := r.Store.Changes(ctx, p)
+	r.rows.Add(int64(len(cs.Upserts)))
+	return cs, err
+}
+
+func (r *rowStore) Sequence(ctx context.Context) (int64, error) {
+	if v := r.seqLies.Load(); v > 0 {
+		return v, nil
+	}
+	return r.Store.Sequence(ctx)
+}
+
+func openPath(t *testing.T, path string) *rowStore {
+	t.Helper()
+	st, err := sqlitestore.Open(t.Context(), path, sqlitestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return &rowStore{Store: st}
+}
+
+// scopes are the searches compared between catalogs.
+var scopes = []mnemotype.Scope{
+	{Profile: "alice"},
+	{Profile: "alice", Sessions: []string{"s3"}},
+	{Profile: "alice", Sessions: []string{"s4", "s7"}, Exclude: []string{"alice-00004"}},
+	{Profile: "alice", Kinds: []mnemotype.Kind{mnemotype.KindSemantic}},
+}
+
+// sameAsStore fails unless c answers every scope as a catalog built from
+// st alone does.
+func sameAsStore(t *testing.T, what string, c *dense.Catalog, st dense.Store) {
+	t.Helper()
+	fresh := dense.NewCatalog(st, dense.Options{})
+	for _, sc := range scopes {
+		q := query("alice")
+		q.Scope, q.K = sc, 15
+		got, err := c.Search(t.Context(), q)
+		if err != nil {
+			t.Fatalf("%s: Search(%+v): %v", what, sc, err)
+		}
+		want, err := fresh.Search(t.Context(), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(want) == 0 || fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("%s: Search(%+v) = %v, want %v", what, sc, got, want)
+		}
+	}
+}
+
+func TestCatalog_Snapshot(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	path, dir := filepath.Join(t.TempDir(), "mnemo.db"), t.TempDir()
+	var logs logBuffer
+	opt := dense.Options{Dir: dir, SaveEvery: 100, PageSize: 128, Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+	snap := dense.SnapshotPath(dir, "alice")
+
+	// A first process loads the profile from the store and writes its
+	// snapshot; Close waits for it.
+	st1 := openPath(t, path)
+	if err := st1.Insert(ctx, mixedKinds(memories("alice", 1000, 5))); err != nil {
+		t.Fatal(err)
+	}
+	c1 := dense.NewCatalog(st1, opt)
+	sameAsStore(t, "first process", c1, st1)
+	c1.Close()
+	if _, err := os.Stat(snap); err != nil {
+		t.Fatalf("no snapshot after the first process: %v\n%s", err, logs.String())
+	}
+
+	// Writes the snapshot does not hold: new memories, an update that moves
+	// one to another session, deletions one by one and by session.
+	if err := st1.Insert(ctx, memories("alice", 1050, 5)[1000:]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st1.Update(ctx, store.UpdateParams{Profile: "alice", ID: "alice-00010", Session: ptr("s3")}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		if err := st1.Delete(ctx, "alice", fmt.Sprintf("alice-%05d", 100+i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := st1.DeleteMatching(ctx, store.DeleteParams{Profile: "alice", Session: "s4"}); err != nil {
+		t.Fatal(err)
+	}
+
+	// A second process restores the snapshot and reads only the changes
+	// after its watermark.
+	st2 := openPath(t, path)
+	c2 := dense.NewCatalog(st2, opt)
+	sameAsStore(t, "a process restoring the snapshot", c2, st2.Store)
+	// The 50 new memories but the 3 of them in session s4, and the updated one.
+	if n := st2.rows.Load(); n != 48 {
+		t.Errorf("restoring process read %d memories from the store, want the 48 written after the snapshot", n)
+	}
+	if !strings.Contains(logs.String(), "restored from its snapshot") {
+		t.Errorf("no restore logged:\n%s", logs.String())
+	}
+	c2.Close()
+
+	// Snapshots that must be ignored: the profile is then read whole from
+	// the store, and answers stay exact.
+	good, err := os.ReadFile(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := openPath(t, filepath.Join(t.TempDir(), "other.db"))
+	if err := other.Insert(ctx, mixedKinds(memories("alice", 300, 9))); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		file func() []byte
+		st   *rowStore
+		opt  func(*dense.Options)
+		log  string
+	}{
+		{name: "ByteFlipped", file: func() []byte {
+			b := bytes.Clone(good)
+			b[len(b)/2] ^= 0x40
+			return b
+		}, log: "checksum"},
+		{name: "Truncated", file: func() []byte { return good[:len(good)-9] }, log: "corrupt"},
+		{name: "Garbage", file: func() []byte { return []byte("not a snapshot") }, log: "not a snapshot"},
+		{name: "AnotherDatabase", st: other, log: "another database"},
+		{name: "AheadOfTheStore", st: func() *rowStore { s := openPath(t, path); s.seqLies.Store(3); return s }(), log: "ahead"},
+		{name: "AnotherDimension", opt: func(o *dense.Options) { o.Dim = 8 }, log: "dimensional"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			b := good
+			if tc.file != nil {
+				b = tc.file()
+			}
+			if err := os.WriteFile(dense.SnapshotPath(dir, "alice"), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			st := tc.st
+			if st == nil {
+				st = openPath(t, path)
+			}
+			var logs logBuffer
+			o := opt
+			o.Dir, o.Logger = dir, slog.New(slog.NewTextHandler(&logs, nil))
+			if tc.opt != nil {
+				tc.opt(&o)
+			}
+			c := dense.NewCatalog(st, o)
+			defer c.Close()
+			if o.Dim == 8 { // the profile's 16-d embeddings are foreign then
+				s, err := c.Profile(ctx, "alice")
+				if err != nil || s.Embedded != 0 || s.Foreign == 0 {
+					t.Fatalf("Profile = %+v, %v", s, err)
+				}
+			} else if tc.st != nil && tc.name == "AheadOfTheStore" {
+				if _, err := c.Search(ctx, query("alice")); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				sameAsStore(t, tc.name, c, st.Store)
+			}
+			if !strings.Contains(logs.String(), "snapshot ignored") || !strings.Contains(logs.String(), tc.log) {
+				t.Errorf("log lacks the ignored snapshot (%q):\n%s", tc.log, logs.String())
+			}
+			if st.rows.Load() < 300 {
+				t.Errorf("read %d memories from the store: the snapshot was used", st.rows.Load())
+			}
+		})
+	}
+
+	// Evict (the profile was deleted) removes the snapshot.
+	c3 := dense.NewCatalog(st1, opt)
+	c3.Evict("alice")
+	if _, err := os.Stat(snap); !os.IsNotExist(err) {
+		t.Errorf("snapshot after Evict: %v", err)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// mixedKinds makes every third memory semantic.
+func mixedKinds(mems []mnemotype.Memory) []mnemotype.Memory {
+	for i := range mems {
+		if i%3 == 0 {
+			mems[i].Kind = mnemotype.KindSemantic
+		}
+	}
+	return mems
+}
+
+// TestCatalog_SnapshotConformance runs the dense port's conformance suite on
+// a catalog that writes a snapshot after every change and holds one profile
+// at a time: every profile it answers for after another is restored from
+// its snapshot and caught up.
+func TestCatalog_SnapshotConformance(t *testing.T) {
+	t.Parallel()
+	densetest.Exercise(t, func(t *testing.T) (store.Store, densetest.Port) {
+		st := openStore(t)
+		c := dense.NewCatalog(st, dense.Options{PageSize: 7, Budget: 1, SaveEvery: 1, Dir: t.TempDir()})
+		t.Cleanup(c.Close)
+		return st, c
+	})
+}

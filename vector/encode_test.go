@@ -1,0 +1,134 @@
+package vector
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/mnemo-dev/mnemo/mnemotype"
+)
+
+// randomIndex is an index of n rows over a few projects, sessions, actors,
+// kinds and models, some rows without or with a foreign embedding, some
+// deleted (so slots were reused).
+func randomIndex(t testing.TB, seed uint64, n, dim int) *Index {
+	r := rand.New(rand.NewPCG(seed, 9))
+	x := NewDim(dim)
+	at := time.Date(2024, 2, 3, 4, 5, 6, 7, time.UTC)
+	for i := range n {
+		m := mnemotype.Memory{ID: fmt.Sprintf("m%d", i), Project: fmt.Sprint("p", r.IntN(3)), Session: fmt.Sprint("s", r.IntN(7)),
+			Actor: fmt.Sprint("a", r.IntN(2)), Kind: mnemotype.Kinds[r.IntN(len(mnemotype.Kinds))],
+			CreatedAt: at.Add(time.Duration(r.IntN(1e9)) * time.Millisecond)}
+		switch c := r.IntN(10); {
+		case c < 7:
+			m.Embedding, m.EmbeddingModel = make([]float32, dim), fmt.Sprint("model", r.IntN(2))
+			for j := range m.Embedding {
+				m.Embedding[j] = float32(r.NormFloat64())
+			}
+		case c < 8:
+			m.Embedding, m.EmbeddingModel = []float32{1, 2}, "other" // another dimension
+		}
+		if err := x.Upsert([]mnemotype.Memory{m}); err != nil && !errors.Is(err, mnemotype.ErrDimensionMismatch) {
+			t.Fatal(err)
+		}
+		if r.IntN(5) == 0 {
+			x.Delete(fmt.Sprintf("m%d", r.IntN(i+1)))
+		}
+	}
+	return x
+}
+
+func encode(t testing.TB, x *Index) []byte {
+	var buf bytes.Buffer
+	if err := x.Encode(&buf); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func TestEncode_RoundTrip(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ n, dim int }{{0, 0}, {0, 8}, {1, 8}, {300, 8}, {2000, 33}} {
+		t.Run(fmt.Sprintf("n=%d/dim=%d", tc.n, tc.dim), func(t *testing.T) {
+			t.Parallel()
+			x := randomIndex(t, uint64(tc.n), tc.n, tc.dim)
+			b := encode(t, x)
+			y, err := Decode(bytes.NewReader(b), int64(len(b)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkPostings(t, y)
+			fx, dx := x.Foreign()
+			fy, dy := y.Foreign()
+			if y.Len() != x.Len() || y.Dim() != x.Dim() || y.Embedded() != x.Embedded() || fx != fy || dx != dy || y.Bytes() > x.Bytes() {
+				t.Fatalf("decoded: len %d dim %d embedded %d foreign %d/%d bytes %d; want %d %d %d %d/%d, at most %d",
+					y.Len(), y.Dim(), y.Embedded(), fy, dy, y.Bytes(), x.Len(), x.Dim(), x.Embedded(), fx, dx, x.Bytes())
+			}
+			if !bytes.Equal(encode(t, y), b) {
+				t.Fatal("re-encoding the decoded index differs")
+			}
+			if tc.dim == 0 || tc.n == 0 {
+				return
+			}
+			r := rand.New(rand.NewPCG(1, 2))
+			for i := range 50 {
+				q := make([]float32, tc.dim)
+				for j := range q {
+					q[j] = float32(r.NormFloat64())
+				}
+				f := Filter{Project: []string{"", "p1"}[i%2], Sessions: [][]string{nil, {"s2"}, {"s3", "s5"}}[i%3],
+					Actors: [][]string{nil, {"a1"}}[i%2], After: time.Date(2024, 2, 3, 10, 0, 0, 0, time.UTC)}
+				if i%4 == 0 {
+					f.After = time.Time{}
+				}
+				want, err1 := x.Search(q, "model1", f, 10)
+				got, err2 := y.Search(q, "model1", f, 10)
+				if err1 != nil || err2 != nil || !slices.Equal(got, want) {
+					t.Fatalf("Search(%+v) on the decoded index = %v, %v; want %v, %v", f, got, err2, want, err1)
+				}
+			}
+		})
+	}
+}
+
+// TestDecode_Corrupt: every truncation and a byte flipped anywhere are
+// refused or decode to a consistent index; none panics.
+func TestDecode_Corrupt(t *testing.T) {
+	t.Parallel()
+	b := encode(t, randomIndex(t, 5, 40, 4))
+	for n := range len(b) {
+		if _, err := Decode(bytes.NewReader(b[:n]), int64(n)); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("Decode of the first %d of %d bytes = %v, want ErrCorrupt", n, len(b), err)
+		}
+	}
+	if _, err := Decode(bytes.NewReader(b), int64(len(b))-1); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Decode with a size bound short of the encoding = %v, want ErrCorrupt", err)
+	}
+	r := rand.New(rand.NewPCG(7, 7))
+	for range 2000 {
+		c := slices.Clone(b)
+		c[r.IntN(len(c))] ^= byte(1 + r.IntN(255))
+		if x, err := Decode(bytes.NewReader(c), int64(len(c))); err == nil {
+			checkPostings(t, x)
+		}
+	}
+}
+
+func FuzzDecode(f *testing.F) {
+	f.Add(encode(f, randomIndex(f, 1, 5, 3)))
+	f.Add(encode(f, NewDim(2)))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		x, err := Decode(bytes.NewReader(b), int64(len(b)))
+		if err != nil {
+			return
+		}
+		checkPostings(t, x)
+		if _, err := x.Search(make([]float32, x.Dim()), "m", Filter{Sessions: []string{"s"}}, 3); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
