@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"time"
+	"unsafe"
 
 	"github.com/mnemo-dev/mnemo/mnemotype"
 )
@@ -21,6 +22,10 @@ const (
 	maxEncodedDim = 1 << 16
 	maxEncodedStr = 1 << 20
 )
+
+// littleEndian reports whether float32s are stored as the encoding lays
+// them out, so they are read and written in bulk.
+var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
 
 // ErrCorrupt reports an encoding Decode cannot read.
 var ErrCorrupt = errors.New("corrupt vector index encoding")
@@ -62,7 +67,18 @@ func (x *Index) Encode(w io.Writer) error {
 			b = b[:0]
 		}
 	}
-	for _, v := range x.vecs[:len(x.rows)*x.dim] {
+	if _, err := bw.Write(b); err != nil {
+		return err
+	}
+	vecs := x.vecs[:len(x.rows)*x.dim]
+	if littleEndian && len(vecs) > 0 {
+		if _, err := bw.Write(unsafe.Slice((*byte)(unsafe.Pointer(&vecs[0])), len(vecs)*4)); err != nil {
+			return err
+		}
+		return bw.Flush()
+	}
+	b = b[:0]
+	for _, v := range vecs {
 		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(v))
 		if len(b) >= 1<<16 {
 			if _, err := bw.Write(b); err != nil {
@@ -82,15 +98,13 @@ func appendString(b []byte, s string) []byte {
 	return append(b, s...)
 }
 
-// Decode reads an index Encode wrote. size bounds what the encoding can
-// hold (the bytes available to read): a count that could not fit is
-// ErrCorrupt rather than an allocation. Decode reads exactly the encoding,
-// so the caller may read what follows it.
+// Decode reads an index Encode wrote, of size bytes: a count that could
+// not fit in them, or bytes left over, is ErrCorrupt (never a large
+// allocation). Decode reads exactly size bytes from r, so the caller may
+// read what follows.
 func Decode(r io.Reader, size int64) (*Index, error) {
 	d := decoder{r: r, left: size}
-	var magic [8]byte
-	d.read(magic[:])
-	if d.err == nil && magic != encodingMagic {
+	if magic := d.next(len(encodingMagic)); d.err == nil && string(magic) != string(encodingMagic[:]) {
 		return nil, fmt.Errorf("%w: not a vector index (or another version of its format)", ErrCorrupt)
 	}
 	dim, foreignDim := int(d.u32()), int(d.u32())
@@ -114,60 +128,84 @@ func Decode(r io.Reader, size int64) (*Index, error) {
 		return v
 	}
 	nRows := d.count(4 + 5*4 + 8 + 4 + 4 + 1 + 4*dim)
+	// The embeddings first: one large allocation without pointers, so the
+	// garbage collector's next goal is far enough off that the rows, names
+	// and maps below are decoded without a collection.
+	x.vecs = make([]float32, nRows*dim)
 	x.rows = make([]row, 0, nRows)
+	x.slot = make(map[string]int, nRows)
+	var lists [nPostings][][]int32
+	for f := range lists {
+		lists[f] = make([][]int32, nStr)
+	}
 	for range nRows {
 		id := d.str()
 		r := row{id: id, project: ref(d.i32(), false), session: ref(d.i32(), false), actor: ref(d.i32(), false),
 			kindID: ref(d.i32(), false), model: ref(d.i32(), true)}
 		r.occurred = instant{int64(d.u64()), int32(d.u32())}
 		r.invNorm = math.Float32frombits(d.u32())
-		var f [1]byte
-		d.read(f[:])
-		r.foreign = f[0] == 1
+		f := d.u8()
+		r.foreign = f == 1
 		if d.err != nil {
 			return nil, d.err
 		}
-		if f[0] > 1 || r.occurred.nsec < 0 || r.occurred.nsec >= int32(time.Second) {
+		if f > 1 || r.occurred.nsec < 0 || r.occurred.nsec >= int32(time.Second) {
 			return nil, fmt.Errorf("%w: row %q", ErrCorrupt, id)
 		}
 		if r.model >= 0 && (dim == 0 || !(r.invNorm > 0) || math.IsInf(float64(r.invNorm), 0)) {
 			return nil, fmt.Errorf("%w: row %q has an unusable embedding", ErrCorrupt, id)
 		}
-		if _, dup := x.slot[id]; dup {
+		s := len(x.rows)
+		if x.slot[id] = s; len(x.slot) == s {
 			return nil, fmt.Errorf("%w: row %q twice", ErrCorrupt, id)
 		}
 		r.kind = mnemotype.Kind(x.strList[r.kindID])
-		s := len(x.rows)
-		x.slot[id] = s
 		x.keyBytes += int64(len(id)) + strHeader + mapEntry
+		// The postings, by value: the names' numbers are dense.
+		for f := range nPostings {
+			k := r.key(f)
+			r.pos[f] = int32(len(lists[f][k.value]))
+			lists[f][k.value] = append(lists[f][k.value], int32(s))
+		}
 		x.rows = append(x.rows, r)
 		x.count(&x.rows[s], 1)
-		x.post(s)
+	}
+	for f := range nPostings {
+		for v, l := range lists[f] {
+			if len(l) > 0 {
+				x.posts[postingKey{uint8(f), int32(v)}] = l
+			}
+		}
 	}
 	x.foreignDim = foreignDim
-	x.vecs = make([]float32, nRows*dim)
-	buf := make([]byte, 1<<16)
-	for i := 0; i < len(x.vecs) && d.err == nil; {
-		n := min(len(buf)/4, len(x.vecs)-i)
-		d.read(buf[:n*4])
-		for j := range n {
-			x.vecs[i+j] = math.Float32frombits(binary.LittleEndian.Uint32(buf[j*4:]))
+	if len(x.vecs) > 0 {
+		b := unsafe.Slice((*byte)(unsafe.Pointer(&x.vecs[0])), len(x.vecs)*4)
+		d.fill(b)
+		if !littleEndian {
+			for i := range x.vecs {
+				x.vecs[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[i*4:]))
+			}
 		}
-		i += n
 	}
+	d.done()
 	if d.err != nil {
 		return nil, d.err
 	}
 	return x, nil
 }
 
-// decoder reads little-endian values, remembering the first error.
+// decoder reads little-endian values from a buffer it fills from r in
+// large reads, remembering the first error. It never reads past the
+// encoding's end (size bytes), so the caller may read what follows.
 type decoder struct {
 	r    io.Reader
-	left int64 // bytes the encoding may still hold
+	left int64  // bytes of the encoding not yet read from r
+	buf  []byte // read from r; buf[pos:] is not yet consumed
+	pos  int
 	err  error
-	b    [8]byte
 }
+
+const decodeBuffer = 1 << 20
 
 func (d *decoder) fail(format string, args ...any) {
 	if d.err == nil {
@@ -175,36 +213,102 @@ func (d *decoder) fail(format string, args ...any) {
 	}
 }
 
-func (d *decoder) read(p []byte) {
+// next returns the next n bytes (valid until the next call), or nil once
+// the decoder has failed.
+func (d *decoder) next(n int) []byte {
 	if d.err != nil {
-		clear(p)
-		return
+		return nil
 	}
-	if d.left -= int64(len(p)); d.left < 0 {
-		d.fail("truncated")
-		clear(p)
-		return
-	}
-	if _, err := io.ReadFull(d.r, p); err != nil {
-		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+	if have := len(d.buf) - d.pos; have < n {
+		if int64(n-have) > d.left {
 			d.fail("truncated")
-		} else if d.err == nil {
-			d.err = err
+			return nil
 		}
-		clear(p)
+		if cap(d.buf) < n {
+			nb := make([]byte, have, max(n, decodeBuffer))
+			copy(nb, d.buf[d.pos:])
+			d.buf = nb
+		} else {
+			d.buf = d.buf[:copy(d.buf[:cap(d.buf)], d.buf[d.pos:])]
+		}
+		d.pos = 0
+		more := int(min(int64(cap(d.buf)-have), d.left))
+		if _, err := io.ReadFull(d.r, d.buf[have:have+more]); err != nil {
+			d.readFailed(err)
+			return nil
+		}
+		d.buf, d.left = d.buf[:have+more], d.left-int64(more)
+	}
+	b := d.buf[d.pos : d.pos+n]
+	d.pos += n
+	return b
+}
+
+func (d *decoder) readFailed(err error) {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		d.fail("truncated")
+	} else if d.err == nil {
+		d.err = err
 	}
 }
 
-func (d *decoder) u32() uint32 { d.read(d.b[:4]); return binary.LittleEndian.Uint32(d.b[:4]) }
-func (d *decoder) i32() int32  { return int32(d.u32()) }
-func (d *decoder) u64() uint64 { d.read(d.b[:8]); return binary.LittleEndian.Uint64(d.b[:8]) }
+// fill reads exactly len(p) bytes into p: what the buffer holds, then
+// straight from r.
+func (d *decoder) fill(p []byte) {
+	if d.err != nil {
+		return
+	}
+	n := copy(p, d.buf[d.pos:])
+	d.pos += n
+	if rest := p[n:]; len(rest) > 0 {
+		if int64(len(rest)) > d.left {
+			d.fail("truncated")
+			return
+		}
+		if _, err := io.ReadFull(d.r, rest); err != nil {
+			d.readFailed(err)
+			return
+		}
+		d.left -= int64(len(rest))
+	}
+}
+
+// done fails unless the whole encoding was consumed.
+func (d *decoder) done() {
+	if d.err == nil && (d.left > 0 || d.pos < len(d.buf)) {
+		d.fail("%d bytes after the encoding", d.left+int64(len(d.buf)-d.pos))
+	}
+}
+
+func (d *decoder) u32() uint32 {
+	if b := d.next(4); b != nil {
+		return binary.LittleEndian.Uint32(b)
+	}
+	return 0
+}
+
+func (d *decoder) i32() int32 { return int32(d.u32()) }
+
+func (d *decoder) u64() uint64 {
+	if b := d.next(8); b != nil {
+		return binary.LittleEndian.Uint64(b)
+	}
+	return 0
+}
+
+func (d *decoder) u8() byte {
+	if b := d.next(1); b != nil {
+		return b[0]
+	}
+	return 0
+}
 
 // count reads a count of items of at least each bytes apiece, failing
 // when they could not fit in what is left.
 func (d *decoder) count(each int) int {
 	n := int64(d.u32())
-	if d.err == nil && n*int64(each) > d.left {
-		d.fail("%d items cannot fit in %d bytes", n, d.left)
+	if left := d.left + int64(len(d.buf)-d.pos); d.err == nil && n*int64(each) > left {
+		d.fail("%d items cannot fit in %d bytes", n, left)
 	}
 	if d.err != nil {
 		return 0
@@ -214,13 +318,8 @@ func (d *decoder) count(each int) int {
 
 func (d *decoder) str() string {
 	n := d.u32()
-	if d.err == nil && (n > maxEncodedStr || int64(n) > d.left) {
+	if d.err == nil && n > maxEncodedStr {
 		d.fail("a name of %d bytes", n)
 	}
-	if d.err != nil {
-		return ""
-	}
-	p := make([]byte, n)
-	d.read(p)
-	return string(p)
+	return string(d.next(int(n)))
 }

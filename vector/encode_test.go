@@ -108,6 +108,9 @@ func TestDecode_Corrupt(t *testing.T) {
 	if _, err := Decode(bytes.NewReader(b), int64(len(b))-1); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("Decode with a size bound short of the encoding = %v, want ErrCorrupt", err)
 	}
+	if _, err := Decode(bytes.NewReader(append(slices.Clone(b), 1, 2, 3)), int64(len(b))+3); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Decode of the encoding and 3 more bytes = %v, want ErrCorrupt", err)
+	}
 	r := rand.New(rand.NewPCG(7, 7))
 	for range 2000 {
 		c := slices.Clone(b)

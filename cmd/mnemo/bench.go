@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"time"
@@ -20,12 +21,13 @@ import (
 
 // benchReport is what mnemo bench measured; --json prints it as is.
 type benchReport struct {
-	Profile  string `json:"profile"`
-	Memories int    `json:"memories"`
-	Recalls  int    `json:"recalls"`
-	Warmup   int    `json:"warmup"`
-	Limit    int    `json:"limit"`
-	Queries  int    `json:"queries"`
+	Profile  string   `json:"profile"`
+	Sessions []string `json:"sessions,omitempty"` // the recalls' scope, when given
+	Memories int      `json:"memories"`
+	Recalls  int      `json:"recalls"`
+	Warmup   int      `json:"warmup"`
+	Limit    int      `json:"limit"`
+	Queries  int      `json:"queries"`
 	// QuerySource says where the queries came from.
 	QuerySource string `json:"query_source"`
 	Embedder    string `json:"embedder"`
@@ -65,8 +67,11 @@ func cmdBench(ctx context.Context, a *app, args []string) error {
 	limit := fs.Int("limit", mnemo.DefaultLimit, "memories per recall")
 	weights := fs.String("weights", "", "leg weights, e.g. lexical=1,dense=0.5 (default from settings)")
 	asJSON := fs.Bool("json", false, "print JSON")
+	var sessions listFlag
+	fs.Var(&sessions, "session", "recall inside this session (repeatable, or comma-separated)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the timed recalls to this file (go tool pprof reads it)")
 	fs.Usage = func() {
-		fmt.Fprintln(a.stderr, "usage: mnemo bench --profile P [--queries FILE|-] [--n 500] [--warmup 50] [--limit 10] [--weights ...] [--json]\n"+
+		fmt.Fprintln(a.stderr, "usage: mnemo bench --profile P [--session S] [--queries FILE|-] [--n 500] [--warmup 50] [--limit 10] [--weights ...] [--cpuprofile FILE] [--json]\n"+
 			"       mnemo bench ladder --corpus DIR --dir WORKDIR [--sizes 10k,100k,1M] (see mnemo bench ladder -h)")
 		fmt.Fprintln(a.stderr, "\nTimes recall on the database as it is (warm, one query at a time) and prints latency percentiles,\n"+
 			"query embedding excluded, and the mean time of each pipeline stage. The recalls do not count as\n"+
@@ -108,7 +113,7 @@ func cmdBench(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	rep, berr := runBench(ctx, e, benchParams{profile: *profile, texts: texts, source: source, n: *n, warmup: *warmup,
-		limit: *limit, overrides: over})
+		limit: *limit, overrides: over, sessions: sessions, cpuProfile: *cpuProfile})
 	if err := e.Close(); berr == nil && err != nil {
 		return err
 	}
@@ -130,6 +135,9 @@ type benchParams struct {
 	limit     int
 	overrides map[string]string
 	sessions  []string // the scope: these sessions (nil: the whole profile)
+	// cpuProfile, when not "", is the file a CPU profile of the timed
+	// recalls goes to.
+	cpuProfile string
 }
 
 func runBench(ctx context.Context, e *mnemo.Engine, p benchParams) (*benchReport, error) {
@@ -146,7 +154,7 @@ func runBench(ctx context.Context, e *mnemo.Engine, p benchParams) (*benchReport
 		}
 		p.source = "the profile's memories (their first 8 words: every query matches, a best case for the lexical leg)"
 	}
-	rep := &benchReport{Profile: p.profile, Memories: count, Recalls: p.n, Warmup: p.warmup, Limit: p.limit,
+	rep := &benchReport{Profile: p.profile, Sessions: p.sessions, Memories: count, Recalls: p.n, Warmup: p.warmup, Limit: p.limit,
 		Queries: len(p.texts), QuerySource: p.source, Embedder: e.Embedder().Model(), SQLite: sqlitedb.Driver,
 		CPUs: runtime.GOMAXPROCS(0), Stages: map[string]float64{}}
 	recallOne := func(i int) (wall, embed time.Duration, timings map[string]float64, err error) {
@@ -168,6 +176,17 @@ func runBench(ctx context.Context, e *mnemo.Engine, p benchParams) (*benchReport
 	}
 	lat := make([]float64, 0, p.n)
 	withEmb := make([]float64, 0, p.n)
+	if p.cpuProfile != "" {
+		f, err := os.Create(p.cpuProfile)
+		if err != nil {
+			return nil, usagef("--cpuprofile: %v", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return nil, fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	for i := range p.n {
 		wall, embed, timings, err := recallOne(p.warmup + i)
 		if err != nil {
@@ -283,6 +302,9 @@ func printBench(w io.Writer, r *benchReport) {
 		r.Recalls, r.Warmup, r.Limit, r.Profile, r.Memories)
 	fmt.Fprintf(w, "engine: embedder %s, SQLite %s, %d CPUs\n", r.Embedder, r.SQLite, r.CPUs)
 	fmt.Fprintf(w, "queries: %d from %s\n", r.Queries, r.QuerySource)
+	if len(r.Sessions) > 0 {
+		fmt.Fprintf(w, "scope: sessions %s\n", strings.Join(r.Sessions, ", "))
+	}
 	line := func(name string, l latencyStats) {
 		fmt.Fprintf(w, "%-38s p50 %.2f  p90 %.2f  p95 %.2f  p99 %.2f  max %.2f  mean %.2f\n", name, l.P50, l.P90, l.P95, l.P99, l.Max, l.Mean)
 	}

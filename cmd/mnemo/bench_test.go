@@ -71,6 +71,17 @@ func TestCLI_Bench(t *testing.T) {
 	if _, stdout, _ := c.run("where is the puppy\n", "bench", "--profile", "me", "--queries", "-", "--n", "2", "--json"); !strings.Contains(stdout, `"queries": 1`) {
 		t.Errorf("--queries - did not read stdin: %s", stdout)
 	}
+
+	// Inside a session, with a CPU profile of the timed recalls.
+	c.ok("add", "--profile", "me", "--session", "s1", "the session's own deploy note")
+	prof := filepath.Join(t.TempDir(), "cpu.pprof")
+	out = c.ok("bench", "--profile", "me", "--session", "s1", "--queries", qf, "--n", "5", "--warmup", "0", "--cpuprofile", prof, "--json")
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.Recalls != 5 || !slices.Equal(rep.Sessions, []string{"s1"}) {
+		t.Fatalf("bench --session: %v\n%s", err, out)
+	}
+	if fi, err := os.Stat(prof); err != nil || fi.Size() == 0 {
+		t.Errorf("--cpuprofile wrote nothing: %v", err)
+	}
 }
 
 func TestCLI_BenchBadInput(t *testing.T) {
