@@ -390,3 +390,39 @@ func (e *Engine) RecallPool(ctx context.Context, q Query) (*RecallResult, error)
 	q.Overrides = over
 	return e.recall(ctx, q, dense.NewScan(e.st))
 }
+
+// IndexVerification is what VerifyIndex found (see dense.Catalog.Verify).
+type IndexVerification = dense.Verification
+
+// IndexStats describe a profile's dense index (see dense.Stats).
+type IndexStats = dense.Stats
+
+// VerifyIndex restores profile's dense index as a new process would, from
+// its snapshot and the changes after it, and compares it with one built
+// from the database alone: any difference means the snapshot must be
+// rebuilt (RebuildIndex).
+func (e *Engine) VerifyIndex(ctx context.Context, profile string) (IndexVerification, error) {
+	done, err := e.enter()
+	if err != nil {
+		return IndexVerification{}, err
+	}
+	defer done()
+	if strings.TrimSpace(profile) == "" {
+		return IndexVerification{}, mnemotype.Invalidf("profile is required")
+	}
+	return e.dense.Verify(ctx, profile)
+}
+
+// RebuildIndex drops profile's dense index and snapshot, builds the index
+// from the database and writes its snapshot.
+func (e *Engine) RebuildIndex(ctx context.Context, profile string) (IndexStats, error) {
+	done, err := e.enter()
+	if err != nil {
+		return IndexStats{}, err
+	}
+	defer done()
+	if strings.TrimSpace(profile) == "" {
+		return IndexStats{}, mnemotype.Invalidf("profile is required")
+	}
+	return e.dense.Rebuild(ctx, profile)
+}

@@ -101,6 +101,9 @@ type entry struct {
 	// applied since it was read or written.
 	restored bool
 	unsaved  int
+	// snapshotSeq is the watermark of the snapshot x was restored from, -1
+	// when it was built from the store alone.
+	snapshotSeq int64
 
 	// Under Catalog.mu:
 	elem *list.Element // nil once evicted
@@ -205,7 +208,7 @@ func (c *Catalog) use(profile string) *entry {
 	defer c.mu.Unlock()
 	e := c.profiles[profile]
 	if e == nil {
-		e = &entry{profile: profile, turn: make(chan struct{}, 1)}
+		e = &entry{profile: profile, turn: make(chan struct{}, 1), snapshotSeq: -1}
 		e.x.Store(vector.NewDim(c.opt.Dim))
 		e.turn <- struct{}{}
 		e.elem = c.lru.PushFront(e)

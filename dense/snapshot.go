@@ -11,6 +11,7 @@ import (
 	"hash/crc32"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"time"
@@ -79,6 +80,7 @@ func (c *Catalog) restore(ctx context.Context, e *entry, storeSeq int64) {
 	}
 	e.x.Store(x)
 	e.seq.Store(seq)
+	e.snapshotSeq = seq
 	c.opt.Logger.Info("dense index restored from its snapshot", "profile", e.profile, "memories", x.Len(), "seq", seq,
 		"behind", storeSeq-seq, "took", time.Since(t0))
 }
@@ -258,4 +260,74 @@ func (c *Catalog) Close() {
 	c.closed = true
 	c.mu.Unlock()
 	c.saves.Wait()
+}
+
+// Verification is what Verify found.
+type Verification struct {
+	// Snapshot is the snapshot's path ("" when the Catalog keeps none);
+	// SnapshotSeq its watermark when it was used, else -1 (none, or one
+	// that was ignored: the log says why).
+	Snapshot    string
+	SnapshotSeq int64
+	// Memories is how many the caught-up index holds.
+	Memories int
+	// Differences between it and an index built from the store alone (at
+	// most 20); none means they answer every search alike.
+	Differences []string
+}
+
+// Verify restores profile's index as a new process would (from its
+// snapshot, then the store's changes after its watermark) and compares it
+// with one built from the store alone. Its own indexes are left alone.
+func (c *Catalog) Verify(ctx context.Context, profile string) (Verification, error) {
+	v := Verification{SnapshotSeq: -1}
+	if c.opt.Dir != "" {
+		v.Snapshot = SnapshotPath(c.opt.Dir, profile)
+	}
+	opt := c.opt
+	opt.SaveEvery, opt.Budget = math.MaxInt, math.MaxInt64
+	restored := NewCatalog(c.st, opt)
+	opt.Dir = ""
+	fresh := NewCatalog(c.st, opt)
+	a, err := restored.index(ctx, profile)
+	if err != nil {
+		return v, err
+	}
+	b, err := fresh.index(ctx, profile)
+	if err != nil {
+		return v, err
+	}
+	v.SnapshotSeq = restored.use(profile).snapshotSeq
+	v.Memories = a.Len()
+	v.Differences = vector.Diff(a, b, 20)
+	return v, nil
+}
+
+// Rebuild drops profile's index and snapshot, builds the index from the
+// store, and writes its snapshot at once (when the Catalog keeps them).
+func (c *Catalog) Rebuild(ctx context.Context, profile string) (Stats, error) {
+	c.Evict(profile)
+	if _, err := c.index(ctx, profile); err != nil {
+		return Stats{}, err
+	}
+	e := c.use(profile)
+	select {
+	case <-e.turn:
+	case <-ctx.Done():
+		return Stats{}, fmt.Errorf("dense index of profile %q: %w", profile, ctx.Err())
+	}
+	defer func() { e.turn <- struct{}{} }()
+	if c.opt.Dir != "" {
+		instance, err := c.storeInstance(ctx)
+		if err != nil {
+			return Stats{}, err
+		}
+		if err := writeSnapshot(c.opt.Dir, profile, instance, e.seq.Load(), e.x.Load()); err != nil {
+			return Stats{}, fmt.Errorf("dense index of profile %q: write its snapshot: %w", profile, err)
+		}
+		e.unsaved = 0
+	}
+	x := e.x.Load()
+	n, d := x.Foreign()
+	return Stats{Memories: x.Len(), Embedded: x.Embedded(), Foreign: n, ForeignDim: d, Bytes: x.Bytes()}, nil
 }

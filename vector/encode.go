@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"time"
 	"unsafe"
 
@@ -322,4 +323,65 @@ func (d *decoder) str() string {
 		d.fail("a name of %d bytes", n)
 	}
 	return string(d.next(int(n)))
+}
+
+// Diff lists up to max differences between what a and b hold (memories,
+// their scope, embedding model and embedding), in a's slot order then b's
+// extra ids; none means they answer every search alike.
+func Diff(a, b *Index, max int) []string {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	var out []string
+	add := func(format string, args ...any) bool {
+		out = append(out, fmt.Sprintf(format, args...))
+		return len(out) < max
+	}
+	if a.dim != b.dim && a.embedded+b.embedded > 0 && !add("dimension %d, the other %d", a.dim, b.dim) {
+		return out
+	}
+	name := func(x *Index, v int32) string {
+		if v < 0 {
+			return ""
+		}
+		return x.strList[v]
+	}
+	for s := range a.rows {
+		ra := &a.rows[s]
+		t, ok := b.slot[ra.id]
+		if !ok {
+			if !add("%s: only in the first", ra.id) {
+				return out
+			}
+			continue
+		}
+		rb := &b.rows[t]
+		for _, f := range []struct {
+			what   string
+			va, vb string
+		}{
+			{"project", name(a, ra.project), name(b, rb.project)},
+			{"session", name(a, ra.session), name(b, rb.session)},
+			{"actor", name(a, ra.actor), name(b, rb.actor)},
+			{"kind", string(ra.kind), string(rb.kind)},
+			{"model", name(a, ra.model), name(b, rb.model)},
+			{"occurred", fmt.Sprint(ra.occurred), fmt.Sprint(rb.occurred)},
+			{"foreign", fmt.Sprint(ra.foreign), fmt.Sprint(rb.foreign)},
+		} {
+			if f.va != f.vb && !add("%s: %s %q, the other %q", ra.id, f.what, f.va, f.vb) {
+				return out
+			}
+		}
+		if ra.model >= 0 && rb.model >= 0 && a.dim == b.dim &&
+			!slices.Equal(a.vecs[s*a.dim:(s+1)*a.dim], b.vecs[t*b.dim:(t+1)*b.dim]) && !add("%s: embedding differs", ra.id) {
+			return out
+		}
+	}
+	for t := range b.rows {
+		if _, ok := a.slot[b.rows[t].id]; !ok && !add("%s: only in the other", b.rows[t].id) {
+			return out
+		}
+	}
+	return out
 }

@@ -91,6 +91,7 @@ func commands() map[string]command {
 		"recollect": {"write the top memories for a prompt to a file (agent hooks)", cmdRecollect},
 		"keys":      {"create, list or revoke API keys", cmdKeys},
 		"reembed":   {"embed memories stored without an embedding, or of another model", cmdReembed},
+		"index":     {"verify or rebuild the dense indexes' snapshots", cmdIndex},
 	}
 }
 

@@ -1,0 +1,137 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
+const indexUsage = `usage: mnemo index verify|rebuild (--profile P | --all) [--json]
+
+Recall keeps each profile's dense index in memory and a snapshot of it beside
+the database (<database>.index), so that a new process reads one file and
+catches up from the database instead of reading every memory. The snapshot
+is a cache: deleting it loses nothing.
+
+  verify   restores each index as a new process would and compares it with
+           one built from the database alone; exits 1 if any differs
+  rebuild  builds each index from the database and writes its snapshot
+
+A snapshot another database wrote, one ahead of the database, or a corrupt
+one is ignored on its own (and logged). The one case verify is for: the
+database was restored from an older copy of itself and written since.
+
+`
+
+// indexReport is one profile's line of mnemo index --json.
+type indexReport struct {
+	Profile     string   `json:"profile"`
+	Memories    int      `json:"memories"`
+	Snapshot    string   `json:"snapshot,omitempty"`
+	SnapshotSeq *int64   `json:"snapshot_seq,omitempty"` // verify: the watermark of the snapshot used
+	Differences []string `json:"differences,omitempty"`
+	OK          bool     `json:"ok"`
+}
+
+func cmdIndex(ctx context.Context, a *app, args []string) error {
+	verb := ""
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		verb, args = args[0], args[1:]
+	}
+	fs := newFlags(a, "index")
+	var ef engineFlags
+	ef.register(fs)
+	profile := fs.String("profile", a.getenv("MNEMO_PROFILE"), "profile whose index to verify or rebuild (default $MNEMO_PROFILE)")
+	all := fs.Bool("all", false, "every profile")
+	asJSON := fs.Bool("json", false, "print JSON")
+	fs.Usage = func() {
+		fmt.Fprint(a.stderr, indexUsage)
+		fs.PrintDefaults()
+	}
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	switch verb {
+	case "verify", "rebuild":
+	case "":
+		return usagef("mnemo index needs verify or rebuild")
+	default:
+		return usagef("unknown index command %q: verify or rebuild", verb)
+	}
+	if len(pos) > 0 {
+		return usagef("unexpected argument %q", pos[0])
+	}
+	if *all == (strings.TrimSpace(*profile) != "") {
+		return usagef("give --profile P or --all")
+	}
+	e, err := ef.openExisting(a)
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	profiles := []string{*profile}
+	if *all {
+		pcs, err := e.Profiles(ctx)
+		if err != nil {
+			return err
+		}
+		profiles = profiles[:0]
+		for _, p := range pcs {
+			profiles = append(profiles, p.Profile)
+		}
+	}
+	var reports []indexReport
+	bad := 0
+	for _, p := range profiles {
+		r := indexReport{Profile: p, OK: true}
+		if verb == "verify" {
+			v, err := e.VerifyIndex(ctx, p)
+			if err != nil {
+				return err
+			}
+			r.Memories, r.Snapshot, r.Differences, r.OK = v.Memories, v.Snapshot, v.Differences, len(v.Differences) == 0
+			if v.SnapshotSeq >= 0 {
+				r.SnapshotSeq = &v.SnapshotSeq
+			}
+		} else {
+			st, err := e.RebuildIndex(ctx, p)
+			if err != nil {
+				return err
+			}
+			r.Memories = st.Memories
+		}
+		if !r.OK {
+			bad++
+		}
+		reports = append(reports, r)
+		if !*asJSON {
+			printIndexReport(a, verb, r)
+		}
+	}
+	if err := e.Close(); err != nil {
+		return err
+	}
+	if *asJSON {
+		if err := writeJSON(a, reports); err != nil {
+			return err
+		}
+	}
+	if bad > 0 {
+		return fmt.Errorf("%d of %d profiles' dense indexes differ from the database: mnemo index rebuild repairs them", bad, len(profiles))
+	}
+	return nil
+}
+
+func printIndexReport(a *app, verb string, r indexReport) {
+	switch {
+	case verb == "rebuild":
+		fmt.Fprintf(a.stdout, "%s: rebuilt from the database, %d memories\n", r.Profile, r.Memories)
+	case r.OK && r.SnapshotSeq == nil:
+		fmt.Fprintf(a.stdout, "%s: ok, %d memories (no usable snapshot: a new process reads them from the database)\n", r.Profile, r.Memories)
+	case r.OK:
+		fmt.Fprintf(a.stdout, "%s: ok, %d memories (snapshot at change %d, caught up)\n", r.Profile, r.Memories, *r.SnapshotSeq)
+	default:
+		fmt.Fprintf(a.stdout, "%s: DIFFERS from the database:\n  %s\n", r.Profile, strings.Join(r.Differences, "\n  "))
+	}
+}
