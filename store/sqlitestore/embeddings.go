@@ -21,7 +21,7 @@ func (s *Store) EmbeddingCounts(ctx context.Context, profile string) ([]store.Em
 		args = append(args, profile)
 	}
 	q += ` GROUP BY 1, 2, 3 ORDER BY 1, 2, 3`
-	rows, err := s.r.QueryContext(ctx, q, args...)
+	rows, err := s.rc.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("count embeddings: %w", err)
 	}

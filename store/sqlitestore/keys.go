@@ -81,7 +81,7 @@ func (s *Store) KeyByHash(ctx context.Context, hash string) (store.APIKey, error
 	if err := s.check(); err != nil {
 		return store.APIKey{}, err
 	}
-	k, err := scanKey(s.r.QueryRowContext(ctx, `SELECT `+keyCols+` FROM api_keys WHERE hash = ? AND revoked_at IS NULL`, hash))
+	k, err := scanKey(s.rc.QueryRowContext(ctx, `SELECT `+keyCols+` FROM api_keys WHERE hash = ? AND revoked_at IS NULL`, hash))
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.APIKey{}, fmt.Errorf("find key: %w", mnemotype.ErrNotFound)
 	}
@@ -105,7 +105,7 @@ func (s *Store) ListKeys(ctx context.Context, p store.ListKeysParams) ([]store.A
 	if !p.IncludeRevoked {
 		where = append(where, "revoked_at IS NULL")
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT `+keyCols+` FROM api_keys WHERE `+strings.Join(where, " AND ")+
+	rows, err := s.rc.QueryContext(ctx, `SELECT `+keyCols+` FROM api_keys WHERE `+strings.Join(where, " AND ")+
 		` ORDER BY created_at, id`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list keys: %w", err)

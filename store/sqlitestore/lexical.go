@@ -48,7 +48,7 @@ func (s *Store) Lexical(ctx context.Context, p store.LexicalParams) ([]mnemotype
 		return nil, fmt.Errorf("lexical search: %w", err)
 	}
 	defer tx.Rollback()
-	q, ok, err := s.newLexQuery(ctx, tx, p.Scope)
+	q, ok, err := s.newLexQuery(ctx, cachedTx{tx, s.rc}, p.Scope)
 	if err != nil || !ok {
 		return nil, err
 	}
@@ -84,7 +84,7 @@ func searchable(terms []string) []string {
 // and the scope as FTS5 filter phrases.
 type lexQuery struct {
 	s    *Store
-	tx   *sql.Tx
+	tx   queryer // a read transaction, through the statement cache
 	prof profileStats
 	// seq is the store's change sequence (the lengths BLOB's key).
 	seq int64
@@ -149,7 +149,7 @@ func (q *lexQuery) classic() bool {
 // newLexQuery reads the profile's statistics and resolves the scope; ok is
 // false when nothing can be in scope (an unknown profile, project or
 // sessions).
-func (s *Store) newLexQuery(ctx context.Context, tx *sql.Tx, sc mnemotype.Scope) (*lexQuery, bool, error) {
+func (s *Store) newLexQuery(ctx context.Context, tx queryer, sc mnemotype.Scope) (*lexQuery, bool, error) {
 	q := &lexQuery{s: s, tx: tx, sc: sc}
 	var total int64
 	err := tx.QueryRowContext(ctx, `SELECT `+profileCols+`,
@@ -596,7 +596,7 @@ func (s *Store) Neighbors(ctx context.Context, sc mnemotype.Scope, ids []string,
 		return nil, nil
 	}
 	cond, args := scopeSQL("n", sc)
-	rows, err := s.r.QueryContext(ctx, `SELECT n.id, h.id, max(1, abs(n.session_seq - h.session_seq)) FROM memories h
+	rows, err := s.rc.QueryContext(ctx, `SELECT n.id, h.id, max(1, abs(n.session_seq - h.session_seq)) FROM memories h
 		JOIN memories n ON n.profile = h.profile AND n.session = h.session
 			AND n.session_seq BETWEEN h.session_seq - ? AND h.session_seq + ? AND n.rid <> h.rid
 		WHERE h.profile = ? AND h.id IN (SELECT value FROM json_each(?)) AND h.session <> '' AND `+cond+`

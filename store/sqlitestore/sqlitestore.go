@@ -116,6 +116,7 @@ const (
 type Store struct {
 	w      *sql.DB // exactly one connection: SQLite allows one writer
 	r      *sql.DB
+	rc     *stmtCache // r's statements, prepared once
 	path   string
 	closed atomic.Bool
 	// commonRatio and commonMin are Options.CommonTermRatio and
@@ -218,7 +219,7 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 	r.SetMaxOpenConns(opt.Readers)
 	r.SetMaxIdleConns(opt.Readers)
 	r.SetConnMaxLifetime(0)
-	s.r = r
+	s.r, s.rc = r, newStmtCache(r)
 	s.bgCtx, s.stopBG = context.WithCancel(context.Background())
 	return s, nil
 }
@@ -243,7 +244,7 @@ func (s *Store) openReadOnly(ctx context.Context, pragmas []string, readers int)
 		return fmt.Errorf("open %s read-only: its schema is version %d, this mnemo needs %d: open it once with write access to migrate it",
 			s.path, v, len(migrations))
 	}
-	s.r = r
+	s.r, s.rc = r, newStmtCache(r)
 	s.bgCtx, s.stopBG = context.WithCancel(context.Background())
 	return nil
 }
@@ -341,7 +342,7 @@ func (s *Store) migrate(ctx context.Context) error {
 // SchemaVersion returns the number of migrations applied.
 func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
 	var v int
-	err := s.r.QueryRowContext(ctx, `SELECT version FROM schema_version`).Scan(&v)
+	err := s.rc.QueryRowContext(ctx, `SELECT version FROM schema_version`).Scan(&v)
 	return v, err
 }
 
@@ -352,6 +353,7 @@ func (s *Store) Close() error {
 	}
 	s.stopBG()
 	s.bg.Wait()
+	s.rc.close()
 	if s.w == nil {
 		if err := s.r.Close(); err != nil {
 			return fmt.Errorf("close %s: %w", s.path, err)
@@ -586,7 +588,7 @@ func (s *Store) Get(ctx context.Context, p store.GetParams) ([]mnemotype.Memory,
 		cols += ", embedding"
 	}
 	q := `SELECT ` + cols + ` FROM memories WHERE profile = ? AND id IN (SELECT value FROM json_each(?))`
-	rows, err := s.r.QueryContext(ctx, q, p.Profile, jsonList(p.IDs))
+	rows, err := s.rc.QueryContext(ctx, q, p.Profile, jsonList(p.IDs))
 	if err != nil {
 		return nil, fmt.Errorf("get memories: %w", err)
 	}
@@ -810,7 +812,7 @@ func (s *Store) List(ctx context.Context, p store.ListParams) (store.ListPage, e
 		cols += ", embedding"
 	}
 	q := `SELECT ` + cols + ` FROM memories m WHERE ` + cond + ` ORDER BY m.created_at, m.id LIMIT ?`
-	rows, err := s.r.QueryContext(ctx, q, append(args, p.Limit+1)...)
+	rows, err := s.rc.QueryContext(ctx, q, append(args, p.Limit+1)...)
 	if err != nil {
 		return store.ListPage{}, fmt.Errorf("list memories: %w", err)
 	}
@@ -982,7 +984,7 @@ func (s *Store) RecentlyAccessed(ctx context.Context, scope mnemotype.Scope, n i
 		return nil, nil
 	}
 	cond, args := scopeSQL("m", scope)
-	rows, err := s.r.QueryContext(ctx, `SELECT m.id FROM memories m WHERE `+cond+
+	rows, err := s.rc.QueryContext(ctx, `SELECT m.id FROM memories m WHERE `+cond+
 		` AND m.embedding IS NOT NULL ORDER BY m.accessed_at DESC, m.id LIMIT ?`, append(args, n)...)
 	if err != nil {
 		return nil, fmt.Errorf("recently accessed: %w", err)
@@ -1008,7 +1010,7 @@ func (s *Store) InScope(ctx context.Context, scope mnemotype.Scope, ids []string
 	if ids != nil {
 		cond, args = cond+` AND m.id IN (SELECT value FROM json_each(?))`, append(args, jsonList(ids))
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT m.id FROM memories m WHERE `+cond, args...)
+	rows, err := s.rc.QueryContext(ctx, `SELECT m.id FROM memories m WHERE `+cond, args...)
 	if err != nil {
 		return nil, fmt.Errorf("memories in scope: %w", err)
 	}
@@ -1033,7 +1035,7 @@ func (s *Store) Sequence(ctx context.Context) (int64, error) {
 		return 0, err
 	}
 	var v int64
-	if err := s.r.QueryRowContext(ctx, `SELECT value FROM counters WHERE name = 'seq'`).Scan(&v); err != nil {
+	if err := s.rc.QueryRowContext(ctx, `SELECT value FROM counters WHERE name = 'seq'`).Scan(&v); err != nil {
 		return 0, fmt.Errorf("read change sequence: %w", err)
 	}
 	return v, nil
@@ -1046,7 +1048,7 @@ func (s *Store) Instance(ctx context.Context) (string, error) {
 		return "", err
 	}
 	var v int64
-	if err := s.r.QueryRowContext(ctx, `SELECT value FROM counters WHERE name = 'instance'`).Scan(&v); err != nil {
+	if err := s.rc.QueryRowContext(ctx, `SELECT value FROM counters WHERE name = 'instance'`).Scan(&v); err != nil {
 		return "", fmt.Errorf("read the database's instance: %w", err)
 	}
 	return strconv.FormatInt(v, 36), nil
@@ -1131,7 +1133,7 @@ func (s *Store) Signals(ctx context.Context, profile string, ids []string) (map[
 	if len(ids) == 0 {
 		return out, nil
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT id, occurred_at, accessed_at, access_count, importance FROM memories
+	rows, err := s.rc.QueryContext(ctx, `SELECT id, occurred_at, accessed_at, access_count, importance FROM memories
 		WHERE profile = ? AND id IN (SELECT value FROM json_each(?))`, profile, jsonList(ids))
 	if err != nil {
 		return nil, fmt.Errorf("read signals: %w", err)
@@ -1197,7 +1199,7 @@ func (s *Store) Settings(ctx context.Context, profile string) (map[string]string
 	if err := s.check(); err != nil {
 		return nil, err
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT key, value FROM settings WHERE profile = ?`, profile)
+	rows, err := s.rc.QueryContext(ctx, `SELECT key, value FROM settings WHERE profile = ?`, profile)
 	if err != nil {
 		return nil, fmt.Errorf("read settings: %w", err)
 	}
@@ -1241,7 +1243,7 @@ func (s *Store) Profiles(ctx context.Context) ([]store.ProfileCount, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT profile, count(*) FROM memories GROUP BY profile ORDER BY profile`)
+	rows, err := s.rc.QueryContext(ctx, `SELECT profile, count(*) FROM memories GROUP BY profile ORDER BY profile`)
 	if err != nil {
 		return nil, fmt.Errorf("list profiles: %w", err)
 	}
@@ -1278,7 +1280,7 @@ func (s *Store) Count(ctx context.Context, profile string) (int, error) {
 	// The profile's document count, kept with its BM25 statistics, is its
 	// number of memories (TestIndex_WritesEqualARebuild checks it).
 	var n int
-	err := s.r.QueryRowContext(ctx, `SELECT docs FROM profiles WHERE name = ?`, profile).Scan(&n)
+	err := s.rc.QueryRowContext(ctx, `SELECT docs FROM profiles WHERE name = ?`, profile).Scan(&n)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, nil
 	}
