@@ -1298,11 +1298,46 @@ const timeLayout = "2006-01-02T15:04:05.000000000Z"
 func formatTime(t time.Time) string { return t.UTC().Format(timeLayout) }
 
 func parseTime(s string) (time.Time, error) {
+	if t, ok := parseStored(s); ok {
+		return t, nil
+	}
 	t, err := time.Parse(timeLayout, s)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("stored time %q is malformed", s)
 	}
 	return t, nil
+}
+
+// parseStored parses a time in exactly timeLayout's form, as time.Parse
+// would but several times faster (a recall reads a few hundred, loading
+// an index three per memory); ok is false for anything else, which
+// time.Parse then judges.
+func parseStored(s string) (t time.Time, ok bool) {
+	if len(s) != len(timeLayout) || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':' || s[19] != '.' || s[29] != 'Z' {
+		return time.Time{}, false
+	}
+	num := func(from, to int) int {
+		n := 0
+		for i := from; i < to; i++ {
+			c := s[i]
+			if c < '0' || c > '9' {
+				ok = false
+				return 0
+			}
+			n = n*10 + int(c-'0')
+		}
+		return n
+	}
+	ok = true
+	y, mo, d, h, mi, sec, ns := num(0, 4), num(5, 7), num(8, 10), num(11, 13), num(14, 16), num(17, 19), num(20, 29)
+	if !ok || y < 1 || mo < 1 || mo > 12 || d < 1 || h > 23 || mi > 59 || sec > 59 {
+		return time.Time{}, false
+	}
+	t = time.Date(y, time.Month(mo), d, h, mi, sec, ns, time.UTC)
+	if t.Day() != d { // the 31st of a 30-day month, and so on
+		return time.Time{}, false
+	}
+	return t, true
 }
 
 // batchErr names memory i of a batch of n in err.
