@@ -7,7 +7,9 @@
 //   - Catalog keeps each profile's embeddings in memory (package vector),
 //     caught up with the store's change feed before every call, under a byte
 //     budget with least-recently-used eviction; loading is streamed in pages
-//     and done once per profile however many callers wait for it.
+//     and done once per profile however many callers wait for it. With
+//     Options.Dir it keeps a snapshot of each large index on disk, which a
+//     new process restores and catches up from (snapshot.go).
 //   - Scan keeps nothing: it reads the embeddings it needs from the store on
 //     every call, for one-shot processes that score a small pool.
 //
