@@ -322,6 +322,33 @@ func TestModel_EmbedConcurrent(t *testing.T) {
 	wg.Wait()
 }
 
+// TestModel_EmbedLargeBatch: a batch split across CPUs gives each text the
+// vector it gets alone, in input order; a cancelled one fails whole.
+func TestModel_EmbedLargeBatch(t *testing.T) {
+	t.Parallel()
+	m, _ := convertTest(t, testWords, randomVectors(len(testWords), 8, 4), ConvertConfig{})
+	words := []string{"the dog", "a puppy", "Caroline's cat", "well-known e-mail", "", "zzz"}
+	texts := make([]string, 1000)
+	for i := range texts {
+		texts[i] = words[i%len(words)] + " " + words[(i/len(words))%len(words)]
+	}
+	got, err := m.Embed(context.Background(), texts)
+	if err != nil || len(got) != len(texts) {
+		t.Fatalf("Embed: %d vectors, %v", len(got), err)
+	}
+	for i, text := range texts {
+		one, err := m.Embed(context.Background(), []string{text})
+		if err != nil || !slices.Equal(one[0], got[i]) {
+			t.Fatalf("text %d %q: alone %v (%v), in the batch %v", i, text, one, err, got[i])
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := m.Embed(ctx, texts); !errors.Is(err, context.Canceled) {
+		t.Errorf("a cancelled large batch: %v, want context.Canceled", err)
+	}
+}
+
 func TestModel_EmbedCancelled(t *testing.T) {
 	t.Parallel()
 	m, _ := convertTest(t, testWords, randomVectors(len(testWords), 8, 3), ConvertConfig{})

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sync"
 
 	"github.com/mnemo-dev/mnemo/embed"
 )
@@ -196,26 +197,54 @@ func (m *Model) Size() int64 { return m.size }
 
 // Embed implements embed.Embedder. Each text yields one L2-normalised vector;
 // a text with no known word yields the zero vector. It fails only when ctx is
-// done. The returned vectors share one backing array.
+// done. The returned vectors share one backing array. A batch of at least
+// parallelBatch texts is split across the CPUs (an import's batches of
+// 1,000 spent a seventh of their time here).
 func (m *Model) Embed(ctx context.Context, texts []string) ([][]float32, error) {
 	out := make([][]float32, len(texts))
 	all := make([]float32, len(texts)*m.dim)
-	var buf []byte
-	for i, t := range texts {
-		if i%256 == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, err
+	parts := 1
+	if len(texts) >= parallelBatch {
+		parts = min(runtime.GOMAXPROCS(0), len(texts)/(parallelBatch/2))
+	}
+	errs := make([]error, parts)
+	var wg sync.WaitGroup
+	for p := range parts {
+		lo, hi := p*len(texts)/parts, (p+1)*len(texts)/parts
+		embed := func() {
+			var buf []byte
+			for i := lo; i < hi; i++ {
+				if (i-lo)%256 == 0 {
+					if err := ctx.Err(); err != nil {
+						errs[p] = err
+						return
+					}
+				}
+				v := all[i*m.dim : (i+1)*m.dim : (i+1)*m.dim]
+				buf = m.embedOne(texts[i], v, buf)
+				out[i] = v
 			}
 		}
-		v := all[i*m.dim : (i+1)*m.dim : (i+1)*m.dim]
-		buf = m.embedOne(t, v, buf)
-		out[i] = v
+		if parts == 1 {
+			embed()
+			break
+		}
+		wg.Go(embed)
 	}
+	wg.Wait()
 	// The sections point into a mapping that m's cleanup unmaps: m must stay
 	// reachable until the last read.
 	runtime.KeepAlive(m)
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
 	return out, nil
 }
+
+// parallelBatch is the batch size from which Embed uses several CPUs.
+const parallelBatch = 128
 
 // embedOne writes text's sentence vector into acc (zeroed, length dim) and
 // returns the scratch buffer for reuse.
