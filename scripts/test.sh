@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs mnemo's whole test suite from a clean clone: installs what it needs
-# first (Go modules, gcc, the built-in embedder's model, via setup.sh), then
+# first (Go modules, gcc, the built-in embedder's model, via setup.sh;
+# PostgreSQL 15 and pgvector, via postgres.sh), then
 # vets and runs every test with the race detector on the cgo SQLite driver
 # (-tags sqlite_fts5, what setup.sh builds), then the SQLite store and
 # embedding cache again on the pure-Go driver (what a plain `go build`
@@ -11,6 +12,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
+# PostgreSQL 15 with pgvector for the Postgres tests (internal/pgtest starts
+# throw-away clusters); without it they skip, except under CI=true.
+if ! ./scripts/postgres.sh; then
+	[ "${CI:-}" = true ] && exit 1
+	echo "test.sh: no PostgreSQL 15 with pgvector: the Postgres tests will skip" >&2
+fi
 export MNEMO_REQUIRE_MODEL=1
 go vet -tags sqlite_fts5 ./...
 go vet ./...

@@ -1,0 +1,140 @@
+// Package pgtest starts throw-away PostgreSQL clusters for tests: Debian's
+// PostgreSQL 15 with pgvector (scripts/postgres.sh installs both), one
+// cluster per call, on a free port of 127.0.0.1, in a fresh folder that is
+// removed with it. PostgreSQL refuses to run as root, so under root the
+// cluster runs as the postgres user. Without the server a test skips,
+// unless CI=true, where it fails: CI must not pass by skipping.
+package pgtest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// BinDir is where Debian installs PostgreSQL 15's programs; the
+// environment variable MNEMO_PG_BIN names another.
+const BinDir = "/usr/lib/postgresql/15/bin"
+
+// Cluster is a running throw-away cluster.
+type Cluster struct {
+	// Dir is its data folder; Port its TCP port on 127.0.0.1.
+	Dir  string
+	Port int
+	bin  string
+	as   *user.User // nil: the current user
+}
+
+// DSN is the connection string of database db on the cluster, as the
+// superuser "mnemo" (trust authentication, loopback only).
+func (c *Cluster) DSN(db string) string {
+	return fmt.Sprintf("postgres://mnemo@127.0.0.1:%d/%s?sslmode=disable", c.Port, db)
+}
+
+// Start starts a cluster for t, stopped and removed when t ends.
+func Start(t testing.TB) *Cluster {
+	t.Helper()
+	bin := os.Getenv("MNEMO_PG_BIN")
+	if bin == "" {
+		bin = BinDir
+	}
+	if _, err := os.Stat(filepath.Join(bin, "postgres")); err != nil {
+		msg := fmt.Sprintf("PostgreSQL 15 is not installed (%v): scripts/postgres.sh installs it with pgvector", err)
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	c := &Cluster{bin: bin}
+	if os.Geteuid() == 0 {
+		u, err := user.Lookup("postgres")
+		if err != nil {
+			t.Fatalf("running as root, PostgreSQL needs another user, and there is no postgres user: %v", err)
+		}
+		c.as = u
+	}
+	// Not t.TempDir: its parents are private to the test's user.
+	dir, err := os.MkdirTemp("", "mnemo-pg-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := c.own(dir); err != nil {
+		t.Fatal(err)
+	}
+	c.Dir = filepath.Join(dir, "data")
+	if out, err := c.run("initdb", "-D", c.Dir, "-U", "mnemo", "-A", "trust", "--no-sync", "-E", "UTF8", "--locale", "C"); err != nil {
+		t.Fatalf("initdb: %v\n%s", err, out)
+	}
+	// A port can be taken between choosing it and the server binding it:
+	// try a few.
+	for attempt := 0; ; attempt++ {
+		if c.Port, err = freePort(); err != nil {
+			t.Fatal(err)
+		}
+		out, err := c.run("pg_ctl", "-D", c.Dir, "-w", "-t", "60", "-l", filepath.Join(dir, "server.log"), "-o",
+			fmt.Sprintf("-p %d -c listen_addresses=127.0.0.1 -k %s -c fsync=off -c synchronous_commit=off -c full_page_writes=off", c.Port, dir),
+			"start")
+		if err == nil {
+			break
+		}
+		if attempt == 3 {
+			log, _ := os.ReadFile(filepath.Join(dir, "server.log"))
+			t.Fatalf("pg_ctl start: %v\n%s\n%s", err, out, log)
+		}
+	}
+	t.Cleanup(func() {
+		if out, err := c.run("pg_ctl", "-D", c.Dir, "-m", "immediate", "-w", "stop"); err != nil {
+			t.Logf("pg_ctl stop: %v\n%s", err, out)
+		}
+	})
+	return c
+}
+
+// own gives dir to the cluster's user.
+func (c *Cluster) own(dir string) error {
+	if c.as == nil {
+		return nil
+	}
+	uid, err1 := strconv.Atoi(c.as.Uid)
+	gid, err2 := strconv.Atoi(c.as.Gid)
+	if err := errors.Join(err1, err2); err != nil {
+		return err
+	}
+	return os.Chown(dir, uid, gid)
+}
+
+// run runs one of the cluster's programs as its user.
+func (c *Cluster) run(prog string, args ...string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	path := filepath.Join(c.bin, prog)
+	var cmd *exec.Cmd
+	if c.as != nil {
+		cmd = exec.CommandContext(ctx, "runuser", append([]string{"-u", c.as.Username, "--", path}, args...)...)
+	} else {
+		cmd = exec.CommandContext(ctx, path, args...)
+	}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	return out.Bytes(), err
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
