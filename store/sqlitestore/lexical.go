@@ -596,23 +596,37 @@ func (s *Store) Neighbors(ctx context.Context, sc mnemotype.Scope, ids []string,
 		return nil, nil
 	}
 	cond, args := scopeSQL("n", sc)
-	rows, err := s.rc.QueryContext(ctx, `SELECT n.id, h.id, max(1, abs(n.session_seq - h.session_seq)) FROM memories h
+	// Sorted here: SQLite's sort of these rows cost a quarter of the query.
+	rows, err := s.rc.QueryContext(ctx, `SELECT n.id, h.id, max(1, abs(n.session_seq - h.session_seq)), n.session_seq FROM memories h
 		JOIN memories n ON n.profile = h.profile AND n.session = h.session
 			AND n.session_seq BETWEEN h.session_seq - ? AND h.session_seq + ? AND n.rid <> h.rid
-		WHERE h.profile = ? AND h.id IN (SELECT value FROM json_each(?)) AND h.session <> '' AND `+cond+`
-		ORDER BY h.id, abs(n.session_seq - h.session_seq), n.session_seq, n.id`,
+		WHERE h.profile = ? AND h.id IN (SELECT value FROM json_each(?)) AND h.session <> '' AND `+cond,
 		append([]any{radius, radius, sc.Profile, jsonList(ids)}, args...)...)
 	if err != nil {
 		return nil, fmt.Errorf("neighbours: %w", err)
 	}
 	defer rows.Close()
-	var out []store.Neighbor
+	type neighbor struct {
+		store.Neighbor
+		seq int64
+	}
+	var ns []neighbor
 	for rows.Next() {
-		var n store.Neighbor
-		if err := rows.Scan(&n.ID, &n.Of, &n.Distance); err != nil {
+		var n neighbor
+		if err := rows.Scan(&n.ID, &n.Of, &n.Distance, &n.seq); err != nil {
 			return nil, fmt.Errorf("neighbours: %w", err)
 		}
-		out = append(out, n)
+		ns = append(ns, n)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("neighbours: %w", err)
+	}
+	slices.SortFunc(ns, func(a, b neighbor) int {
+		return cmp.Or(strings.Compare(a.Of, b.Of), cmp.Compare(a.Distance, b.Distance), cmp.Compare(a.seq, b.seq), strings.Compare(a.ID, b.ID))
+	})
+	out := make([]store.Neighbor, len(ns))
+	for i, n := range ns {
+		out[i] = n.Neighbor
+	}
+	return out, nil
 }
