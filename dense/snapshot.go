@@ -194,14 +194,20 @@ func (c *Catalog) maybeSave(ctx context.Context, e *entry) {
 	}()
 }
 
+// staleTemp is the age past which a temporary snapshot file is a crashed
+// writer's, not one being written by another process.
+const staleTemp = time.Hour
+
 // writeSnapshot writes a snapshot to a temporary file in dir, syncs it and
 // renames it over the profile's, so a reader finds the old snapshot or
-// the new one, whole.
+// the new one, whole. It first removes the temporary files that writers
+// killed mid-write left behind.
 func writeSnapshot(dir, profile, instance string, seq int64, x *vector.Index) (err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(dir, ".snapshot-*")
+	removeStaleTemps(dir, time.Now().Add(-staleTemp))
+	f, err := os.CreateTemp(dir, tempPattern)
 	if err != nil {
 		return err
 	}
@@ -240,6 +246,20 @@ func writeSnapshot(dir, profile, instance string, seq int64, x *vector.Index) (e
 		return err
 	}
 	return os.Rename(f.Name(), SnapshotPath(dir, profile))
+}
+
+// tempPattern names the temporary files snapshots are written to.
+const tempPattern = ".snapshot-*"
+
+// removeStaleTemps removes dir's temporary snapshot files last modified
+// before cutoff.
+func removeStaleTemps(dir string, cutoff time.Time) {
+	names, _ := filepath.Glob(filepath.Join(dir, tempPattern))
+	for _, name := range names {
+		if fi, err := os.Stat(name); err == nil && fi.ModTime().Before(cutoff) {
+			os.Remove(name)
+		}
+	}
 }
 
 // removeSnapshot deletes profile's snapshot, if any.

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/mnemo-dev/mnemo/dense"
 	"github.com/mnemo-dev/mnemo/dense/densetest"
@@ -218,6 +219,31 @@ func TestCatalog_Snapshot(t *testing.T) {
 				t.Errorf("read %d memories from the store: the snapshot was used", st.rows.Load())
 			}
 		})
+	}
+
+	// A writer killed mid-write left a temporary file: ignored by readers,
+	// removed by the next writer once it is an hour old (a younger one may
+	// be another process's, being written).
+	crashed, young := filepath.Join(dir, ".snapshot-crashed"), filepath.Join(dir, ".snapshot-young")
+	for _, name := range []string{crashed, young} {
+		if err := os.WriteFile(name, good[:len(good)/3], 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := time.Now().Add(-2 * time.Hour)
+	if err := os.Chtimes(crashed, old, old); err != nil {
+		t.Fatal(err)
+	}
+	cw := dense.NewCatalog(st1, opt)
+	if _, err := cw.Rebuild(ctx, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	cw.Close()
+	if _, err := os.Stat(crashed); !os.IsNotExist(err) {
+		t.Errorf("a crashed writer's temporary file is still there: %v", err)
+	}
+	if _, err := os.Stat(young); err != nil {
+		t.Errorf("a young temporary file was removed: %v", err)
 	}
 
 	// Evict (the profile was deleted) removes the snapshot.
