@@ -983,9 +983,8 @@ func (s *Store) RecentlyAccessed(ctx context.Context, scope mnemotype.Scope, n i
 	if n <= 0 {
 		return nil, nil
 	}
-	cond, args := scopeSQL("m", scope)
-	rows, err := s.rc.QueryContext(ctx, `SELECT m.id FROM memories m WHERE `+cond+
-		` AND m.embedding IS NOT NULL ORDER BY m.accessed_at DESC, m.id LIMIT ?`, append(args, n)...)
+	q, args := recentSQL(scope, n)
+	rows, err := s.rc.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("recently accessed: %w", err)
 	}
@@ -999,6 +998,21 @@ func (s *Store) RecentlyAccessed(ctx context.Context, scope mnemotype.Scope, n i
 		ids = append(ids, id)
 	}
 	return ids, rows.Err()
+}
+
+// recentSQL is RecentlyAccessed's query. Inside sessions, the sessions'
+// rows are found by their index and sorted (the unary + keeps the planner
+// off the recency index, whose walk for a small session's rows crosses
+// the whole profile: 344 ms against 3 ms for a session of 1,000 in 1M);
+// for a whole profile or a project, the recency index is the order itself.
+func recentSQL(scope mnemotype.Scope, n int) (string, []any) {
+	cond, args := scopeSQL("m", scope)
+	order := `m.accessed_at`
+	if len(scope.Sessions) > 0 {
+		order = `+m.accessed_at`
+	}
+	return `SELECT m.id FROM memories m WHERE ` + cond + ` AND m.embedding IS NOT NULL ORDER BY ` + order + ` DESC, m.id LIMIT ?`,
+		append(args, n)
 }
 
 // InScope implements store.Store.

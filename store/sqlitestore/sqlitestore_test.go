@@ -1027,3 +1027,43 @@ func TestDeleteProfile_AnotherStoresNumbers(t *testing.T) {
 		t.Errorf("the new alice's statistics: %+v, %v, %v; want 2 documents", p, ok, err)
 	}
 }
+
+// TestRecentSQL_Plans: inside sessions the pool query finds the sessions'
+// rows by their index; for a profile or a project it walks the recency
+// index, which is its order.
+func TestRecentSQL_Plans(t *testing.T) {
+	t.Parallel()
+	s := openTest(t)
+	for _, tc := range []struct {
+		scope mnemotype.Scope
+		index string
+	}{
+		{mnemotype.Scope{Profile: "p"}, "memories_recent_embedded"},
+		{mnemotype.Scope{Profile: "p", Project: "x"}, "memories_recent_embedded"},
+		{mnemotype.Scope{Profile: "p", Sessions: []string{"s1"}}, "memories_turns"},
+		{mnemotype.Scope{Profile: "p", Project: "x", Sessions: []string{"s1", "s2"}}, "memories_"},
+	} {
+		q, args := recentSQL(tc.scope, 10)
+		rows, err := s.r.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+q, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var plan []string
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, detail)
+		}
+		rows.Close()
+		joined := strings.Join(plan, "; ")
+		if !strings.Contains(joined, "INDEX "+tc.index) {
+			t.Errorf("%+v: plan %q does not use %s", tc.scope, joined, tc.index)
+		}
+		if len(tc.scope.Sessions) > 0 && strings.Contains(joined, "memories_recent_embedded") {
+			t.Errorf("%+v: plan %q walks the recency index", tc.scope, joined)
+		}
+	}
+}
