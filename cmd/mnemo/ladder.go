@@ -319,11 +319,12 @@ func (l *ladder) newProcess(ctx context.Context, path string, runs int, args ...
 		var stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = io.Discard, &stderr
 		t := time.Now()
-		if err := cmd.Run(); err != nil {
+		rss, err := runPeakRSS(cmd)
+		if err != nil {
 			return 0, 0, fmt.Errorf("mnemo %s: %w: %s", args[0], err, strings.TrimSpace(stderr.String()))
 		}
 		walls = append(walls, ms(time.Since(t)))
-		rsss = append(rsss, float64(peakRSS(cmd.ProcessState))/(1<<20))
+		rsss = append(rsss, float64(rss)/(1<<20))
 	}
 	slices.Sort(walls)
 	slices.Sort(rsss)
