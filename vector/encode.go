@@ -157,9 +157,6 @@ func Decode(r io.Reader, size int64) (*Index, error) {
 			return nil, fmt.Errorf("%w: row %q has an unusable embedding", ErrCorrupt, id)
 		}
 		s := len(x.rows)
-		if x.slot[id] = s; len(x.slot) == s {
-			return nil, fmt.Errorf("%w: row %q twice", ErrCorrupt, id)
-		}
 		r.kind = mnemotype.Kind(x.strList[r.kindID])
 		x.keyBytes += int64(len(id)) + strHeader + mapEntry
 		// The postings, by value: the names' numbers are dense.
@@ -179,6 +176,19 @@ func Decode(r io.Reader, size int64) (*Index, error) {
 		}
 	}
 	x.foreignDim = foreignDim
+	// The map from ids is built on another CPU while the embeddings are
+	// read: the two take about as long.
+	dup := make(chan string, 1)
+	go func() {
+		defer close(dup)
+		for s := range x.rows {
+			id := x.rows[s].id
+			if x.slot[id] = s; len(x.slot) == s {
+				dup <- id
+				return
+			}
+		}
+	}()
 	if len(x.vecs) > 0 {
 		b := unsafe.Slice((*byte)(unsafe.Pointer(&x.vecs[0])), len(x.vecs)*4)
 		d.fill(b)
@@ -189,6 +199,9 @@ func Decode(r io.Reader, size int64) (*Index, error) {
 		}
 	}
 	d.done()
+	if id, ok := <-dup; ok {
+		return nil, fmt.Errorf("%w: row %q twice", ErrCorrupt, id)
+	}
 	if d.err != nil {
 		return nil, d.err
 	}

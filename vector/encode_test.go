@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -134,4 +135,24 @@ func FuzzDecode(f *testing.F) {
 			t.Fatal(err)
 		}
 	})
+}
+
+func TestDecode_DuplicateID(t *testing.T) {
+	t.Parallel()
+	x := NewDim(2)
+	if err := x.Upsert([]mnemotype.Memory{
+		{ID: "qa0", Embedding: []float32{1, 0}, EmbeddingModel: "m"},
+		{ID: "qa1", Embedding: []float32{0, 1}, EmbeddingModel: "m"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	b := encode(t, x)
+	i := bytes.Index(b, []byte("qa1"))
+	if i < 0 {
+		t.Fatal("id not in the encoding")
+	}
+	b[i+2] = '0'
+	if _, err := Decode(bytes.NewReader(b), int64(len(b))); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "twice") {
+		t.Fatalf("Decode of an encoding holding qa0 twice = %v", err)
+	}
 }
