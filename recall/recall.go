@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -293,6 +294,23 @@ func Run(ctx context.Context, src Source, vec Dense, req Request) (*Response, er
 	if o.Policy == PolicyPool {
 		lexLimit = max(o.LexicalCap, fetch)
 	}
+	// Each leg reads its hits' signals as soon as it has them, on its own
+	// goroutine, so that the read overlaps the other leg instead of
+	// following both; the signals stage then reads only what is missing.
+	var early []map[string]store.Signals
+	readSignals := func(hits []mnemotype.Hit) error {
+		if len(hits) == 0 {
+			return nil
+		}
+		sig, err := src.Signals(ctx, req.Scope.Profile, ids(hits))
+		if err != nil {
+			return fmt.Errorf("signals: %w", err)
+		}
+		mu.Lock()
+		early = append(early, sig)
+		mu.Unlock()
+		return nil
+	}
 	timed := func(stage string, f func() error) {
 		defer wg.Done()
 		t0 := time.Now()
@@ -327,7 +345,7 @@ func Run(ctx context.Context, src Source, vec Dense, req Request) (*Response, er
 				return err
 			}
 			lexical, tr.LexicalOp = hits, op
-			return nil
+			return readSignals(hits)
 		})
 	}
 	if runDense && o.Policy == PolicyScope {
@@ -338,6 +356,9 @@ func Run(ctx context.Context, src Source, vec Dense, req Request) (*Response, er
 			q.K, q.Serial = fetch, crossConcurrent
 			var err error
 			denseHits, err = vec.Search(ctx, q)
+			if err == nil {
+				err = readSignals(denseHits)
+			}
 			if err == nil && crossConcurrent {
 				wg.Add(1)
 				go timed("lexical_cross", func() error {
@@ -426,9 +447,22 @@ func Run(ctx context.Context, src Source, vec Dense, req Request) (*Response, er
 	cands := union(ids(lexical), ids(denseHits))
 	tr.Candidates = len(cands)
 	t0 = time.Now()
-	sig, err := src.Signals(ctx, req.Scope.Profile, cands)
-	if err != nil {
-		return nil, fmt.Errorf("signals: %w", err)
+	sig := map[string]store.Signals{}
+	for _, m := range early {
+		maps.Copy(sig, m)
+	}
+	var missing []string
+	for _, id := range cands {
+		if _, ok := sig[id]; !ok {
+			missing = append(missing, id)
+		}
+	}
+	if len(missing) > 0 {
+		more, err := src.Signals(ctx, req.Scope.Profile, missing)
+		if err != nil {
+			return nil, fmt.Errorf("signals: %w", err)
+		}
+		maps.Copy(sig, more)
 	}
 	if w(mnemotype.LegRecency) > 0 {
 		legs[mnemotype.LegRecency] = signalLeg(cands, sig, func(s store.Signals) float64 { return unixSeconds(s.OccurredAt) })
