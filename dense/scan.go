@@ -42,21 +42,31 @@ func (s *Scan) Search(ctx context.Context, q Query) ([]mnemotype.Hit, error) {
 		return nil, fmt.Errorf("dense scan: %w", err)
 	}
 	var best []mnemotype.Hit
+	err = s.scorePages(ctx, q, ids, func(hits []mnemotype.Hit) {
+		if best = append(best, hits...); len(best) > 2*q.K {
+			sortHits(best)
+			best = best[:q.K]
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	sortHits(best)
+	return best[:min(len(best), q.K)], nil
+}
+
+// scorePages scores ids a page at a time, handing each page's hits to add.
+func (s *Scan) scorePages(ctx context.Context, q Query, ids []string, add func([]mnemotype.Hit)) error {
 	for len(ids) > 0 {
 		page := ids[:min(len(ids), scanPage)]
 		ids = ids[len(page):]
 		hits, err := s.score(ctx, q, page)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		best = append(best, hits...)
-		if len(best) > 2*q.K {
-			sortHits(best)
-			best = best[:q.K]
-		}
+		add(hits)
 	}
-	sortHits(best)
-	return best[:min(len(best), q.K)], nil
+	return nil
 }
 
 // Score implements the dense port.
@@ -65,14 +75,8 @@ func (s *Scan) Score(ctx context.Context, q Query, ids []string) ([]mnemotype.Hi
 		return nil, err
 	}
 	var out []mnemotype.Hit
-	for len(ids) > 0 {
-		page := ids[:min(len(ids), scanPage)]
-		ids = ids[len(page):]
-		hits, err := s.score(ctx, q, page)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, hits...)
+	if err := s.scorePages(ctx, q, ids, func(hits []mnemotype.Hit) { out = append(out, hits...) }); err != nil {
+		return nil, err
 	}
 	sortHits(out)
 	return out, nil
