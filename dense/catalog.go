@@ -183,13 +183,19 @@ func (c *Catalog) Usage() (profiles int, bytes, evictions int64) {
 }
 
 // Evict drops profile's index (its memories are gone, or it is not needed
-// soon) and its snapshot; the next call loads it again.
+// soon) and its snapshot; the next call loads it again. A snapshot being
+// written is waited for, and one queued is not written (see maybeSave).
 func (c *Catalog) Evict(profile string) {
 	c.mu.Lock()
-	if e := c.profiles[profile]; e != nil {
+	e := c.profiles[profile]
+	if e != nil {
 		c.remove(e)
 	}
 	c.mu.Unlock()
+	if e != nil {
+		<-e.turn
+		defer e.release()
+	}
 	c.removeSnapshot(profile)
 }
 
@@ -222,6 +228,16 @@ func (c *Catalog) use(profile string) *entry {
 // index returns profile's index, caught up with every change the store
 // committed before the call.
 func (c *Catalog) index(ctx context.Context, profile string) (*vector.Index, error) {
+	e, err := c.caughtUp(ctx, profile)
+	if err != nil {
+		return nil, err
+	}
+	return e.x.Load(), nil
+}
+
+// caughtUp returns profile's entry, its index caught up with every change
+// the store committed before the call.
+func (c *Catalog) caughtUp(ctx context.Context, profile string) (*entry, error) {
 	if profile == "" {
 		return nil, mnemotype.Invalidf("dense retrieval: profile is required")
 	}
@@ -231,14 +247,12 @@ func (c *Catalog) index(ctx context.Context, profile string) (*vector.Index, err
 	}
 	e := c.use(profile)
 	if e.seq.Load() >= seq {
-		return e.x.Load(), nil
+		return e, nil
 	}
-	select {
-	case <-e.turn:
-	case <-ctx.Done():
-		return nil, fmt.Errorf("dense index of profile %q: waiting for its load: %w", profile, ctx.Err())
+	if err := e.take(ctx); err != nil {
+		return nil, fmt.Errorf("dense index of profile %q: waiting for its load: %w", profile, err)
 	}
-	defer func() { e.turn <- struct{}{} }()
+	defer e.release()
 	if e.seq.Load() < seq {
 		if !e.restored {
 			e.restored = true
@@ -253,8 +267,21 @@ func (c *Catalog) index(ctx context.Context, profile string) (*vector.Index, err
 	if err != nil {
 		return nil, fmt.Errorf("dense index of profile %q: %w", profile, err)
 	}
-	return e.x.Load(), nil
+	return e, nil
 }
+
+// take waits for e's turn, or for ctx to end.
+func (e *entry) take(ctx context.Context) error {
+	select {
+	case <-e.turn:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// release gives e's turn back.
+func (e *entry) release() { e.turn <- struct{}{} }
 
 // catchUp applies the store's changes after e's watermark, a page at a
 // time, until the feed has no more. The caller holds e's turn. A failure

@@ -160,11 +160,12 @@ func readString(r io.Reader) (string, error) {
 }
 
 // maybeSave writes e's snapshot in the background once it has applied
-// SaveEvery changes since its last one. The caller holds e's turn; the
-// writer takes it after the caller, so the index does not change while it
-// is written (searches go on).
+// SaveEvery changes, or an eighth of its size, since its last one. The
+// caller holds e's turn; the writer takes it after the caller, so the index
+// does not change while it is written (searches go on; a catch-up of the
+// profile waits), and does not write once e was dropped (Evict).
 func (c *Catalog) maybeSave(ctx context.Context, e *entry) {
-	if c.opt.Dir == "" || e.unsaved < c.opt.SaveEvery {
+	if c.opt.Dir == "" || e.unsaved < max(c.opt.SaveEvery, e.x.Load().Len()/8) {
 		return
 	}
 	instance, err := c.storeInstance(ctx)
@@ -182,7 +183,13 @@ func (c *Catalog) maybeSave(ctx context.Context, e *entry) {
 	go func() {
 		defer c.saves.Done()
 		<-e.turn
-		defer func() { e.turn <- struct{}{} }()
+		defer e.release()
+		c.mu.Lock()
+		dropped := e.elem == nil
+		c.mu.Unlock()
+		if dropped {
+			return // evicted: its snapshot may be gone on purpose
+		}
 		t0 := time.Now()
 		x, seq := e.x.Load(), e.seq.Load()
 		if err := writeSnapshot(c.opt.Dir, e.profile, instance, seq, x); err != nil {
@@ -309,34 +316,43 @@ func (c *Catalog) Verify(ctx context.Context, profile string) (Verification, err
 	restored := NewCatalog(c.st, opt)
 	opt.Dir = ""
 	fresh := NewCatalog(c.st, opt)
-	a, err := restored.index(ctx, profile)
-	if err != nil {
-		return v, err
+	// Both must reflect one sequence number: a write between their loads
+	// would show as a difference. The one behind catches up again.
+	var a, b *entry
+	for range 10 {
+		var err error
+		if a == nil || a.seq.Load() < b.seq.Load() {
+			if a, err = restored.caughtUp(ctx, profile); err != nil {
+				return v, err
+			}
+		}
+		if b == nil || b.seq.Load() < a.seq.Load() {
+			if b, err = fresh.caughtUp(ctx, profile); err != nil {
+				return v, err
+			}
+		}
+		if a.seq.Load() == b.seq.Load() {
+			v.SnapshotSeq = a.snapshotSeq
+			v.Memories = a.x.Load().Len()
+			v.Differences = vector.Diff(a.x.Load(), b.x.Load(), 20)
+			return v, nil
+		}
 	}
-	b, err := fresh.index(ctx, profile)
-	if err != nil {
-		return v, err
-	}
-	v.SnapshotSeq = restored.use(profile).snapshotSeq
-	v.Memories = a.Len()
-	v.Differences = vector.Diff(a, b, 20)
-	return v, nil
+	return v, fmt.Errorf("dense index of profile %q: the database kept changing while it was verified; try again", profile)
 }
 
 // Rebuild drops profile's index and snapshot, builds the index from the
 // store, and writes its snapshot at once (when the Catalog keeps them).
 func (c *Catalog) Rebuild(ctx context.Context, profile string) (Stats, error) {
 	c.Evict(profile)
-	if _, err := c.index(ctx, profile); err != nil {
+	e, err := c.caughtUp(ctx, profile)
+	if err != nil {
 		return Stats{}, err
 	}
-	e := c.use(profile)
-	select {
-	case <-e.turn:
-	case <-ctx.Done():
-		return Stats{}, fmt.Errorf("dense index of profile %q: %w", profile, ctx.Err())
+	if err := e.take(ctx); err != nil {
+		return Stats{}, fmt.Errorf("dense index of profile %q: %w", profile, err)
 	}
-	defer func() { e.turn <- struct{}{} }()
+	defer e.release()
 	if c.opt.Dir != "" {
 		instance, err := c.storeInstance(ctx)
 		if err != nil {

@@ -597,7 +597,7 @@ func (s *Store) Neighbors(ctx context.Context, sc mnemotype.Scope, ids []string,
 	}
 	cond, args := scopeSQL("n", sc)
 	// Sorted here: SQLite's sort of these rows cost a quarter of the query.
-	rows, err := s.rc.QueryContext(ctx, `SELECT n.id, h.id, max(1, abs(n.session_seq - h.session_seq)), n.session_seq FROM memories h
+	rows, err := s.rc.QueryContext(ctx, `SELECT n.id, h.id, abs(n.session_seq - h.session_seq), n.session_seq FROM memories h
 		JOIN memories n ON n.profile = h.profile AND n.session = h.session
 			AND n.session_seq BETWEEN h.session_seq - ? AND h.session_seq + ? AND n.rid <> h.rid
 		WHERE h.profile = ? AND h.id IN (SELECT value FROM json_each(?)) AND h.session <> '' AND `+cond,
@@ -608,21 +608,22 @@ func (s *Store) Neighbors(ctx context.Context, sc mnemotype.Scope, ids []string,
 	defer rows.Close()
 	type neighbor struct {
 		store.Neighbor
-		seq int64
+		abs, seq int64 // Distance is abs, at least 1 (two turns may share a number)
 	}
 	var ns []neighbor
 	for rows.Next() {
 		var n neighbor
-		if err := rows.Scan(&n.ID, &n.Of, &n.Distance, &n.seq); err != nil {
+		if err := rows.Scan(&n.ID, &n.Of, &n.abs, &n.seq); err != nil {
 			return nil, fmt.Errorf("neighbours: %w", err)
 		}
+		n.Distance = max(1, int(n.abs))
 		ns = append(ns, n)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("neighbours: %w", err)
 	}
 	slices.SortFunc(ns, func(a, b neighbor) int {
-		return cmp.Or(strings.Compare(a.Of, b.Of), cmp.Compare(a.Distance, b.Distance), cmp.Compare(a.seq, b.seq), strings.Compare(a.ID, b.ID))
+		return cmp.Or(strings.Compare(a.Of, b.Of), cmp.Compare(a.abs, b.abs), cmp.Compare(a.seq, b.seq), strings.Compare(a.ID, b.ID))
 	})
 	out := make([]store.Neighbor, len(ns))
 	for i, n := range ns {

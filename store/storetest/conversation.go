@@ -281,6 +281,22 @@ func exerciseConversation(t *testing.T, open OpenFunc) {
 			t.Errorf("Neighbors in scope = %v, want %v", got, want)
 		}
 	})
+
+	t.Run("NeighborsSharingASeq", func(t *testing.T) {
+		// Two turns given the same number: the other is nearest (its
+		// distance reported as 1), before the turns one away.
+		b := setup(t, open)
+		b.insert(mem("alice", "a", "turn", session("s"), seq(5)), mem("alice", "b", "turn", session("s"), seq(5)),
+			mem("alice", "c", "turn", session("s"), seq(6)), mem("alice", "d", "turn", session("s"), seq(4)))
+		got, err := b.s.Neighbors(b.ctx, mnemotype.Scope{Profile: "alice"}, []string{"a"}, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []store.Neighbor{{ID: "b", Of: "a", Distance: 1}, {ID: "d", Of: "a", Distance: 1}, {ID: "c", Of: "a", Distance: 1}}
+		if !slices.Equal(got, want) {
+			t.Errorf("Neighbors = %v, want %v", got, want)
+		}
+	})
 }
 
 // sameNeighbors compares neighbour lists as sets.
