@@ -23,6 +23,7 @@ type Store interface {
 	Changes(ctx context.Context, p store.ChangesParams) (store.ChangeSet, error)
 	Sequence(ctx context.Context) (int64, error)
 	Instance(ctx context.Context) (string, error)
+	Sync(ctx context.Context) error
 	InScope(ctx context.Context, scope mnemotype.Scope, ids []string) ([]string, error)
 }
 

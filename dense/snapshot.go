@@ -28,7 +28,11 @@ import (
 // the index built from the store) when it is unreadable or fails its
 // checksum, belongs to another database or profile, is ahead of the store
 // (a database restored from an older copy), or holds another dimension
-// than Options.Dim. Deleting the folder loses nothing.
+// than Options.Dim. A snapshot is written only after the store has made
+// its watermark durable (Store.Sync), so a crash cannot take the database
+// back behind it; a database restored from an older copy of itself and
+// written past the watermark is the one case the header cannot tell
+// (Catalog.Verify can). Deleting the folder loses nothing.
 //
 // Layout: snapshotMagic, the profile, the instance (each a little-endian
 // uint32 length and its bytes), the watermark (int64), the index
@@ -192,13 +196,23 @@ func (c *Catalog) maybeSave(ctx context.Context, e *entry) {
 		}
 		t0 := time.Now()
 		x, seq := e.x.Load(), e.seq.Load()
-		if err := writeSnapshot(c.opt.Dir, e.profile, instance, seq, x); err != nil {
+		if err := c.save(context.Background(), e.profile, instance, seq, x); err != nil {
 			e.unsaved += c.opt.SaveEvery // try again after the next change
 			c.opt.Logger.Warn("dense index snapshot not written", "profile", e.profile, "err", err)
 			return
 		}
 		c.opt.Logger.Info("dense index snapshot written", "profile", e.profile, "memories", x.Len(), "seq", seq, "took", time.Since(t0))
 	}()
+}
+
+// save makes the store durable up to seq, then writes the snapshot: were
+// the store to come back behind the watermark after a crash, the snapshot
+// would hold changes it no longer has, and miss those renumbered after.
+func (c *Catalog) save(ctx context.Context, profile, instance string, seq int64, x *vector.Index) error {
+	if err := c.st.Sync(ctx); err != nil {
+		return fmt.Errorf("make the database durable first: %w", err)
+	}
+	return writeSnapshot(c.opt.Dir, profile, instance, seq, x)
 }
 
 // staleTemp is the age past which a temporary snapshot file is a crashed
@@ -358,7 +372,7 @@ func (c *Catalog) Rebuild(ctx context.Context, profile string) (Stats, error) {
 		if err != nil {
 			return Stats{}, err
 		}
-		if err := writeSnapshot(c.opt.Dir, profile, instance, e.seq.Load(), e.x.Load()); err != nil {
+		if err := c.save(ctx, profile, instance, e.seq.Load(), e.x.Load()); err != nil {
 			return Stats{}, fmt.Errorf("dense index of profile %q: write its snapshot: %w", profile, err)
 		}
 		e.unsaved = 0

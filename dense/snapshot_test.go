@@ -3,6 +3,7 @@ package dense_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -390,4 +391,54 @@ func TestCatalog_VerifyDuringWrites(t *testing.T) {
 	close(stop)
 	wg.Wait()
 	c.Close()
+}
+
+// syncStore fails Sync when told to, and counts the calls.
+type syncStore struct {
+	*sqlitestore.Store
+	fail  atomic.Bool
+	syncs atomic.Int64
+}
+
+func (s *syncStore) Sync(ctx context.Context) error {
+	s.syncs.Add(1)
+	if s.fail.Load() {
+		return errInjected
+	}
+	return s.Store.Sync(ctx)
+}
+
+// TestCatalog_SnapshotAfterSync: a snapshot is written only once the store
+// has made its watermark durable; when it cannot, none is.
+func TestCatalog_SnapshotAfterSync(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	st := &syncStore{Store: openStore(t)}
+	if err := st.Insert(ctx, memories("alice", 300, 4)); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	st.fail.Store(true)
+	var logs logBuffer
+	c := dense.NewCatalog(st, dense.Options{Dir: dir, SaveEvery: 10, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if _, err := c.Search(ctx, query("alice")); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	if _, err := os.Stat(dense.SnapshotPath(dir, "alice")); !os.IsNotExist(err) || st.syncs.Load() == 0 {
+		t.Fatalf("with Sync failing: snapshot %v, %d syncs", err, st.syncs.Load())
+	}
+	if !strings.Contains(logs.String(), "durable") {
+		t.Errorf("the unwritten snapshot was not logged:\n%s", logs.String())
+	}
+	if _, err := c.Rebuild(ctx, "alice"); !errors.Is(err, errInjected) {
+		t.Errorf("Rebuild with Sync failing = %v", err)
+	}
+	st.fail.Store(false)
+	if _, err := c.Rebuild(ctx, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dense.SnapshotPath(dir, "alice")); err != nil {
+		t.Errorf("no snapshot after a Rebuild with Sync working: %v", err)
+	}
 }

@@ -92,6 +92,11 @@ type Store interface {
 	// with the sequence number it reflects, so it is never applied to
 	// another database.
 	Instance(ctx context.Context) (string, error)
+	// Sync makes every change committed so far durable: no crash or power
+	// loss can undo it afterwards. A cache kept outside the store calls it
+	// before it records a sequence number as its watermark, so that the
+	// store never comes back behind it.
+	Sync(ctx context.Context) error
 	// Signals returns what the recency and access legs and the importance
 	// prior read of the memories of profile with the given ids; ids that do
 	// not exist are left out.

@@ -864,6 +864,22 @@ func exerciseInstance(t *testing.T, open OpenFunc) {
 			t.Errorf("another store's Instance = %q, %v; this one's is %q", o, err, id)
 		}
 	})
+	t.Run("Sync", func(t *testing.T) {
+		b := setup(t, open)
+		b.insert(mem("alice", "u-1", "a write"))
+		if err := b.s.Sync(b.ctx); err != nil {
+			t.Fatalf("Sync: %v", err)
+		}
+		if got := b.getOne("alice", "u-1"); got.Content != "a write" {
+			t.Errorf("after Sync: %+v", got)
+		}
+		if err := b.s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.s.Sync(b.ctx); !errors.Is(err, mnemotype.ErrClosed) {
+			t.Errorf("Sync on a closed store = %v, want ErrClosed", err)
+		}
+	})
 }
 
 // ---------------------------------------------------------------------------
