@@ -326,7 +326,19 @@ func TestCLI_AddSurvivesKill9(t *testing.T) {
 		t.Fatal(err)
 	}
 	if n := countPrefix(res, "acknowledged"); n != len(acked) {
-		t.Fatalf("recall finds %d acknowledged memories, want %d", n, len(acked))
+		// What the recall saw, to tell a lost write from a ranking or
+		// relevance cut.
+		tr, err := e.Recall(context.Background(), mnemo.Query{Profile: "p", Text: "acknowledged memory", Limit: 100, Trace: true})
+		if err != nil {
+			t.Fatalf("recall finds %d acknowledged memories, want %d; traced again: %v", n, len(acked), err)
+		}
+		var got []string
+		for _, r := range tr.Results[:min(5, len(tr.Results))] {
+			got = append(got, r.Content)
+		}
+		trace, _ := json.Marshal(tr.Trace)
+		t.Fatalf("recall finds %d acknowledged memories, want %d; %d results, first %q; traced again: %d results; trace %s",
+			n, len(acked), len(res.Results), got, len(tr.Results), trace)
 	}
 }
 
