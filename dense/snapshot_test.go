@@ -16,28 +16,11 @@ import (
 
 	"github.com/mnemo-dev/mnemo/dense"
 	"github.com/mnemo-dev/mnemo/dense/densetest"
+	"github.com/mnemo-dev/mnemo/internal/testenv"
 	"github.com/mnemo-dev/mnemo/mnemotype"
 	"github.com/mnemo-dev/mnemo/store"
 	"github.com/mnemo-dev/mnemo/store/sqlitestore"
 )
-
-// logBuffer collects a logger's output from any goroutine.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // rowStore counts the memories the change feed hands out, and can report
 // another sequence number than the store's.
@@ -104,7 +87,7 @@ func TestCatalog_Snapshot(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	path, dir := filepath.Join(t.TempDir(), "mnemo.db"), t.TempDir()
-	var logs logBuffer
+	var logs testenv.SyncBuffer
 	opt := dense.Options{Dir: dir, SaveEvery: 100, PageSize: 128, Logger: slog.New(slog.NewTextHandler(&logs, nil))}
 	snap := dense.SnapshotPath(dir, "alice")
 
@@ -193,7 +176,7 @@ func TestCatalog_Snapshot(t *testing.T) {
 			if st == nil {
 				st = openPath(t, path)
 			}
-			var logs logBuffer
+			var logs testenv.SyncBuffer
 			o := opt
 			o.Dir, o.Logger = dir, slog.New(slog.NewTextHandler(&logs, nil))
 			if tc.opt != nil {
@@ -419,7 +402,7 @@ func TestCatalog_SnapshotAfterSync(t *testing.T) {
 	}
 	dir := t.TempDir()
 	st.fail.Store(true)
-	var logs logBuffer
+	var logs testenv.SyncBuffer
 	c := dense.NewCatalog(st, dense.Options{Dir: dir, SaveEvery: 10, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if _, err := c.Search(ctx, query("alice")); err != nil {
 		t.Fatal(err)

@@ -39,6 +39,15 @@ func (x *Index) Encode(w io.Writer) error {
 	defer x.mu.RUnlock()
 	bw := bufio.NewWriterSize(w, 1<<20)
 	var b []byte
+	// flush writes b out once it holds at least min bytes.
+	flush := func(min int) error {
+		if len(b) < min {
+			return nil
+		}
+		_, err := bw.Write(b)
+		b = b[:0]
+		return err
+	}
 	b = append(b, encodingMagic[:]...)
 	b = binary.LittleEndian.AppendUint32(b, uint32(x.dim))
 	b = binary.LittleEndian.AppendUint32(b, uint32(x.foreignDim))
@@ -61,14 +70,11 @@ func (x *Index) Encode(w io.Writer) error {
 			f = 1
 		}
 		b = append(b, f)
-		if len(b) >= 1<<16 {
-			if _, err := bw.Write(b); err != nil {
-				return err
-			}
-			b = b[:0]
+		if err := flush(1 << 16); err != nil {
+			return err
 		}
 	}
-	if _, err := bw.Write(b); err != nil {
+	if err := flush(0); err != nil {
 		return err
 	}
 	vecs := x.vecs[:len(x.rows)*x.dim]
@@ -78,17 +84,13 @@ func (x *Index) Encode(w io.Writer) error {
 		}
 		return bw.Flush()
 	}
-	b = b[:0]
 	for _, v := range vecs {
 		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(v))
-		if len(b) >= 1<<16 {
-			if _, err := bw.Write(b); err != nil {
-				return err
-			}
-			b = b[:0]
+		if err := flush(1 << 16); err != nil {
+			return err
 		}
 	}
-	if _, err := bw.Write(b); err != nil {
+	if err := flush(0); err != nil {
 		return err
 	}
 	return bw.Flush()
