@@ -221,7 +221,7 @@ func (e *Engine) Ping(ctx context.Context) error {
 		return err
 	}
 	defer done()
-	_, err = e.st.Sequence(ctx)
+	_, err = e.st.Sequence(ctx, "")
 	return err
 }
 

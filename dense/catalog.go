@@ -21,7 +21,7 @@ import (
 // evaluate (metadata filters).
 type Store interface {
 	Changes(ctx context.Context, p store.ChangesParams) (store.ChangeSet, error)
-	Sequence(ctx context.Context) (int64, error)
+	Sequence(ctx context.Context, profile string) (int64, error)
 	Instance(ctx context.Context) (string, error)
 	Sync(ctx context.Context) error
 	InScope(ctx context.Context, scope mnemotype.Scope, ids []string) ([]string, error)
@@ -242,7 +242,7 @@ func (c *Catalog) caughtUp(ctx context.Context, profile string) (*entry, error) 
 	if profile == "" {
 		return nil, mnemotype.Invalidf("dense retrieval: profile is required")
 	}
-	seq, err := c.st.Sequence(ctx)
+	seq, err := c.st.Sequence(ctx, profile)
 	if err != nil {
 		return nil, fmt.Errorf("dense index of profile %q: %w", profile, err)
 	}

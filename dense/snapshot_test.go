@@ -36,11 +36,11 @@ func (r *rowStore) Changes(ctx context.Context, p store.ChangesParams) (store.Ch
 	return cs, err
 }
 
-func (r *rowStore) Sequence(ctx context.Context) (int64, error) {
+func (r *rowStore) Sequence(ctx context.Context, profile string) (int64, error) {
 	if v := r.seqLies.Load(); v > 0 {
 		return v, nil
 	}
-	return r.Store.Sequence(ctx)
+	return r.Store.Sequence(ctx, profile)
 }
 
 func openPath(t *testing.T, path string) *rowStore {

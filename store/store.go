@@ -83,9 +83,14 @@ type Store interface {
 	// in sequence order. When More is set, the page stopped at Seq and the
 	// caller continues from there.
 	Changes(ctx context.Context, p ChangesParams) (ChangeSet, error)
-	// Sequence returns the store's current change sequence number: a cheap
-	// check of whether Changes has anything new.
-	Sequence(ctx context.Context) (int64, error)
+	// Sequence returns profile's current change sequence number: a cheap
+	// check of whether Changes has anything new. It is at least the Seq of
+	// every ChangeSet of profile read before, and a change to profile
+	// committed after the call makes it larger. A store may number all
+	// profiles' changes in one sequence (SQLite) or each profile's apart
+	// (Postgres, whose writers to different profiles do not wait for each
+	// other); numbers of different profiles are not comparable.
+	Sequence(ctx context.Context, profile string) (int64, error)
 	// Instance identifies the database: fixed when it was created, shared
 	// by its copies and backups, different for another database. A cache
 	// of the store kept outside it (a dense index's snapshot) records it

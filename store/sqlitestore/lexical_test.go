@@ -399,7 +399,7 @@ func TestStore_LexicalWithLengths(t *testing.T) {
 		t.Helper()
 		deadline := time.Now().Add(10 * time.Second)
 		for {
-			seq, err := s.Sequence(ctx)
+			seq, err := s.Sequence(ctx, "")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -456,7 +456,7 @@ func TestStore_LexicalWithLengths(t *testing.T) {
 		t.Fatal(err)
 	}
 	alice[0].Content = long
-	seq, err := s.Sequence(ctx)
+	seq, err := s.Sequence(ctx, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1043,8 +1043,9 @@ func (s *Store) InScope(ctx context.Context, scope mnemotype.Scope, ids []string
 	return out, nil
 }
 
-// Sequence implements store.Store.
-func (s *Store) Sequence(ctx context.Context) (int64, error) {
+// Sequence implements store.Store: one sequence numbers every profile's
+// changes (SQLite has one writer at a time).
+func (s *Store) Sequence(ctx context.Context, _ string) (int64, error) {
 	if err := s.check(); err != nil {
 		return 0, err
 	}

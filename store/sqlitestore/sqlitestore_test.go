@@ -116,7 +116,7 @@ func TestOpen_Reopen(t *testing.T) {
 	if err := s.SetSettings(ctx, "alice", map[string]string{"k": "v"}); err != nil {
 		t.Fatal(err)
 	}
-	seq, err := s.Sequence(ctx)
+	seq, err := s.Sequence(ctx, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func TestOpen_Reopen(t *testing.T) {
 		if got := schemaSnapshot(t, s.r); !slices.Equal(got, schema) {
 			t.Errorf("reopen #%d changed the schema:\n%s\nwas\n%s", round+1, strings.Join(got, "\n"), strings.Join(schema, "\n"))
 		}
-		if got, err := s.Sequence(ctx); err != nil || got != seq {
+		if got, err := s.Sequence(ctx, ""); err != nil || got != seq {
 			t.Errorf("reopen #%d: Sequence = %d, %v; want %d", round+1, got, err, seq)
 		}
 		got, err := s.Get(ctx, store.GetParams{Profile: "alice", IDs: []string{ms[0].ID, ms[19].ID}, WithEmbedding: true})
@@ -489,7 +489,7 @@ func TestStore_TwoInstances(t *testing.T) {
 	defer a.Close()
 	defer b.Close()
 
-	seq0, err := b.Sequence(ctx)
+	seq0, err := b.Sequence(ctx, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -521,8 +521,8 @@ func TestStore_TwoInstances(t *testing.T) {
 	if err != nil || len(hits) != 1 || hits[0].ID != ms[1].ID {
 		t.Errorf("a.Lexical(echidna) = %v, %v", hits, err)
 	}
-	sa, errA := a.Sequence(ctx)
-	sb, errB := b.Sequence(ctx)
+	sa, errA := a.Sequence(ctx, "")
+	sb, errB := b.Sequence(ctx, "")
 	if errA != nil || errB != nil || sa != sb || sa != cs2.Seq {
 		t.Errorf("Sequence: a %d (%v), b %d (%v), Changes %d", sa, errA, sb, errB, cs2.Seq)
 	}

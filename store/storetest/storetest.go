@@ -124,7 +124,7 @@ func (b *bundle) getOne(profile, id string) mnemotype.Memory {
 
 func (b *bundle) seq() int64 {
 	b.t.Helper()
-	n, err := b.s.Sequence(b.t.Context())
+	n, err := b.s.Sequence(b.t.Context(), "alice")
 	if err != nil {
 		b.t.Fatalf("Sequence: %v", err)
 	}
@@ -2276,7 +2276,7 @@ func exerciseClose(t *testing.T, open OpenFunc) {
 			return err
 		}},
 		{"Sequence", func(b *bundle) error {
-			_, err := b.s.Sequence(b.ctx)
+			_, err := b.s.Sequence(b.ctx, "alice")
 			return err
 		}},
 		{"RecordAccess", func(b *bundle) error {

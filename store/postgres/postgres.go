@@ -1,0 +1,441 @@
+// Package postgres implements store.Store on PostgreSQL (pgx v5, a
+// connection pool): seed 003's production store. Several mnemo processes
+// may share one database; every change is numbered so that their dense
+// indexes catch up from the change feed, and writers to one profile take
+// turns on its row of table profiles, so that the profile's change numbers
+// are committed in order and its BM25 statistics stay exact.
+//
+// Every table is keyed by profile first, so that the schema can be
+// distributed by profile (Citus-style co-location: every statement of a
+// write names one profile, and a recall reads one profile's rows).
+//
+// The lexical leg ranks with BM25(F) as the SQLite store does, with the
+// same tokenizer (package ftstoken) and the same arithmetic: the store
+// tokenizes in Go and writes each memory's tokens as a tsvector whose
+// weight labels are the fields (A content, B actor, C time, D context),
+// so that a GIN index finds the candidates and their positions give each
+// field's term frequencies; the profile's statistics (documents, field
+// lengths, document frequencies) are kept in tables on write.
+package postgres
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/mnemo-dev/mnemo/mnemotype"
+	"github.com/mnemo-dev/mnemo/store"
+)
+
+// Options tunes a Store. The zero value is ready to use.
+type Options struct {
+	// Schema is the PostgreSQL schema the store's tables live in, created
+	// if needed; "" is "mnemo". Several stores may share a database under
+	// different schemas.
+	Schema string
+	// MaxConns caps the connection pool; 0 is pgxpool's default
+	// (max(4, the number of CPUs)).
+	MaxConns int32
+	// ContextTurns is how many previous turns of its session a memory's
+	// context field holds in the full-text index; -1 for none; 0 keeps what
+	// the database is indexed with (a new database: DefaultContextTurns).
+	// Opening a database with another number re-indexes it.
+	ContextTurns int
+	// MustExist makes Open fail, with an error wrapping ErrNotFound, when
+	// the schema holds no mnemo store yet, instead of creating one.
+	MustExist bool
+	// CommonTermRatio, CommonTermMinDocs and RareTermBudget bound the rows
+	// an OR query scores, as the SQLite store's options of the same names
+	// do (see Store.Lexical); zero values take the same defaults.
+	CommonTermRatio   float64
+	CommonTermMinDocs int
+	RareTermBudget    int
+}
+
+// DefaultContextTurns is how many previous turns of its session a memory
+// is indexed with in a new database.
+const DefaultContextTurns = 1
+
+// Common-term thresholds and the rare-term budget of OR queries: the
+// SQLite store's, measured there (sqlitestore.DefaultCommonTermRatio).
+const (
+	DefaultCommonTermRatio   = 0.075
+	DefaultCommonTermMinDocs = 250
+	DefaultRareTermBudget    = 1000
+	RareTermBudgetRatio      = 0.1
+)
+
+// Store is a PostgreSQL-backed store.Store, safe for concurrent use by
+// many goroutines and many processes.
+type Store struct {
+	pool   *pgxpool.Pool
+	schema string
+	closed atomic.Bool
+	// turns is the number of context turns the index is built with.
+	turns       int
+	commonRatio float64
+	commonMin   int
+	rareBudget  int
+	terms       termCache
+	closeOnce   sync.Once
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open connects to the database at dsn (a postgres:// URL or a key=value
+// connection string) and migrates the store's schema to the current
+// version.
+func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, mnemotype.Invalidf("postgres connection string: %v", err)
+	}
+	if opt.Schema == "" {
+		opt.Schema = "mnemo"
+	}
+	if opt.MaxConns > 0 {
+		cfg.MaxConns = opt.MaxConns
+	}
+	// The store's schema first: its tables and sequence; then public, where
+	// extensions such as pgvector usually live.
+	cfg.ConnConfig.RuntimeParams["search_path"] = pgx.Identifier{opt.Schema}.Sanitize() + ", public"
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect to postgres: %w", err)
+	}
+	s := &Store{pool: pool, schema: opt.Schema, commonRatio: opt.CommonTermRatio, commonMin: opt.CommonTermMinDocs, rareBudget: opt.RareTermBudget}
+	if s.commonRatio == 0 {
+		s.commonRatio = DefaultCommonTermRatio
+	}
+	if s.commonMin == 0 {
+		s.commonMin = DefaultCommonTermMinDocs
+	}
+	if s.rareBudget == 0 {
+		s.rareBudget = DefaultRareTermBudget
+	}
+	if err := s.migrate(ctx, opt); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close closes the pool. It is idempotent.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		s.closed.Store(true)
+		s.pool.Close()
+	})
+	return nil
+}
+
+func (s *Store) check() error {
+	if s.closed.Load() {
+		return mnemotype.ErrClosed
+	}
+	return nil
+}
+
+// SQLSTATEs the store maps (never by message text).
+const (
+	codeUniqueViolation = "23505"
+	codeDiskFull        = "53100"
+	codeOutOfMemory     = "53200"
+	codeTooManyConns    = "53300"
+	codeReadOnlyTx      = "25006"
+	codeInvalidSchema   = "3F000"
+	codeUndefinedTable  = "42P01"
+)
+
+// mapErr maps a driver error to mnemo's sentinels by SQLSTATE: a full disk
+// is ErrStorageFull, a write to a read-only server (a replica)
+// ErrReadOnly. Other errors are returned as they are.
+func mapErr(err error) error {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		return err
+	}
+	switch pe.Code {
+	case codeDiskFull:
+		return fmt.Errorf("%w: %w", mnemotype.ErrStorageFull, err)
+	case codeReadOnlyTx:
+		return fmt.Errorf("%w: %w", mnemotype.ErrReadOnly, err)
+	}
+	return err
+}
+
+func sqlState(err error) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code
+	}
+	return ""
+}
+
+// migrations are applied in order; meta's schema_version records how many
+// ran. Never edit a released migration: append a new one.
+var migrations = []string{
+	// 1: memories with their full-text fields as a tsvector, per-profile
+	// statistics, the change feed's sequence and tombstones, settings and
+	// API keys.
+	//  - Times are timestamptz (microseconds) with the nanoseconds below
+	//    them in *_ns, so that every time of years 0001-9999 round-trips
+	//    to the nanosecond and orders as (time, ns).
+	//  - lex holds the fields' tokens: weight A the content, B the actor,
+	//    C when it occurred in words, D the previous turns; lens their
+	//    lengths in tokens.
+	//  - seq numbers the memory's last change (the sequence changes, drawn
+	//    while the writer holds its profile's row, so that a profile's
+	//    numbers commit in order); rid only breaks ties, in insertion order.
+	`CREATE SEQUENCE changes;
+	CREATE TABLE meta (
+		key   text COLLATE "C" PRIMARY KEY,
+		value text NOT NULL
+	);
+	CREATE TABLE profiles (
+		name           text COLLATE "C"   PRIMARY KEY,
+		seq            bigint NOT NULL DEFAULT 0,
+		docs           bigint NOT NULL DEFAULT 0,
+		content_tokens bigint NOT NULL DEFAULT 0,
+		actor_tokens   bigint NOT NULL DEFAULT 0,
+		time_tokens    bigint NOT NULL DEFAULT 0,
+		context_tokens bigint NOT NULL DEFAULT 0
+	);
+	CREATE TABLE memories (
+		profile         text COLLATE "C"        NOT NULL,
+		id              text COLLATE "C"        NOT NULL,
+		rid             bigint      GENERATED ALWAYS AS IDENTITY,
+		project         text COLLATE "C"        NOT NULL DEFAULT '',
+		session         text COLLATE "C"        NOT NULL DEFAULT '',
+		session_seq     bigint      NOT NULL DEFAULT 0,
+		actor           text COLLATE "C"        NOT NULL DEFAULT '',
+		kind            text        NOT NULL,
+		content         text        NOT NULL,
+		importance      float8      NOT NULL,
+		occurred_at     timestamptz NOT NULL,
+		occurred_ns     smallint    NOT NULL DEFAULT 0,
+		created_at      timestamptz NOT NULL,
+		created_ns      smallint    NOT NULL DEFAULT 0,
+		accessed_at     timestamptz NOT NULL,
+		accessed_ns     smallint    NOT NULL DEFAULT 0,
+		access_count    bigint      NOT NULL DEFAULT 0,
+		metadata        json,
+		embedding       bytea,
+		embedding_model text,
+		embedding_dim   integer,
+		seq             bigint      NOT NULL DEFAULT nextval('changes'),
+		lex             tsvector    NOT NULL DEFAULT ''::tsvector,
+		lens            integer[]   NOT NULL DEFAULT '{0,0,0,0}',
+		PRIMARY KEY (profile, id)
+	);
+	CREATE INDEX memories_seq      ON memories (profile, seq);
+	CREATE INDEX memories_created  ON memories (profile, created_at, created_ns, id);
+	CREATE INDEX memories_turns    ON memories (profile, session, session_seq);
+	CREATE INDEX memories_project  ON memories (profile, project);
+	CREATE INDEX memories_occurred ON memories (profile, occurred_at, occurred_ns);
+	CREATE INDEX memories_recent_embedded ON memories (profile, accessed_at DESC, accessed_ns DESC, id) WHERE embedding IS NOT NULL;
+	CREATE INDEX memories_lex      ON memories USING gin (lex);
+	CREATE TABLE lex_terms (
+		profile      text COLLATE "C"   NOT NULL,
+		term         text COLLATE "C"   NOT NULL,
+		content_docs bigint NOT NULL,
+		docs         bigint NOT NULL,
+		PRIMARY KEY (profile, term)
+	);
+	CREATE TABLE tombstones (
+		profile text COLLATE "C"   NOT NULL,
+		seq     bigint NOT NULL,
+		id      text COLLATE "C"   NOT NULL,
+		PRIMARY KEY (profile, seq)
+	);
+	CREATE TABLE settings (
+		profile text COLLATE "C" NOT NULL,
+		key     text COLLATE "C" NOT NULL,
+		value   text NOT NULL,
+		PRIMARY KEY (profile, key)
+	);
+	CREATE TABLE api_keys (
+		id         text COLLATE "C"   PRIMARY KEY,
+		profile    text COLLATE "C"   NOT NULL,
+		name       text COLLATE "C"   NOT NULL DEFAULT '',
+		hash       text   NOT NULL UNIQUE,
+		prefix     text   NOT NULL DEFAULT '',
+		role       text   NOT NULL DEFAULT '',
+		profiles   text[],
+		created_at bigint NOT NULL,
+		revoked_at bigint
+	);
+	CREATE INDEX api_keys_profile ON api_keys (profile, created_at, id);
+	INSERT INTO meta (key, value) VALUES ('context_turns', '-1');`,
+}
+
+// migrate creates the schema if needed and applies the migrations it
+// lacks, one process at a time (an advisory lock), then rebuilds the
+// full-text index if it was built with another number of context turns.
+func (s *Store) migrate(ctx context.Context, opt Options) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('mnemo migrate ' || $1))`, s.schema); err != nil {
+		return fmt.Errorf("migrate: lock: %w", err)
+	}
+	var exists bool
+	if err := tx.QueryRow(ctx, `SELECT to_regclass(quote_ident($1) || '.meta') IS NOT NULL`, s.schema).Scan(&exists); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	version := 0
+	if !exists {
+		if opt.MustExist {
+			return fmt.Errorf("postgres schema %q holds no mnemo store: %w", s.schema, mnemotype.ErrNotFound)
+		}
+		if _, err := tx.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+pgx.Identifier{s.schema}.Sanitize()); err != nil {
+			return fmt.Errorf("migrate: create schema %q: %w", s.schema, err)
+		}
+	} else {
+		var v string
+		if err := tx.QueryRow(ctx, `SELECT value FROM meta WHERE key = 'schema_version'`).Scan(&v); err != nil {
+			return fmt.Errorf("migrate: read schema version: %w", err)
+		}
+		if _, err := fmt.Sscan(v, &version); err != nil {
+			return fmt.Errorf("migrate: schema version %q: %w", v, err)
+		}
+	}
+	if version > len(migrations) {
+		return fmt.Errorf("postgres schema %q is at version %d, newer than this mnemo (%d): upgrade mnemo", s.schema, version, len(migrations))
+	}
+	for i := version; i < len(migrations); i++ {
+		if _, err := tx.Exec(ctx, migrations[i]); err != nil {
+			return fmt.Errorf("migrate to version %d: %w", i+1, err)
+		}
+	}
+	if version < len(migrations) {
+		instance := make([]byte, 16)
+		if _, err := rand.Read(instance); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO meta (key, value) VALUES ('schema_version', $1), ('instance', $2)
+			ON CONFLICT (key) DO UPDATE SET value = CASE WHEN meta.key = 'instance' THEN meta.value ELSE excluded.value END`,
+			fmt.Sprint(len(migrations)), hex.EncodeToString(instance)); err != nil {
+			return fmt.Errorf("migrate: record version: %w", err)
+		}
+	}
+	turns := opt.ContextTurns
+	var built int
+	if err := tx.QueryRow(ctx, `SELECT value::int FROM meta WHERE key = 'context_turns'`).Scan(&built); err != nil {
+		return fmt.Errorf("migrate: read context turns: %w", err)
+	}
+	switch {
+	case turns == 0 && built < 0:
+		turns = DefaultContextTurns
+	case turns == 0:
+		turns = built
+	case turns < 0:
+		turns = 0
+	}
+	s.turns = turns
+	if built != turns {
+		if err := s.rebuildIndex(ctx, tx, turns); err != nil {
+			return err
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("migrate: commit: %w", err)
+	}
+	return nil
+}
+
+// SchemaVersion returns the number of migrations applied.
+func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
+	var v int
+	err := s.pool.QueryRow(ctx, `SELECT value::int FROM meta WHERE key = 'schema_version'`).Scan(&v)
+	return v, err
+}
+
+// Instance implements store.Store: a random number drawn when the schema
+// was created.
+func (s *Store) Instance(ctx context.Context) (string, error) {
+	if err := s.check(); err != nil {
+		return "", err
+	}
+	var v string
+	if err := s.pool.QueryRow(ctx, `SELECT value FROM meta WHERE key = 'instance'`).Scan(&v); err != nil {
+		return "", fmt.Errorf("read the database's instance: %w", err)
+	}
+	return v, nil
+}
+
+// Sync implements store.Store: a commit PostgreSQL acknowledged is durable
+// (unless the server runs with synchronous_commit off or fsync off, which
+// is its operator's choice), so there is nothing to do but check the
+// server answers.
+func (s *Store) Sync(ctx context.Context) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	if err := s.pool.Ping(ctx); err != nil {
+		return fmt.Errorf("sync: %w", err)
+	}
+	return nil
+}
+
+// Sequence implements store.Store: each profile's changes are numbered
+// apart (from one sequence, so a profile deleted and created again keeps
+// counting up).
+func (s *Store) Sequence(ctx context.Context, profile string) (int64, error) {
+	if err := s.check(); err != nil {
+		return 0, err
+	}
+	var v int64
+	err := s.pool.QueryRow(ctx, `SELECT coalesce((SELECT seq FROM profiles WHERE name = $1), 0)`, profile).Scan(&v)
+	if err != nil {
+		return 0, fmt.Errorf("read change sequence: %w", err)
+	}
+	return v, nil
+}
+
+// ---------------------------------------------------------------------------
+// Times: timestamptz holds microseconds; the nanoseconds below them are
+// kept apart.
+
+// splitTime returns t truncated to the microsecond and the nanoseconds it
+// dropped.
+func splitTime(t time.Time) (time.Time, int16) {
+	t = t.UTC()
+	ns := t.Nanosecond() % 1000
+	return t.Add(-time.Duration(ns)), int16(ns)
+}
+
+// joinTime is the inverse of splitTime, in UTC.
+func joinTime(t time.Time, ns int16) time.Time {
+	return t.UTC().Add(time.Duration(ns))
+}
+
+// timeWords renders when a memory occurred as the words a question may
+// name (the SQLite store's rendering).
+func timeWords(t time.Time) string {
+	return t.UTC().Format("Monday 2 January 2006")
+}
+
+// batchErr names memory i of a batch of n in err.
+func batchErr(n, i int, err error) error {
+	if n == 1 {
+		return err
+	}
+	return fmt.Errorf("memory %d: %w", i, err)
+}
+
+// quoteLiteral quotes s as a SQL string literal (for DDL, which takes no
+// parameters).
+func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }

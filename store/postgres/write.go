@@ -1,0 +1,730 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/mnemo-dev/mnemo/internal/ftstoken"
+	"github.com/mnemo-dev/mnemo/mnemotype"
+	"github.com/mnemo-dev/mnemo/store"
+)
+
+// A write runs in one transaction that first takes its profiles' rows of
+// table profiles (in name order, so that two writers never wait for each
+// other in a circle): writers to one profile take turns, so the change
+// numbers they draw commit in order (a change feed read at number n has
+// seen every change up to n), turns are numbered without gaps or repeats,
+// and the BM25 statistics they update stay exact. Writers to different
+// profiles do not wait for each other.
+
+// lockProfiles creates the profiles' rows if needed and locks them for
+// the rest of tx.
+func lockProfiles(ctx context.Context, tx pgx.Tx, names ...string) error {
+	names = slices.Compact(slices.Sorted(slices.Values(names)))
+	if _, err := tx.Exec(ctx, `INSERT INTO profiles AS p (name) SELECT unnest($1::text[]) ORDER BY 1
+		ON CONFLICT (name) DO UPDATE SET name = p.name`, names); err != nil {
+		return fmt.Errorf("lock profiles: %w", mapErr(err))
+	}
+	return nil
+}
+
+// finish advances the change sequence of the profiles a write changed to
+// the last number it drew, then commits.
+func finish(ctx context.Context, tx pgx.Tx, profiles ...string) error {
+	if _, err := tx.Exec(ctx, `UPDATE profiles SET seq = currval('changes') WHERE name = ANY($1)`, profiles); err != nil {
+		return fmt.Errorf("advance change sequence: %w", mapErr(err))
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("commit: %w", mapErr(err))
+	}
+	return nil
+}
+
+// Insert implements store.Store.
+func (s *Store) Insert(ctx context.Context, mems []mnemotype.Memory) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	if len(mems) == 0 {
+		return nil
+	}
+	byProfile := map[string][]int{}
+	seen := map[[2]string]bool{}
+	for i := range mems {
+		m := &mems[i]
+		if m.ID == "" {
+			return mnemotype.Invalidf("memory %d has no id", i)
+		}
+		if seen[[2]string{m.Profile, m.ID}] {
+			return batchErr(len(mems), i, fmt.Errorf("%w: id %q %w", mnemotype.ErrInvalid, m.ID, mnemotype.ErrExists))
+		}
+		seen[[2]string{m.Profile, m.ID}] = true
+		if m.AccessedAt.IsZero() {
+			m.AccessedAt = m.CreatedAt
+		}
+		if m.OccurredAt.IsZero() {
+			m.OccurredAt = m.CreatedAt
+		}
+		for _, t := range []struct {
+			field string
+			at    time.Time
+		}{{"created_at", m.CreatedAt}, {"accessed_at", m.AccessedAt}, {"occurred_at", m.OccurredAt}} {
+			if err := mnemotype.CheckTime(t.field, t.at); err != nil {
+				return batchErr(len(mems), i, err)
+			}
+		}
+		byProfile[m.Profile] = append(byProfile[m.Profile], i)
+	}
+	profiles := make([]string, 0, len(byProfile))
+	for p := range byProfile {
+		profiles = append(profiles, p)
+	}
+	slices.Sort(profiles)
+
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("insert memories: %w", err)
+	}
+	defer tx.Rollback(ctx)
+	if err := lockProfiles(ctx, tx, profiles...); err != nil {
+		return err
+	}
+	for _, p := range profiles {
+		if err := s.checkNew(ctx, tx, mems, byProfile[p]); err != nil {
+			return err
+		}
+	}
+	if err := numberTurns(ctx, tx, mems); err != nil {
+		return fmt.Errorf("insert memories: number turns: %w", err)
+	}
+	cols := struct {
+		profile, id, project, session, actor, kind, content, meta, model []string
+		seq                                                              []int64
+		count                                                            []int64
+		dim                                                              []*int32
+		importance                                                       []float64
+		occ, cre, acc                                                    []time.Time
+		occNS, creNS, accNS                                              []int16
+		emb                                                              [][]byte
+		metaNull                                                         []bool
+	}{}
+	for i := range mems {
+		m := &mems[i]
+		occ, occNS := splitTime(m.OccurredAt)
+		cre, creNS := splitTime(m.CreatedAt)
+		acc, accNS := splitTime(m.AccessedAt)
+		var blob []byte
+		var dim *int32
+		model := ""
+		if len(m.Embedding) > 0 {
+			blob, model = EncodeVector(m.Embedding), m.EmbeddingModel
+			d := int32(len(m.Embedding))
+			dim = &d
+		}
+		cols.profile = append(cols.profile, m.Profile)
+		cols.id = append(cols.id, m.ID)
+		cols.project = append(cols.project, m.Project)
+		cols.session = append(cols.session, m.Session)
+		cols.seq = append(cols.seq, m.Seq)
+		cols.actor = append(cols.actor, m.Actor)
+		cols.kind = append(cols.kind, string(m.Kind))
+		cols.content = append(cols.content, m.Content)
+		cols.importance = append(cols.importance, m.Importance)
+		cols.occ, cols.occNS = append(cols.occ, occ), append(cols.occNS, occNS)
+		cols.cre, cols.creNS = append(cols.cre, cre), append(cols.creNS, creNS)
+		cols.acc, cols.accNS = append(cols.acc, acc), append(cols.accNS, accNS)
+		cols.count = append(cols.count, m.AccessCount)
+		cols.meta = append(cols.meta, string(m.Metadata))
+		cols.metaNull = append(cols.metaNull, len(m.Metadata) == 0)
+		cols.emb = append(cols.emb, blob)
+		cols.model = append(cols.model, model)
+		cols.dim = append(cols.dim, dim)
+	}
+	_, err = tx.Exec(ctx, `INSERT INTO memories (profile, id, project, session, session_seq, actor, kind, content, importance,
+			occurred_at, occurred_ns, created_at, created_ns, accessed_at, accessed_ns, access_count, metadata,
+			embedding, embedding_model, embedding_dim)
+		SELECT profile, id, project, session, session_seq, actor, kind, content, importance,
+			occurred_at, occurred_ns, created_at, created_ns, accessed_at, accessed_ns, access_count,
+			CASE WHEN meta_null THEN NULL ELSE meta::json END,
+			CASE WHEN dim IS NULL THEN NULL ELSE embedding END, CASE WHEN dim IS NULL THEN NULL ELSE model END, dim
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[], $7::text[], $8::text[], $9::float8[],
+			$10::timestamptz[], $11::smallint[], $12::timestamptz[], $13::smallint[], $14::timestamptz[], $15::smallint[], $16::bigint[],
+			$17::text[], $18::bool[], $19::bytea[], $20::text[], $21::int[]) WITH ORDINALITY
+			AS u(profile, id, project, session, session_seq, actor, kind, content, importance, occurred_at, occurred_ns, created_at, created_ns,
+				accessed_at, accessed_ns, access_count, meta, meta_null, embedding, model, dim, ord)
+		ORDER BY ord`,
+		cols.profile, cols.id, cols.project, cols.session, cols.seq, cols.actor, cols.kind, cols.content, cols.importance,
+		cols.occ, cols.occNS, cols.cre, cols.creNS, cols.acc, cols.accNS, cols.count, cols.meta, cols.metaNull, cols.emb, cols.model, cols.dim)
+	if err != nil {
+		if sqlState(err) == codeUniqueViolation {
+			return fmt.Errorf("%w: an id of the batch %w", mnemotype.ErrInvalid, mnemotype.ErrExists)
+		}
+		return fmt.Errorf("insert memories: %w", mapErr(err))
+	}
+	ix := s.newIndexer(tx)
+	for _, p := range profiles {
+		idx := byProfile[p]
+		ids := make([]string, len(idx))
+		turns := make([]turn, 0, len(idx))
+		for j, i := range idx {
+			ids[j] = mems[i].ID
+			if mems[i].Session != "" {
+				turns = append(turns, turn{mems[i].Session, mems[i].Seq})
+			}
+		}
+		if err := ix.reindex(ctx, p, ids, turns); err != nil {
+			return fmt.Errorf("insert memories: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `UPDATE profiles SET docs = docs + $2 WHERE name = $1`, p, len(idx)); err != nil {
+			return fmt.Errorf("insert memories: %w", mapErr(err))
+		}
+	}
+	if err := finish(ctx, tx, profiles...); err != nil {
+		return fmt.Errorf("insert memories: %w", err)
+	}
+	return nil
+}
+
+// checkNew checks, under its profile's lock, that the memories of mems at
+// idx (one profile's) are new and of its embeddings' dimension.
+func (s *Store) checkNew(ctx context.Context, tx pgx.Tx, mems []mnemotype.Memory, idx []int) error {
+	profile := mems[idx[0]].Profile
+	ids := make([]string, len(idx))
+	for j, i := range idx {
+		ids[j] = mems[i].ID
+	}
+	var dup string
+	err := tx.QueryRow(ctx, `SELECT id FROM memories WHERE profile = $1 AND id = ANY($2) LIMIT 1`, profile, ids).Scan(&dup)
+	switch {
+	case err == nil:
+		i := idx[slices.Index(ids, dup)]
+		return batchErr(len(mems), i, fmt.Errorf("%w: id %q %w", mnemotype.ErrInvalid, dup, mnemotype.ErrExists))
+	case !errors.Is(err, pgx.ErrNoRows):
+		return fmt.Errorf("insert memories: %w", err)
+	}
+	dim := -1
+	for _, i := range idx {
+		m := &mems[i]
+		if len(m.Embedding) == 0 {
+			continue
+		}
+		if dim < 0 {
+			if dim, err = embeddingDim(ctx, tx, profile); err != nil {
+				return err
+			}
+		}
+		if dim != 0 && dim != len(m.Embedding) {
+			return batchErr(len(mems), i, fmt.Errorf("%w: profile %q holds %d-d embeddings, this one (%s) has %d",
+				mnemotype.ErrDimensionMismatch, profile, dim, m.EmbeddingModel, len(m.Embedding)))
+		}
+		dim = len(m.Embedding)
+	}
+	return nil
+}
+
+// numberTurns gives each memory without a Seq the next turn of its
+// session (after the stored turns and those before it in mems).
+func numberTurns(ctx context.Context, tx pgx.Tx, mems []mnemotype.Memory) error {
+	type key struct{ profile, session string }
+	last := map[key]int64{}
+	var ps, ss []string
+	for i := range mems {
+		k := key{mems[i].Profile, mems[i].Session}
+		if _, ok := last[k]; !ok && mems[i].Seq == 0 {
+			last[k] = 0
+			ps, ss = append(ps, k.profile), append(ss, k.session)
+		}
+	}
+	if len(ps) == 0 {
+		return nil
+	}
+	rows, err := tx.Query(ctx, `SELECT k.profile, k.session, (SELECT coalesce(max(m.session_seq), 0) FROM memories m
+			WHERE m.profile = k.profile AND m.session = k.session)
+		FROM unnest($1::text[], $2::text[]) AS k(profile, session)`, ps, ss)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var k key
+		var n int64
+		if err := rows.Scan(&k.profile, &k.session, &n); err != nil {
+			rows.Close()
+			return err
+		}
+		last[k] = n
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for i := range mems {
+		m := &mems[i]
+		k := key{m.Profile, m.Session}
+		if m.Seq == 0 {
+			m.Seq = last[k] + 1
+		}
+		if n, ok := last[k]; ok {
+			last[k] = max(n, m.Seq)
+		}
+	}
+	return nil
+}
+
+// Update implements store.Store.
+func (s *Store) Update(ctx context.Context, p store.UpdateParams) (mnemotype.Memory, error) {
+	if err := s.check(); err != nil {
+		return mnemotype.Memory{}, err
+	}
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return mnemotype.Memory{}, fmt.Errorf("update memory %s: %w", p.ID, err)
+	}
+	defer tx.Rollback(ctx)
+	// The profile's row first, as every writer takes it, then the memory:
+	// an unknown profile must not be created by a failed update.
+	var exists bool
+	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM profiles WHERE name = $1)`, p.Profile).Scan(&exists); err != nil {
+		return mnemotype.Memory{}, fmt.Errorf("update memory %s: %w", p.ID, err)
+	}
+	if !exists {
+		return mnemotype.Memory{}, fmt.Errorf("update memory %s: %w", p.ID, mnemotype.ErrNotFound)
+	}
+	if err := lockProfiles(ctx, tx, p.Profile); err != nil {
+		return mnemotype.Memory{}, err
+	}
+	var blob []byte
+	var a args
+	m, err := scanMemory(tx.QueryRow(ctx, `SELECT `+memoryCols+`, m.embedding FROM memories m WHERE m.profile = `+a.add(p.Profile)+
+		` AND m.id = `+a.add(p.ID), a...), &blob)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return mnemotype.Memory{}, fmt.Errorf("update memory %s: %w", p.ID, mnemotype.ErrNotFound)
+	}
+	if err != nil {
+		return mnemotype.Memory{}, fmt.Errorf("update memory %s: %w", p.ID, err)
+	}
+	if len(blob) > 0 {
+		if m.Embedding, err = DecodeVector(blob); err != nil {
+			return mnemotype.Memory{}, fmt.Errorf("update memory %s: %w", p.ID, err)
+		}
+	}
+	if (p.IfContent != nil && m.Content != *p.IfContent) || (p.IfEmbeddingModel != nil && m.EmbeddingModel != *p.IfEmbeddingModel) {
+		return mnemotype.Memory{}, fmt.Errorf("update memory %s: it changed since it was read: %w", p.ID, mnemotype.ErrConflict)
+	}
+	old := m
+	if p.Content != nil {
+		m.Content = *p.Content
+	}
+	if p.Kind != nil {
+		m.Kind = *p.Kind
+	}
+	if p.Project != nil {
+		m.Project = *p.Project
+	}
+	if p.Session != nil {
+		m.Session = *p.Session
+	}
+	if p.Actor != nil {
+		m.Actor = *p.Actor
+	}
+	if p.Seq != nil {
+		m.Seq = *p.Seq
+	}
+	if p.OccurredAt != nil {
+		m.OccurredAt = *p.OccurredAt
+	}
+	if p.Importance != nil {
+		m.Importance = *p.Importance
+	}
+	if p.Metadata != nil {
+		m.Metadata = *p.Metadata
+	}
+	if p.EmbeddingModel != "" {
+		m.Embedding, m.EmbeddingModel = p.Embedding, p.EmbeddingModel
+	}
+	if err := m.Validate(); err != nil {
+		return mnemotype.Memory{}, err
+	}
+	if p.OccurredAt != nil {
+		if err := mnemotype.CheckTime("occurred_at", m.OccurredAt); err != nil {
+			return mnemotype.Memory{}, err
+		}
+	}
+	if m.Seq == 0 || (m.Session != old.Session && p.Seq == nil) {
+		// Seq 0, or a move to another session without a seq: the
+		// session's next turn, as Insert numbers it.
+		if err := tx.QueryRow(ctx, `SELECT coalesce(max(session_seq), 0) + 1 FROM memories WHERE profile = $1 AND session = $2 AND id <> $3`,
+			m.Profile, m.Session, m.ID).Scan(&m.Seq); err != nil {
+			return mnemotype.Memory{}, fmt.Errorf("update memory %s: number its turn: %w", p.ID, err)
+		}
+	}
+	var newBlob []byte
+	var model *string
+	var dim *int32
+	if len(m.Embedding) > 0 {
+		newBlob, model = EncodeVector(m.Embedding), &m.EmbeddingModel
+		d := int32(len(m.Embedding))
+		dim = &d
+	}
+	var meta *string
+	if len(m.Metadata) > 0 {
+		ms := string(m.Metadata)
+		meta = &ms
+	}
+	occ, occNS := splitTime(m.OccurredAt)
+	if _, err := tx.Exec(ctx, `UPDATE memories SET content = $3, kind = $4, project = $5, session = $6, session_seq = $7, actor = $8,
+			occurred_at = $9, occurred_ns = $10, importance = $11, metadata = $12::json, embedding = $13, embedding_model = $14,
+			embedding_dim = $15, seq = nextval('changes')
+		WHERE profile = $1 AND id = $2`,
+		p.Profile, p.ID, m.Content, string(m.Kind), m.Project, m.Session, m.Seq, m.Actor, occ, occNS, m.Importance, meta,
+		newBlob, model, dim); err != nil {
+		return mnemotype.Memory{}, fmt.Errorf("update memory %s: %w", p.ID, mapErr(err))
+	}
+	if m.Content != old.Content || m.Kind != old.Kind || m.Project != old.Project || m.Session != old.Session ||
+		m.Actor != old.Actor || m.Seq != old.Seq || !m.OccurredAt.Equal(old.OccurredAt) {
+		var turns []turn
+		for _, t := range []mnemotype.Memory{old, m} {
+			if t.Session != "" {
+				turns = append(turns, turn{t.Session, t.Seq})
+			}
+		}
+		if err := s.newIndexer(tx).reindex(ctx, p.Profile, []string{p.ID}, turns); err != nil {
+			return mnemotype.Memory{}, fmt.Errorf("update memory %s: %w", p.ID, err)
+		}
+	}
+	if err := finish(ctx, tx, p.Profile); err != nil {
+		return mnemotype.Memory{}, fmt.Errorf("update memory %s: %w", p.ID, err)
+	}
+	return m, nil
+}
+
+// Delete implements store.Store.
+func (s *Store) Delete(ctx context.Context, profile, id string) error {
+	n, err := s.deleteWhere(ctx, mnemotype.Scope{Profile: profile}, []string{id})
+	if err != nil {
+		return fmt.Errorf("delete memory %s: %w", id, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("delete memory %s: %w", id, mnemotype.ErrNotFound)
+	}
+	return nil
+}
+
+// DeleteMatching implements store.Store in one transaction: the rows go,
+// each leaves the index (its profile's statistics follow, and the turns
+// after it are indexed with their new context), and each gets a tombstone
+// for other processes' change feeds.
+func (s *Store) DeleteMatching(ctx context.Context, p store.DeleteParams) (int, error) {
+	if p.Project == "" && p.Session == "" && len(p.Actors) == 0 && p.After.IsZero() && p.Before.IsZero() && len(p.Metadata) == 0 {
+		return 0, mnemotype.Invalidf("delete: give a project, a session, actors, a time range or a metadata filter (deleting a whole profile is DeleteProfile)")
+	}
+	sc := mnemotype.Scope{Profile: p.Profile, Project: p.Project, Actors: p.Actors, After: p.After, Before: p.Before, Metadata: p.Metadata}
+	if p.Session != "" {
+		sc.Sessions = []string{p.Session}
+	}
+	n, err := s.deleteWhere(ctx, sc, nil)
+	if err != nil {
+		return 0, fmt.Errorf("delete memories: %w", err)
+	}
+	return n, nil
+}
+
+// deleteWhere deletes the memories in sc (those of ids only, when not
+// nil) and returns how many.
+func (s *Store) deleteWhere(ctx context.Context, sc mnemotype.Scope, ids []string) (int, error) {
+	if err := s.check(); err != nil {
+		return 0, err
+	}
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback(ctx)
+	var exists bool
+	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM profiles WHERE name = $1)`, sc.Profile).Scan(&exists); err != nil || !exists {
+		return 0, err
+	}
+	if err := lockProfiles(ctx, tx, sc.Profile); err != nil {
+		return 0, err
+	}
+	var a args
+	cond := scopeSQL(&a, "m", sc)
+	if ids != nil {
+		cond += ` AND m.id = ANY(` + a.add(ids) + `)`
+	}
+	rows, err := tx.Query(ctx, `SELECT m.id, m.session, m.session_seq FROM memories m WHERE `+cond+` ORDER BY m.rid FOR UPDATE`, a...)
+	if err != nil {
+		return 0, err
+	}
+	var gone []string
+	var turns []turn
+	for rows.Next() {
+		var id string
+		var t turn
+		if err := rows.Scan(&id, &t.session, &t.seq); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		gone = append(gone, id)
+		if t.session != "" {
+			turns = append(turns, t)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	if len(gone) == 0 {
+		return 0, nil
+	}
+	ix := s.newIndexer(tx)
+	if err := ix.unindex(ctx, sc.Profile, gone); err != nil {
+		return 0, err
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO tombstones (profile, seq, id)
+		SELECT $1, nextval('changes'), id FROM unnest($2::text[]) WITH ORDINALITY AS u(id, ord) ORDER BY ord`, sc.Profile, gone); err != nil {
+		return 0, fmt.Errorf("write tombstones: %w", mapErr(err))
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM memories WHERE profile = $1 AND id = ANY($2)`, sc.Profile, gone); err != nil {
+		return 0, mapErr(err)
+	}
+	if _, err := tx.Exec(ctx, `UPDATE profiles SET docs = docs - $2 WHERE name = $1`, sc.Profile, len(gone)); err != nil {
+		return 0, mapErr(err)
+	}
+	if err := ix.reindex(ctx, sc.Profile, nil, turns); err != nil {
+		return 0, err
+	}
+	if err := finish(ctx, tx, sc.Profile); err != nil {
+		return 0, err
+	}
+	return len(gone), nil
+}
+
+// DeleteProfile implements store.Store in one transaction. Its row of
+// table profiles stays (statistics zeroed), so that its change numbers
+// keep counting up: another process's index of the profile catches up
+// through the tombstones. The API keys are revoked rather than removed: as
+// long as any key exists the server requires keys, and deleting a profile
+// must not reopen it.
+func (s *Store) DeleteProfile(ctx context.Context, profile string) (store.ProfileDeletion, error) {
+	var out store.ProfileDeletion
+	if err := s.check(); err != nil {
+		return out, err
+	}
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return out, fmt.Errorf("delete profile: %w", err)
+	}
+	defer tx.Rollback(ctx)
+	var exists bool
+	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM profiles WHERE name = $1)`, profile).Scan(&exists); err != nil {
+		return out, fmt.Errorf("delete profile: %w", err)
+	}
+	if exists {
+		if err := lockProfiles(ctx, tx, profile); err != nil {
+			return out, err
+		}
+		tag, err := tx.Exec(ctx, `INSERT INTO tombstones (profile, seq, id)
+			SELECT profile, nextval('changes'), id FROM (SELECT profile, id FROM memories WHERE profile = $1 ORDER BY rid) m`, profile)
+		if err != nil {
+			return out, fmt.Errorf("delete profile: write tombstones: %w", mapErr(err))
+		}
+		out.Memories = int(tag.RowsAffected())
+		for _, st := range []struct{ what, q string }{
+			{"delete memories", `DELETE FROM memories WHERE profile = $1`},
+			{"delete term statistics", `DELETE FROM lex_terms WHERE profile = $1`},
+			{"reset statistics", `UPDATE profiles SET docs = 0, content_tokens = 0, actor_tokens = 0, time_tokens = 0, context_tokens = 0
+				WHERE name = $1`},
+		} {
+			if _, err := tx.Exec(ctx, st.q, profile); err != nil {
+				return out, fmt.Errorf("delete profile: %s: %w", st.what, mapErr(err))
+			}
+		}
+		if out.Memories > 0 {
+			if _, err := tx.Exec(ctx, `UPDATE profiles SET seq = currval('changes') WHERE name = $1`, profile); err != nil {
+				return out, fmt.Errorf("delete profile: %w", mapErr(err))
+			}
+		}
+	}
+	tag, err := tx.Exec(ctx, `DELETE FROM settings WHERE profile = $1`, profile)
+	if err != nil {
+		return out, fmt.Errorf("delete profile: delete settings: %w", mapErr(err))
+	}
+	out.Settings = int(tag.RowsAffected())
+	// A revoked key keeps no trace of the profile's name: profile '' is
+	// no profile (a profile key needs one).
+	tag, err = tx.Exec(ctx, `UPDATE api_keys SET profile = '', name = '', revoked_at = coalesce(revoked_at, $2) WHERE profile = $1`,
+		profile, time.Now().UnixNano())
+	if err != nil {
+		return out, fmt.Errorf("delete profile: revoke keys: %w", mapErr(err))
+	}
+	out.Keys = int(tag.RowsAffected())
+	if err := tx.Commit(ctx); err != nil {
+		return out, fmt.Errorf("delete profile: commit: %w", mapErr(err))
+	}
+	s.terms.forget(profile)
+	return out, nil
+}
+
+// ---------------------------------------------------------------------------
+// The full-text index, written by the store inside each write.
+
+// turn is a place in a session.
+type turn struct {
+	session string
+	seq     int64
+}
+
+// indexer writes index rows inside one write transaction.
+type indexer struct {
+	tx    pgx.Tx
+	turns int
+	tk    ftstoken.Tokenizer
+}
+
+func (s *Store) newIndexer(tx pgx.Tx) *indexer { return &indexer{tx: tx, turns: s.turns} }
+
+// statsSQL adds sign × the statistics of the memories of profile $1 with
+// ids $2 to the profile's field lengths and document frequencies.
+const statsSQL = `WITH m AS (SELECT lex, lens FROM memories WHERE profile = $1 AND id = ANY($2)),
+	t AS (
+		INSERT INTO lex_terms AS t (profile, term, content_docs, docs)
+		SELECT $1, u.lexeme, $3 * count(*) FILTER (WHERE 'A' = ANY(u.weights)), $3 * count(*)
+		FROM m, unnest(m.lex) u GROUP BY u.lexeme ORDER BY u.lexeme
+		ON CONFLICT (profile, term) DO UPDATE SET content_docs = t.content_docs + excluded.content_docs, docs = t.docs + excluded.docs
+	)
+	UPDATE profiles SET
+		content_tokens = content_tokens + $3 * coalesce((SELECT sum(lens[1]) FROM m), 0),
+		actor_tokens = actor_tokens + $3 * coalesce((SELECT sum(lens[2]) FROM m), 0),
+		time_tokens = time_tokens + $3 * coalesce((SELECT sum(lens[3]) FROM m), 0),
+		context_tokens = context_tokens + $3 * coalesce((SELECT sum(lens[4]) FROM m), 0)
+	WHERE name = $1`
+
+// unindex takes the memories of profile with ids out of the statistics
+// (their rows are about to go or to be indexed again).
+func (ix *indexer) unindex(ctx context.Context, profile string, ids []string) error {
+	if _, err := ix.tx.Exec(ctx, statsSQL, profile, ids, -1); err != nil {
+		return fmt.Errorf("unindex: %w", mapErr(err))
+	}
+	return nil
+}
+
+// reindex indexes the memories of profile with ids and the turns whose
+// context holds one of turns (the places of memories written), with their
+// context as it is now.
+func (ix *indexer) reindex(ctx context.Context, profile string, ids []string, turns []turn) error {
+	all := slices.Clone(ids)
+	if ix.turns > 0 && len(turns) > 0 {
+		ss := make([]string, len(turns))
+		qs := make([]int64, len(turns))
+		for i, t := range turns {
+			ss[i], qs[i] = t.session, t.seq
+		}
+		rows, err := ix.tx.Query(ctx, `SELECT DISTINCT f.id FROM unnest($2::text[], $3::bigint[]) AS t(session, seq)
+			JOIN memories f ON f.profile = $1 AND f.session = t.session AND f.session_seq > t.seq AND f.session_seq <= t.seq + $4`,
+			profile, ss, qs, ix.turns)
+		if err != nil {
+			return fmt.Errorf("find the turns after: %w", err)
+		}
+		after, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return fmt.Errorf("find the turns after: %w", err)
+		}
+		for _, id := range after {
+			if !slices.Contains(ids, id) {
+				all = append(all, id)
+			}
+		}
+	}
+	if len(all) == 0 {
+		return nil
+	}
+	if err := ix.unindex(ctx, profile, all); err != nil {
+		return err
+	}
+	rows, err := ix.tx.Query(ctx, `SELECT m.id, m.content, m.actor, m.occurred_at, m.occurred_ns,
+			CASE WHEN m.session = '' OR $3 = 0 THEN '' ELSE coalesce((SELECT string_agg(c.content, E'\n' ORDER BY c.session_seq, c.rid)
+				FROM memories c WHERE c.profile = m.profile AND c.session = m.session
+				AND c.session_seq >= m.session_seq - $3 AND c.session_seq < m.session_seq), '') END
+		FROM memories m WHERE m.profile = $1 AND m.id = ANY($2)`, profile, all, ix.turns)
+	if err != nil {
+		return fmt.Errorf("read the fields: %w", err)
+	}
+	var ids2, lexes []string
+	var lens [numFields][]int32
+	for rows.Next() {
+		var id string
+		var f [numFields]string
+		var occurred time.Time
+		var ns int16
+		if err := rows.Scan(&id, &f[fieldContent], &f[fieldActor], &occurred, &ns, &f[fieldContext]); err != nil {
+			rows.Close()
+			return fmt.Errorf("read the fields: %w", err)
+		}
+		f[fieldTime] = timeWords(joinTime(occurred, ns))
+		lex, l := buildLex(&ix.tk, f)
+		ids2, lexes = append(ids2, id), append(lexes, lex)
+		for c := range lens {
+			lens[c] = append(lens[c], l[c])
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read the fields: %w", err)
+	}
+	if _, err := ix.tx.Exec(ctx, `UPDATE memories m SET lex = u.lex::tsvector, lens = ARRAY[u.c, u.a, u.t, u.x]
+		FROM unnest($2::text[], $3::text[], $4::int[], $5::int[], $6::int[], $7::int[]) AS u(id, lex, c, a, t, x)
+		WHERE m.profile = $1 AND m.id = u.id`, profile, ids2, lexes, lens[0], lens[1], lens[2], lens[3]); err != nil {
+		return fmt.Errorf("write the index: %w", mapErr(err))
+	}
+	if _, err := ix.tx.Exec(ctx, statsSQL, profile, all, 1); err != nil {
+		return fmt.Errorf("index: %w", mapErr(err))
+	}
+	return nil
+}
+
+// rebuildIndex indexes every memory again with turns context turns, inside
+// tx (Open, when the number changed).
+func (s *Store) rebuildIndex(ctx context.Context, tx pgx.Tx, turns int) error {
+	for _, q := range []string{
+		`DELETE FROM lex_terms`,
+		`UPDATE memories SET lex = ''::tsvector, lens = '{0,0,0,0}'`,
+		`UPDATE profiles SET content_tokens = 0, actor_tokens = 0, time_tokens = 0, context_tokens = 0`,
+	} {
+		if _, err := tx.Exec(ctx, q); err != nil {
+			return fmt.Errorf("rebuild the full-text index: %w", err)
+		}
+	}
+	rows, err := tx.Query(ctx, `SELECT profile, array_agg(id) FROM memories GROUP BY profile`)
+	if err != nil {
+		return fmt.Errorf("rebuild the full-text index: %w", err)
+	}
+	type group struct {
+		profile string
+		ids     []string
+	}
+	groups, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (group, error) {
+		var g group
+		err := r.Scan(&g.profile, &g.ids)
+		return g, err
+	})
+	if err != nil {
+		return fmt.Errorf("rebuild the full-text index: %w", err)
+	}
+	ix := &indexer{tx: tx, turns: turns}
+	for _, g := range groups {
+		for ids := range slices.Chunk(g.ids, 5000) {
+			if err := ix.reindex(ctx, g.profile, ids, nil); err != nil {
+				return fmt.Errorf("rebuild the full-text index: %w", err)
+			}
+		}
+	}
+	if _, err := tx.Exec(ctx, `UPDATE meta SET value = $1 WHERE key = 'context_turns'`, fmt.Sprint(turns)); err != nil {
+		return fmt.Errorf("rebuild the full-text index: %w", err)
+	}
+	return nil
+}
