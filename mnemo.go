@@ -35,6 +35,7 @@ import (
 	"github.com/mnemo-dev/mnemo/mnemotype"
 	"github.com/mnemo-dev/mnemo/recall"
 	"github.com/mnemo-dev/mnemo/store"
+	"github.com/mnemo-dev/mnemo/store/postgres"
 	"github.com/mnemo-dev/mnemo/store/sqlitestore"
 )
 
@@ -192,7 +193,9 @@ type Engine struct {
 }
 
 // Open opens the engine on the SQLite file at path (created if missing),
-// or on cfg.Store when set.
+// on the PostgreSQL database path names when it is a postgres:// URL (its
+// query parameter schema names the schema, "mnemo" by default), or on
+// cfg.Store when set.
 func Open(path string, cfg *Config) (*Engine, error) {
 	c := cfg.withDefaults()
 	if _, err := c.Defaults.options(); err != nil {
@@ -207,6 +210,18 @@ func Open(path string, cfg *Config) (*Engine, error) {
 	}
 	st := c.Store
 	indexDir := c.IndexDir
+	if st == nil && postgres.IsDSN(path) {
+		// The database is the only state: no snapshots beside it unless
+		// Config.IndexDir names a folder.
+		if indexDir == "" {
+			indexDir = "-"
+		}
+		s, err := postgres.Open(context.Background(), path, postgres.Options{ContextTurns: c.ContextTurns, MustExist: c.MustExist})
+		if err != nil {
+			return nil, err
+		}
+		st = s
+	}
 	if st == nil {
 		if indexDir == "" {
 			indexDir = IndexDir(path)

@@ -24,6 +24,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -94,11 +95,19 @@ var _ store.Store = (*Store)(nil)
 
 // Open connects to the database at dsn (a postgres:// URL or a key=value
 // connection string) and migrates the store's schema to the current
-// version.
+// version. A URL's query parameter schema names the schema when
+// Options.Schema does not.
 func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
+	dsn, schema, err := SplitSchema(dsn)
+	if err != nil {
+		return nil, err
+	}
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, mnemotype.Invalidf("postgres connection string: %v", err)
+	}
+	if opt.Schema == "" {
+		opt.Schema = schema
 	}
 	if opt.Schema == "" {
 		opt.Schema = "mnemo"
@@ -128,6 +137,36 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// IsDSN reports whether db names a PostgreSQL database (a postgres:// or
+// postgresql:// URL) rather than a file.
+func IsDSN(db string) bool {
+	return strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://")
+}
+
+// SplitSchema takes the query parameter schema (mnemo's, not PostgreSQL's)
+// out of a postgres:// URL and returns the URL without it and the schema
+// ("" when absent). Other connection strings are returned as they are.
+func SplitSchema(dsn string) (string, string, error) {
+	if !IsDSN(dsn) {
+		return dsn, "", nil
+	}
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return "", "", mnemotype.Invalidf("postgres URL: %v", err)
+	}
+	q := u.Query()
+	schema := q.Get("schema")
+	if !q.Has("schema") {
+		return dsn, "", nil
+	}
+	if schema == "" {
+		return "", "", mnemotype.Invalidf("postgres URL: schema is empty")
+	}
+	q.Del("schema")
+	u.RawQuery = q.Encode()
+	return u.String(), schema, nil
 }
 
 // Close closes the pool. It is idempotent.
@@ -435,7 +474,3 @@ func batchErr(n, i int, err error) error {
 	}
 	return fmt.Errorf("memory %d: %w", i, err)
 }
-
-// quoteLiteral quotes s as a SQL string literal (for DDL, which takes no
-// parameters).
-func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }

@@ -2,8 +2,16 @@ package postgres_test
 
 import (
 	"fmt"
+	"math"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/mnemo-dev/mnemo/mnemotype"
+	"github.com/mnemo-dev/mnemo/store/sqlitestore"
 
 	"github.com/mnemo-dev/mnemo/internal/pgtest"
 	"github.com/mnemo-dev/mnemo/store"
@@ -41,3 +49,104 @@ func TestStore_Conformance(t *testing.T) {
 func TestStore_Context(t *testing.T) {
 	storetest.ExerciseContext(t, opener(t, postgres.Options{ContextTurns: 1}))
 }
+
+// TestLexical_SameAsSQLite: the same memories, written to both stores in
+// the same batches, rank the same under every kind of query — ids in the
+// same order, scores equal to 1e-9 — so that quality measured on one store
+// holds on the other.
+func TestLexical_SameAsSQLite(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	pg := opener(t, postgres.Options{})(t)
+	lite, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "mnemo.db"), sqlitestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = lite.Close() })
+	actors := []string{"Caroline", "Melanie", ""}
+	ms := storetest.GenerateMemories(7, "alice", 3000, 0)
+	for i := range ms {
+		ms[i].Actor = actors[i%len(actors)]
+		ms[i].Seq = 0
+	}
+	for batch := range slices.Chunk(ms, 500) {
+		for _, s := range []store.Store{pg, lite} {
+			if err := s.Insert(ctx, slices.Clone(batch)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// Edits and deletions move the statistics and the contexts.
+	for _, s := range []store.Store{pg, lite} {
+		if _, err := s.Update(ctx, store.UpdateParams{Profile: "alice", ID: ms[10].ID, Content: ptr("merge conflict in the rebase branch")}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Delete(ctx, "alice", ms[11].ID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.DeleteMatching(ctx, store.DeleteParams{Profile: "alice", Project: "hermes", Session: "session-4"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	nonEmpty := 0
+	words := strings.Fields(ms[0].Content + " " + ms[1].Content + " " + ms[2].Content + " pull request caroline melanie monday january 2025")
+	weights := []store.FieldWeights{{}, {Content: 1, Actor: 1, Time: 1, Context: 0.5}, {Content: 1, Actor: 1}, {Actor: 1}, {Content: 0.5, Time: 2}}
+	scopes := []mnemotype.Scope{
+		{Profile: "alice"},
+		{Profile: "alice", Sessions: []string{"session-1"}},
+		{Profile: "alice", Project: "zeus", Actors: []string{"Caroline"}},
+		{Profile: "alice", Exclude: []string{ms[0].ID, ms[1].ID}},
+		{Profile: "alice", Kinds: []mnemotype.Kind{mnemotype.KindSemantic}},
+	}
+	for i := range 300 {
+		terms := make([]string, 1+r.IntN(5))
+		for j := range terms {
+			terms[j] = words[r.IntN(len(words))]
+		}
+		if i%7 == 0 {
+			terms = append(terms, "pull request")
+		}
+		p := store.LexicalParams{
+			Scope:  scopes[r.IntN(len(scopes))],
+			Match:  store.MatchQuery{Terms: terms, All: r.IntN(4) == 0},
+			Limit:  []int{0, 10, 50}[r.IntN(3)],
+			Fields: weights[r.IntN(len(weights))],
+		}
+		if i%11 == 0 {
+			p.Only = []string{ms[3].ID, ms[4].ID, ms[5].ID, ms[6].ID, ms[100].ID}
+			p.Limit = 0
+		}
+		want, err := lite.Lexical(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := pg.Lexical(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(want) > 0 {
+			nonEmpty++
+		}
+		if !sameHits(got, want) {
+			t.Errorf("query %d %+v:\npostgres %v\nsqlite   %v", i, p, got, want)
+		}
+	}
+	if nonEmpty < 150 {
+		t.Errorf("only %d of 300 queries found anything: the comparison proves little", nonEmpty)
+	}
+}
+
+func sameHits(a, b []mnemotype.Hit) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].ID != b[i].ID || math.Abs(a[i].Score-b[i].Score) > 1e-9*max(1, math.Abs(b[i].Score)) {
+			return false
+		}
+	}
+	return true
+}
+
+func ptr[T any](v T) *T { return &v }
