@@ -18,6 +18,8 @@ import (
 
 	"github.com/mnemo-dev/mnemo"
 	"github.com/mnemo-dev/mnemo/embed"
+	"github.com/mnemo-dev/mnemo/store"
+	"github.com/mnemo-dev/mnemo/store/postgres"
 	"github.com/mnemo-dev/mnemo/store/sqlitestore"
 )
 
@@ -95,6 +97,10 @@ type Options struct {
 	// TempDir is where the throwaway store is created (and removed).
 	// Defaults to os.TempDir().
 	TempDir string
+	// Postgres, when set, is the URL of a PostgreSQL database the
+	// throwaway stores are created in instead, each in a schema of its own
+	// (dropped at the end).
+	Postgres string
 	// EngineOrder scores runs exactly in the order the engine returns them.
 	// By default, hits with equal scores count as one tied group whose
 	// metrics are averaged over its orders (so the engine's tie-break on id
@@ -267,9 +273,10 @@ func Run(ctx context.Context, ds *Dataset, opts Options) (*Report, error) {
 		return nil, fmt.Errorf("eval: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	dbPath := filepath.Join(tmp, "eval.db")
+	where := o.place(tmp, "eval")
+	defer where.drop(ctx)
 	t0 := time.Now()
-	if err := ingest(ctx, ds, dbPath, o); err != nil {
+	if err := ingest(ctx, ds, where, o); err != nil {
 		return nil, err
 	}
 	ingestTime := time.Since(t0)
@@ -283,17 +290,17 @@ func Run(ctx context.Context, ds *Dataset, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	pristine := ""
+	pristine := place{}
 	for _, r := range runs {
-		if r.cfg.accessWeighted() {
-			pristine = filepath.Join(tmp, "pristine.db")
-			if err := copyFile(dbPath, pristine); err != nil {
+		if r.cfg.accessWeighted() && where.dsn == "" {
+			pristine = o.place(tmp, "pristine")
+			if err := copyFile(where.path, pristine.path); err != nil {
 				return nil, fmt.Errorf("eval: %w", err)
 			}
 			break
 		}
 	}
-	eng, err := openEngine(dbPath, memo, o.Ingest)
+	eng, err := openEngine(where, memo, o.Ingest)
 	if err != nil {
 		return nil, err
 	}
@@ -308,12 +315,18 @@ func Run(ctx context.Context, ds *Dataset, opts Options) (*Report, error) {
 			// Each recall counts an access of what it returns, which the
 			// access leg reads: give the configuration its own copy of the
 			// store and run its queries in file order, so the result does
-			// not depend on other configurations nor on scheduling.
-			path := filepath.Join(tmp, "access-"+strconv.Itoa(i)+".db")
-			if err := copyFile(pristine, path); err != nil {
-				return nil, fmt.Errorf("eval: %w", err)
+			// not depend on other configurations nor on scheduling. A
+			// Postgres schema is not copied but ingested again.
+			own := o.place(tmp, "access-"+strconv.Itoa(i))
+			if own.dsn == "" {
+				if err := copyFile(pristine.path, own.path); err != nil {
+					return nil, fmt.Errorf("eval: %w", err)
+				}
+			} else if err := ingest(ctx, ds, own, o); err != nil {
+				return nil, err
 			}
-			if e, err = openEngine(path, memo, o.Ingest); err != nil {
+			defer own.drop(ctx)
+			if e, err = openEngine(own, memo, o.Ingest); err != nil {
 				return nil, err
 			}
 			workers = 1
@@ -636,17 +649,47 @@ func (o IngestOptions) embedText(d Doc) string {
 	return o.content(d)
 }
 
+// place is where an evaluation store lives: a SQLite file, or a schema of
+// a PostgreSQL database (Options.Postgres).
+type place struct {
+	path        string
+	dsn, schema string
+}
+
+// place returns the place of the store called name: a file of folder tmp,
+// or a schema of Options.Postgres named after tmp's random suffix.
+func (o Options) place(tmp, name string) place {
+	if o.Postgres == "" {
+		return place{path: filepath.Join(tmp, name+".db")}
+	}
+	suffix := strings.ToLower(strings.TrimPrefix(filepath.Base(tmp), "mnemo-eval-"))
+	return place{dsn: o.Postgres, schema: "mnemo_eval_" + suffix + "_" + strings.ReplaceAll(name, "-", "_")}
+}
+
+// drop removes a Postgres store's schema (a file goes with its folder).
+func (p place) drop(ctx context.Context) {
+	if p.dsn != "" {
+		_ = postgres.DropSchema(context.WithoutCancel(ctx), p.dsn, p.schema)
+	}
+}
+
 // openEngine opens the evaluation store. Access statistics are written only
 // on Close (AccessFlushInterval < 0), so queries never write to the store.
 // The embedding deadlines are off: a measurement must never lose its dense
 // leg to a slow moment.
-func openEngine(path string, emb embed.Embedder, in IngestOptions) (*mnemo.Engine, error) {
-	st, err := sqlitestore.Open(context.Background(), path, sqlitestore.Options{ContextTurns: in.ContextTurns})
+func openEngine(at place, emb embed.Embedder, in IngestOptions) (*mnemo.Engine, error) {
+	var st store.Store
+	var err error
+	if at.dsn != "" {
+		st, err = postgres.Open(context.Background(), at.dsn, postgres.Options{Schema: at.schema, ContextTurns: in.ContextTurns})
+	} else {
+		st, err = sqlitestore.Open(context.Background(), at.path, sqlitestore.Options{ContextTurns: in.ContextTurns})
+	}
 	if err != nil {
 		return nil, fmt.Errorf("eval: open store: %w", err)
 	}
-	e, err := mnemo.Open(path, &mnemo.Config{
-		Embedder: emb, AccessFlushInterval: -1, Store: st, WriteEmbedTimeout: -1, QueryEmbedTimeout: -1,
+	e, err := mnemo.Open(at.path, &mnemo.Config{
+		Embedder: emb, AccessFlushInterval: -1, Store: st, IndexDir: "-", WriteEmbedTimeout: -1, QueryEmbedTimeout: -1,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {
@@ -659,8 +702,8 @@ func openEngine(path string, emb embed.Embedder, in IngestOptions) (*mnemo.Engin
 // o.Embedder, one memory per document in profile Profile, its project the
 // document's scope value (a conversation), its session that scope's
 // session, with its actor, time and order.
-func ingest(ctx context.Context, ds *Dataset, path string, o Options) error {
-	e, err := openEngine(path, o.Embedder, o.Ingest)
+func ingest(ctx context.Context, ds *Dataset, at place, o Options) error {
+	e, err := openEngine(at, o.Embedder, o.Ingest)
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mnemo-dev/mnemo/embed/cache"
 	"github.com/mnemo-dev/mnemo/eval"
+	"github.com/mnemo-dev/mnemo/store/postgres"
 )
 
 // repeatFlag collects a repeatable flag whose values are kept whole (a
@@ -74,6 +75,7 @@ func cmdEval(ctx context.Context, a *app, args []string) error {
 	resamples := fs.Int("resamples", eval.DefaultResamples, "bootstrap resamples and randomization permutations")
 	workers := fs.Int("workers", 0, "queries run concurrently (default: GOMAXPROCS)")
 	ties := fs.String("ties", "average", "tied scores: average (mean over their orders) or engine (the engine's order)")
+	pgURL := fs.String("postgres", "", "run on this PostgreSQL database (a postgres:// URL), in throwaway schemas, instead of a SQLite file")
 	noCache := fs.Bool("no-cache", false, "do not use the on-disk embedding cache of remote embedders ($MNEMO_HOME/cache/embeddings.db)")
 	fs.Usage = func() {
 		fmt.Fprintf(a.stderr, evalUsage, strings.Join(eval.PresetNames(), ", "), strings.Join(eval.DefaultConfigNames, ", "))
@@ -87,7 +89,11 @@ func cmdEval(ctx context.Context, a *app, args []string) error {
 		return usagef("usage: mnemo eval DATASET_DIR [flags] (see mnemo eval -h)")
 	}
 	opts := eval.Options{Baseline: *baseline, Limit: *limit, LimitQueries: *limitQueries, NoAnswer: *noAnswer, Seed: *seed, Resamples: *resamples, Workers: *workers,
-		Ingest: eval.IngestOptions{ContextTurns: *contextTurns, EmbedActor: *embedActor, Captions: *captions, EmbedContext: *embedContext}}
+		Ingest:   eval.IngestOptions{ContextTurns: *contextTurns, EmbedActor: *embedActor, Captions: *captions, EmbedContext: *embedContext},
+		Postgres: *pgURL}
+	if *pgURL != "" && !postgres.IsDSN(*pgURL) {
+		return usagef("--postgres %q: want a postgres:// URL", *pgURL)
+	}
 	if *seed == 0 {
 		return usagef("--seed must be > 0")
 	}

@@ -2,14 +2,12 @@ package postgres
 
 import (
 	"slices"
-	"strconv"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/mnemo-dev/mnemo/internal/ftstoken"
 )
 
-// The fields of the full-text index, as tsvector weight labels.
+// The fields of the full-text index.
 const (
 	fieldContent = iota
 	fieldActor
@@ -18,140 +16,126 @@ const (
 	numFields
 )
 
-// fieldLabels are the fields' weight labels, by field.
-var fieldLabels = [numFields]byte{'A', 'B', 'C', 'D'}
-
 // fieldNames name the fields in errors.
 var fieldNames = [numFields]string{"content", "actor", "time", "context"}
 
-// PostgreSQL's tsvector limits: positions 1-16383 (higher ones are stored
-// as 16383), at most 256 positions per lexeme, lexemes under 2 KiB. A
-// field past position 16383 (a memory of some 100 KiB of text) has its
-// later occurrences counted once per term; BM25's term frequency
-// saturates long before.
-const (
-	maxPos         = 16383
-	maxPosPerTerm  = 256
-	maxLexemeBytes = 2046
-)
+// A posting's counts of its token in the four fields (tf), packed 16 bits
+// each, content lowest, each saturating at 65535.
+const tfMax = 1<<16 - 1
 
-// lexeme returns tok as the store indexes it: valid UTF-8 (a token cut at
-// the tokenizer's maximum size may end inside a character) and ok false
-// when too long for a tsvector.
-func lexeme(tok []byte) (string, bool) {
+// packTF packs four fields' counts.
+func packTF(tf [numFields]int) int64 {
+	var v uint64
+	for c := numFields - 1; c >= 0; c-- {
+		v = v<<16 | uint64(min(tf[c], tfMax))
+	}
+	return int64(v)
+}
+
+// unpackTF is packTF's inverse.
+func unpackTF(v int64) [numFields]float64 {
+	var out [numFields]float64
+	u := uint64(v)
+	for c := range numFields {
+		out[c] = float64(u & tfMax)
+		u >>= 16
+	}
+	return out
+}
+
+// fieldMask selects the packed counts of the fields with a weight.
+func fieldMask(weights [numFields]float64) int64 {
+	var m uint64
+	for c := range numFields {
+		if weights[c] > 0 {
+			m |= tfMax << (16 * c)
+		}
+	}
+	return int64(m)
+}
+
+// maxLexemeBytes bounds an indexed token: a B-tree entry must fit in a
+// third of a page. Longer tokens (32 KiB at most) are cut, in documents and
+// queries alike.
+const maxLexemeBytes = 2000
+
+// lexeme returns tok as the store indexes it: at most maxLexemeBytes, and
+// valid UTF-8 (a token cut may end inside a character; PostgreSQL text
+// must be valid).
+func lexeme(tok []byte) string {
+	tok = tok[:min(len(tok), maxLexemeBytes)]
 	for len(tok) > 0 && !utf8.Valid(tok) {
 		tok = tok[:len(tok)-1]
 	}
-	return string(tok), len(tok) > 0 && len(tok) <= maxLexemeBytes
+	return string(tok)
 }
 
-// termTokens tokenizes a query term as documents are tokenized; ok is
-// false when a token cannot be indexed (the term then matches nothing).
-func termTokens(tk *ftstoken.Tokenizer, term string) (toks []string, ok bool) {
-	ok = true
+// termTokens tokenizes a query term as documents are tokenized.
+func termTokens(tk *ftstoken.Tokenizer, term string) []string {
+	var toks []string
 	tk.Tokenize(term, func(tok []byte, _ int) {
-		lx, fine := lexeme(tok)
-		ok = ok && fine
-		toks = append(toks, lx)
+		if lx := lexeme(tok); lx != "" {
+			toks = append(toks, lx)
+		}
 	})
-	return toks, ok
+	return toks
 }
 
-// occurrence is one position of a lexeme in a memory's fields.
-type occurrence struct {
-	pos   int
-	field int
+// entry is a memory's index entry: its fields' lengths, and its distinct
+// lexemes (sorted) with their packed counts.
+type entry struct {
+	lens    [numFields]int32
+	lexemes []string
+	tf      []int64
 }
 
-// buildLex tokenizes a memory's fields and returns its tsvector in
-// PostgreSQL's text form, with each field's length in tokens. Fields are
-// one position apart, so that no phrase spans two of them.
-func buildLex(tk *ftstoken.Tokenizer, fields [numFields]string) (string, [numFields]int32) {
-	var lens [numFields]int32
-	occ := map[string][]occurrence{}
-	pos := 1
+// buildEntry tokenizes a memory's fields.
+func buildEntry(tk *ftstoken.Tokenizer, fields [numFields]string) entry {
+	var d entry
+	counts := map[string]*[numFields]int{}
 	for f, text := range fields {
 		tk.Tokenize(text, func(tok []byte, _ int) {
-			lens[f]++
-			p := min(pos, maxPos)
-			pos++
-			lx, ok := lexeme(tok)
-			if !ok {
+			d.lens[f]++
+			lx := lexeme(tok)
+			if lx == "" {
 				return
 			}
-			os := occ[lx]
-			if len(os) >= maxPosPerTerm || (len(os) > 0 && os[len(os)-1].pos == p) {
-				return
+			c := counts[lx]
+			if c == nil {
+				c = new([numFields]int)
+				counts[lx] = c
 			}
-			occ[lx] = append(os, occurrence{p, f})
+			c[f]++
 		})
-		pos++
 	}
-	keys := make([]string, 0, len(occ))
-	for k := range occ {
-		keys = append(keys, k)
+	d.lexemes = make([]string, 0, len(counts))
+	for lx := range counts {
+		d.lexemes = append(d.lexemes, lx)
 	}
-	slices.Sort(keys)
-	var b strings.Builder
-	for i, k := range keys {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		writeQuoted(&b, k)
-		b.WriteByte(':')
-		for j, o := range occ[k] {
-			if j > 0 {
-				b.WriteByte(',')
-			}
-			b.WriteString(strconv.Itoa(o.pos))
-			b.WriteByte(fieldLabels[o.field])
-		}
+	slices.Sort(d.lexemes)
+	d.tf = make([]int64, len(d.lexemes))
+	for i, lx := range d.lexemes {
+		d.tf[i] = packTF(*counts[lx])
 	}
-	return b.String(), lens
+	return d
 }
 
-// writeQuoted writes s as a quoted lexeme of tsvector and tsquery text:
-// quotes doubled, backslashes escaped.
-func writeQuoted(b *strings.Builder, s string) {
-	b.WriteByte('\'')
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case '\'':
-			b.WriteString("''")
-		case '\\':
-			b.WriteString(`\\`)
-		default:
-			b.WriteByte(s[i])
-		}
-	}
-	b.WriteByte('\'')
-}
+// inContent reports whether lexeme i of d occurs in the content.
+func (d *entry) inContent(i int) bool { return d.tf[i]&tfMax != 0 }
 
-// tsquery renders terms (each a phrase of tokens) as tsquery text: any of
-// them (or all when all), each token restricted to the weighted fields
-// (labels, "" for every field).
-func tsquery(phrases [][]string, all bool, labels string) string {
-	var b strings.Builder
-	for i, ph := range phrases {
-		if i > 0 {
-			if all {
-				b.WriteString(" & ")
-			} else {
-				b.WriteString(" | ")
+// phraseCounts counts the occurrences of phrase ph (tokens at consecutive
+// positions of one field) in each of fields.
+func phraseCounts(tk *ftstoken.Tokenizer, fields [numFields]string, ph []string) [numFields]float64 {
+	var out [numFields]float64
+	var toks []string
+	for f, text := range fields {
+		toks = toks[:0]
+		tk.Tokenize(text, func(tok []byte, _ int) { toks = append(toks, lexeme(tok)) })
+		for p := 0; p+len(ph) <= len(toks); p++ {
+			if slices.Equal(toks[p:p+len(ph)], ph) {
+				out[f]++
 			}
 		}
-		b.WriteByte('(')
-		for j, tok := range ph {
-			if j > 0 {
-				b.WriteString(" <-> ")
-			}
-			writeQuoted(&b, tok)
-			if labels != "" {
-				b.WriteByte(':')
-				b.WriteString(labels)
-			}
-		}
-		b.WriteByte(')')
 	}
-	return b.String()
+	return out
 }

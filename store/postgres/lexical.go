@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -25,13 +25,15 @@ var fieldBs = [numFields]float64{fieldContent: 0.75, fieldActor: 0, fieldTime: 0
 
 // Lexical implements store.Store: BM25(F) over the profile's memories with
 // the profile's own statistics, as the SQLite store ranks (higher is
-// better; ties in insertion order). The GIN index on the tsvector finds
-// the rows matching the query in the weighted fields; their positions of
-// the query's tokens are read, and each row is scored in Go.
+// better; ties in insertion order). The postings of the query's tokens
+// are read through their key (lex.go), and the rows scored in Go; a term
+// of several tokens (a phrase) is counted from its candidates' text.
 //
 // An OR query with a limit whose terms are partly common scores only the
-// rows matching a rare term first, as the SQLite store does (see there);
-// the scores are the full query's.
+// rows matching a rare term, as the SQLite store does (see there), with
+// the full query's scores; the common terms' postings are read for the
+// best of them only, as many as it takes for the rest to be unable to
+// reach the top (each term adds at most idf × (k1 + 1)).
 //
 // The whole call reads one snapshot (a repeatable-read transaction), so
 // the statistics are exact for the rows it ranks.
@@ -48,15 +50,9 @@ func (s *Store) Lexical(ctx context.Context, p store.LexicalParams) ([]mnemotype
 		if slices.Contains(q.terms, t) {
 			continue
 		}
-		toks, ok := termTokens(&tk, t)
+		toks := termTokens(&tk, t)
 		if len(toks) == 0 {
 			continue // no token: ignored, as FTS5 ignores it
-		}
-		if !ok {
-			if q.all {
-				return nil, nil // a token too long to index: matches nothing
-			}
-			continue
 		}
 		q.terms, q.phrases = append(q.terms, t), append(q.phrases, toks)
 	}
@@ -99,8 +95,19 @@ type lexQuery struct {
 	seq, docs int64
 	tokens    [numFields]int64
 	weights   [numFields]float64
-	// labels are the weighted fields' labels, "" when every field is.
-	labels string
+	// mask selects the weighted fields' packed counts.
+	mask int64
+	// rids and allowed are the rows the query may return (LexicalParams.Only
+	// and the scope, resolved), nil for any of the profile's; excluded are
+	// Scope.Exclude's rows.
+	rids              []int64
+	allowed, excluded map[int64]bool
+	idf               []float64
+	// tokDF is each one-token term's document frequency, by token (how a
+	// read chooses between a token's whole list and some of its blocks).
+	tokDF map[string]int64
+	avgdl [numFields]float64
+	tk    ftstoken.Tokenizer
 }
 
 // setFields resolves the field weights of a query.
@@ -109,21 +116,19 @@ func (q *lexQuery) setFields(w store.FieldWeights) error {
 		w.Content = 1
 	}
 	q.weights = [numFields]float64{fieldContent: w.Content, fieldActor: w.Actor, fieldTime: w.Time, fieldContext: w.Context}
-	var labels []byte
+	n := 0
 	for c, x := range q.weights {
 		if math.IsNaN(x) || math.IsInf(x, 0) || x < 0 {
 			return mnemotype.Invalidf("%s field weight = %v: must be a finite number ≥ 0", fieldNames[c], x)
 		}
 		if x > 0 {
-			labels = append(labels, fieldLabels[c])
+			n++
 		}
 	}
-	if len(labels) == 0 {
+	if n == 0 {
 		return mnemotype.Invalidf("field weights are all 0: no field to search")
 	}
-	if len(labels) < numFields {
-		q.labels = string(labels)
-	}
+	q.mask = fieldMask(q.weights)
 	return nil
 }
 
@@ -134,51 +139,185 @@ func (q *lexQuery) classic() bool {
 }
 
 func (q *lexQuery) run(ctx context.Context, p store.LexicalParams) ([]mnemotype.Hit, error) {
-	if p.MinHits > 0 && p.Only == nil {
-		n, err := q.countMatches(ctx, p.MinHits)
-		if err != nil || n < p.MinHits {
-			return nil, err
-		}
+	if err := q.resolveIDs(ctx, p.Only); err != nil {
+		return nil, err
+	}
+	if q.rids != nil && len(q.rids) == 0 {
+		return nil, nil // nothing in scope
 	}
 	df, err := q.docFreqs(ctx)
 	if err != nil {
 		return nil, err
 	}
+	q.tokDF = map[string]int64{}
+	for i, ph := range q.phrases {
+		if len(ph) == 1 {
+			q.tokDF[ph[0]] = max(q.tokDF[ph[0]], df[i])
+		}
+	}
+	if p.MinHits > 0 && p.Only == nil {
+		n, err := q.countMatches(ctx, p.MinHits, df)
+		if err != nil || n < p.MinHits {
+			return nil, err
+		}
+	}
+	q.setIDF(df)
 	if p.Only == nil && !q.all && p.Limit > 0 && len(q.terms) > 1 && q.s.commonRatio > 0 {
 		if rare := q.rareTerms(df); len(rare) > 0 && len(rare) < len(q.terms) {
-			hits, err := q.ranked(ctx, p, rare, df)
+			hits, err := q.rankedRare(ctx, p.Limit, rare)
 			if err != nil || len(hits) == p.Limit {
 				return hits, err
 			}
 		}
 	}
-	return q.ranked(ctx, p, nil, df)
+	cands := candidates{}
+	if err := q.readAll(ctx, cands, df); err != nil {
+		return nil, err
+	}
+	every := q.every()
+	var out []*candidate
+	for _, c := range cands {
+		if c.score, c.ok = q.score(c, every); c.ok {
+			out = append(out, c)
+		}
+	}
+	return q.hits(ctx, out, p.Limit)
 }
 
-// match returns the tsquery of the query (restricted to the rows matching
-// one of the terms rare, unless nil).
-func (q *lexQuery) match(rare []int) string {
-	if rare == nil {
-		return tsquery(q.phrases, q.all, q.labels)
+// resolveIDs resolves LexicalParams.Only, Scope.Exclude and the rest of
+// the scope to row ids: the rows the query may return are those of only
+// (when not nil), in scope (every row of the profile when the scope is
+// the whole profile), not excluded.
+func (q *lexQuery) resolveIDs(ctx context.Context, only []string) error {
+	sc := q.sc
+	sc.Exclude = nil
+	whole := sc.Project == "" && len(sc.Sessions) == 0 && len(sc.Kinds) == 0 && len(sc.Actors) == 0 && sc.After.IsZero() && sc.Before.IsZero() &&
+		len(sc.Metadata) == 0
+	var a args
+	cond := `m.profile = ` + a.add(q.sc.Profile)
+	if !whole {
+		a = nil
+		cond = scopeSQL(&a, "m", sc)
 	}
-	phrases := make([][]string, len(rare))
-	for i, t := range rare {
-		phrases[i] = q.phrases[t]
+	if only != nil {
+		cond += ` AND m.id = ANY(` + a.add(only) + `)`
 	}
-	return tsquery(phrases, false, q.labels)
+	if only != nil || !whole {
+		rids, err := q.ridsWhere(ctx, cond, a)
+		if err != nil {
+			return err
+		}
+		q.rids, q.allowed = rids, map[int64]bool{}
+		for _, r := range rids {
+			q.allowed[r] = true
+		}
+	}
+	if len(q.sc.Exclude) > 0 {
+		rids, err := q.ridsWhere(ctx, `m.profile = $1 AND m.id = ANY($2)`, args{q.sc.Profile, q.sc.Exclude})
+		if err != nil {
+			return err
+		}
+		q.excluded = map[int64]bool{}
+		for _, r := range rids {
+			q.excluded[r] = true
+		}
+	}
+	return nil
 }
+
+func (q *lexQuery) ridsWhere(ctx context.Context, cond string, a args) ([]int64, error) {
+	rows, err := q.tx.Query(ctx, `SELECT m.rid FROM memories m WHERE `+cond, a...)
+	if err != nil {
+		return nil, fmt.Errorf("resolve the scope: %w", err)
+	}
+	rids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("resolve the scope: %w", err)
+	}
+	if rids == nil {
+		rids = []int64{}
+	}
+	return rids, nil
+}
+
+// keeps reports whether the query may return row rid.
+func (q *lexQuery) keeps(rid int64) bool {
+	return (q.allowed == nil || q.allowed[rid]) && !q.excluded[rid]
+}
+
+// restrict returns the row ids a read is limited to: rids, else the
+// scope's when it has them and they are few enough for their blocks to be
+// read instead of the tokens' whole lists (nil: no limit).
+func (q *lexQuery) restrict(rids []int64) []int64 {
+	if rids != nil {
+		return rids
+	}
+	if q.rids != nil && len(q.rids) <= restrictMax {
+		return q.rids
+	}
+	return nil
+}
+
+// restrictMax is the most row ids whose blocks a read looks up one by one.
+const restrictMax = 2048
 
 // countMatches counts the rows in scope that match the query, up to limit.
-func (q *lexQuery) countMatches(ctx context.Context, limit int) (int, error) {
-	var a args
-	cond := scopeSQL(&a, "m", q.sc)
-	var n int
-	err := q.tx.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM memories m WHERE `+cond+` AND m.lex @@ `+a.add(q.match(nil))+
-		`::tsquery LIMIT `+a.add(limit)+`) x`, a...).Scan(&n)
-	if err != nil {
-		return 0, fmt.Errorf("count matches: %w", err)
+func (q *lexQuery) countMatches(ctx context.Context, limit int, df []int64) (int, error) {
+	cands := candidates{}
+	if err := q.readAll(ctx, cands, df); err != nil {
+		return 0, err
+	}
+	every := q.every()
+	n := 0
+	for _, c := range cands {
+		if q.matches(c, every) {
+			if n++; n >= limit {
+				break
+			}
+		}
 	}
 	return n, nil
+}
+
+// every lists every term's index.
+func (q *lexQuery) every() []int {
+	out := make([]int, len(q.terms))
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
+
+// readAll adds to cands every row in scope matching a term, with its
+// counts of every term. An AND query reads its rarest term's list first,
+// then the others' for the rows it found only.
+func (q *lexQuery) readAll(ctx context.Context, cands candidates, df []int64) error {
+	if !q.all || len(q.terms) == 1 {
+		return q.read(ctx, cands, q.every(), nil, true)
+	}
+	rarest := 0
+	for i := range q.terms {
+		if df[i] < df[rarest] {
+			rarest = i
+		}
+	}
+	if err := q.read(ctx, cands, []int{rarest}, nil, true); err != nil {
+		return err
+	}
+	if len(cands) == 0 {
+		return nil
+	}
+	rids := make([]int64, 0, len(cands))
+	for rid := range cands {
+		rids = append(rids, rid)
+	}
+	var others []int
+	for i := range q.terms {
+		if i != rarest {
+			others = append(others, i)
+		}
+	}
+	return q.read(ctx, cands, others, rids, false)
 }
 
 // rareTerms returns the indexes of the terms of an OR query that occur in
@@ -216,14 +355,15 @@ func (q *lexQuery) rareTerms(df []int64) []int {
 // cached until the profile's next change.
 func (q *lexQuery) docFreqs(ctx context.Context) ([]int64, error) {
 	df := make([]int64, len(q.terms))
+	contentOnly := q.mask == fieldMask([numFields]float64{fieldContent: 1})
 	var table []string
 	var count []int
 	for i, ph := range q.phrases {
-		if n, ok := q.s.terms.get(q.sc.Profile, q.seq, q.labels, q.terms[i]); ok {
+		if n, ok := q.s.terms.get(q.sc.Profile, q.seq, q.mask, q.terms[i]); ok {
 			df[i] = n
 			continue
 		}
-		if len(ph) == 1 && (q.labels == "" || q.labels == "A") {
+		if len(ph) == 1 && (q.mask == fieldMask([numFields]float64{1, 1, 1, 1}) || contentOnly) {
 			table = append(table, ph[0])
 		} else {
 			count = append(count, i)
@@ -231,7 +371,7 @@ func (q *lexQuery) docFreqs(ctx context.Context) ([]int64, error) {
 	}
 	if len(table) > 0 {
 		col := "docs"
-		if q.labels == "A" {
+		if contentOnly {
 			col = "content_docs"
 		}
 		rows, err := q.tx.Query(ctx, `SELECT term, `+col+` FROM lex_terms WHERE profile = $1 AND term = ANY($2)`, q.sc.Profile, table)
@@ -259,209 +399,336 @@ func (q *lexQuery) docFreqs(ctx context.Context) ([]int64, error) {
 		}
 	}
 	for _, i := range count {
-		err := q.tx.QueryRow(ctx, `SELECT count(*) FROM memories WHERE profile = $1 AND lex @@ $2::tsquery`,
-			q.sc.Profile, tsquery(q.phrases[i:i+1], false, q.labels)).Scan(&df[i])
-		if err != nil {
-			return nil, fmt.Errorf("count document frequencies: %w", err)
+		// Counted in the whole profile.
+		whole := &lexQuery{s: q.s, tx: q.tx, sc: mnemotype.Scope{Profile: q.sc.Profile}, phrases: q.phrases, terms: q.terms,
+			weights: q.weights, mask: q.mask}
+		cands := candidates{}
+		if err := whole.read(ctx, cands, []int{i}, nil, true); err != nil {
+			return nil, err
 		}
-		q.s.terms.put(q.sc.Profile, q.seq, q.labels, q.terms[i], df[i])
+		df[i] = int64(len(cands))
+		q.s.terms.put(q.sc.Profile, q.seq, q.mask, q.terms[i], df[i])
 	}
 	return df, nil
 }
 
-// ranked scores the rows in scope that match the query (and one of rare,
-// unless nil), and returns the best p.Limit (every row when 0).
-func (q *lexQuery) ranked(ctx context.Context, p store.LexicalParams, rare []int, df []int64) ([]mnemotype.Hit, error) {
-	var a args
-	cond := scopeSQL(&a, "m", q.sc)
-	if p.Only != nil {
-		cond += ` AND m.id = ANY(` + a.add(p.Only) + `)`
-	}
-	var toks []string
-	for _, ph := range q.phrases {
-		for _, t := range ph {
-			if !slices.Contains(toks, t) {
-				toks = append(toks, t)
-			}
-		}
-	}
-	rows, err := q.tx.Query(ctx, `SELECT m.rid, m.id, m.lens, u.lexeme, u.positions, u.weights
-		FROM memories m CROSS JOIN LATERAL unnest(m.lex) u
-		WHERE `+cond+` AND m.lex @@ `+a.add(q.match(rare))+`::tsquery AND u.lexeme = ANY(`+a.add(toks)+`)
-		ORDER BY m.rid`, a...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	sc := q.newScorer(df)
-	type scored struct {
-		rid   int64
-		id    string
-		score float64
-	}
-	var out []scored
-	var cur scored
-	var curLens []int32
-	flush := func() {
-		if cur.id == "" {
-			return
-		}
-		if v, ok := sc.score(curLens); ok {
-			cur.score = v
-			out = append(out, cur)
-		}
-		sc.reset()
-	}
-	for rows.Next() {
-		var rid int64
-		var id, lexeme string
-		var lens []int32
-		var positions []int16
-		var weights []string
-		if err := rows.Scan(&rid, &id, &lens, &lexeme, &positions, &weights); err != nil {
-			return nil, err
-		}
-		if rid != cur.rid || cur.id == "" {
-			flush()
-			cur, curLens = scored{rid: rid, id: id}, lens
-		}
-		sc.add(lexeme, positions, weights)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	flush()
-	slices.SortFunc(out, func(a, b scored) int {
-		if c := cmp.Compare(b.score, a.score); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.rid, b.rid)
-	})
-	if p.Limit > 0 && len(out) > p.Limit {
-		out = out[:p.Limit]
-	}
-	hits := make([]mnemotype.Hit, len(out))
-	for i, r := range out {
-		hits[i] = mnemotype.Hit{ID: r.id, Score: r.score}
-	}
-	return hits, nil
-}
-
-// scorer scores one row at a time from the positions of the query's
-// tokens in its fields: the SQLite store's arithmetic (bm25go.go there),
-// higher is better.
-type scorer struct {
-	q     *lexQuery
-	idf   []float64
-	avgdl [numFields]float64
-	// occ holds the current row's occurrences of each token.
-	occ map[string][]occurrence
-}
-
-func (q *lexQuery) newScorer(df []int64) *scorer {
-	sc := &scorer{q: q, idf: make([]float64, len(q.terms)), occ: map[string][]occurrence{}}
+// setIDF computes the terms' IDFs and the fields' mean lengths.
+func (q *lexQuery) setIDF(df []int64) {
 	for c, n := range q.tokens {
-		sc.avgdl[c] = float64(n) / float64(q.docs)
+		q.avgdl[c] = float64(n) / float64(q.docs)
 	}
+	q.idf = make([]float64, len(df))
 	for i, n := range df {
 		idf := math.Log((float64(q.docs-n) + 0.5) / (float64(n) + 0.5))
 		if idf <= 0 {
 			idf = 1e-6
 		}
-		sc.idf[i] = idf
+		q.idf[i] = idf
 	}
-	return sc
 }
 
-func (sc *scorer) reset() { clear(sc.occ) }
+// candidate is a row being scored: each term's counts in its weighted
+// fields (unweighted ones left 0), the lengths BM25 normalises by.
+type candidate struct {
+	rid              int64
+	tf               [][numFields]float64
+	content, context float64
+	score, partial   float64
+	ok               bool
+}
 
-// add records a token's positions in the current row.
-func (sc *scorer) add(lexeme string, positions []int16, weights []string) {
-	os := sc.occ[lexeme][:0]
-	for i, p := range positions {
-		f := fieldContext // D, the default weight
-		if i < len(weights) && len(weights[i]) == 1 {
-			if k := strings.IndexByte("ABCD", weights[i][0]); k >= 0 {
-				f = k
+type candidates map[int64]*candidate
+
+func (cs candidates) get(rid int64, terms int) *candidate {
+	c := cs[rid]
+	if c == nil {
+		c = &candidate{rid: rid, tf: make([][numFields]float64, terms)}
+		cs[rid] = c
+	}
+	return c
+}
+
+// read adds to cands the rows matching one of the terms (indexes) in a
+// weighted field, with their counts of those terms, among the rows the
+// query may return (of rids, when not nil). Without create, it only fills
+// in the counts of rows already in cands.
+func (q *lexQuery) read(ctx context.Context, cands candidates, terms []int, rids []int64, create bool) error {
+	limit := rids
+	rids = q.restrict(rids)
+	var only map[int64]bool
+	if limit != nil {
+		only = make(map[int64]bool, len(limit))
+		for _, r := range limit {
+			only[r] = true
+		}
+	}
+	tokTerms := map[string][]int{}
+	var toks []string
+	for _, i := range terms {
+		ph := q.phrases[i]
+		if len(ph) > 1 {
+			if err := q.readPhrase(ctx, cands, i, rids, only, create); err != nil {
+				return err
+			}
+			continue
+		}
+		if tokTerms[ph[0]] == nil {
+			toks = append(toks, ph[0])
+		}
+		tokTerms[ph[0]] = append(tokTerms[ph[0]], i)
+	}
+	if len(toks) == 0 {
+		return nil
+	}
+	return scanBlocks(ctx, q.tx, q.sc.Profile, q.docs, toks, q.tokDF, rids, func(tok string, ps []posting) {
+		for _, p := range ps {
+			if p.tf&q.mask == 0 || !q.keeps(p.rid) || (only != nil && !only[p.rid]) {
+				continue
+			}
+			var c *candidate
+			if create {
+				c = cands.get(p.rid, len(q.terms))
+			} else if c = cands[p.rid]; c == nil {
+				continue
+			}
+			c.content, c.context = float64(p.content), float64(p.context)
+			counts := unpackTF(p.tf)
+			for f := range numFields {
+				if q.weights[f] == 0 {
+					counts[f] = 0
+				}
+			}
+			for _, i := range tokTerms[tok] {
+				c.tf[i] = counts
 			}
 		}
-		os = append(os, occurrence{int(p), f})
-	}
-	sc.occ[lexeme] = os
+	})
 }
 
-// freq returns how often phrase ph occurs in each field of the current row.
-func (sc *scorer) freq(ph []string) [numFields]float64 {
-	var out [numFields]float64
-	first := sc.occ[ph[0]]
-	for _, o := range first {
-		ok := true
-		for j := 1; j < len(ph) && ok; j++ {
-			ok = slices.Contains(sc.occ[ph[j]], occurrence{o.pos + j, o.field})
-		}
-		if ok {
-			out[o.field]++
+// readPhrase adds to cands the rows where term i, a phrase, occurs in a
+// weighted field, with its counts: its candidates hold every one of its
+// tokens, and are counted from their fields' text.
+func (q *lexQuery) readPhrase(ctx context.Context, cands candidates, i int, rids []int64, only map[int64]bool, create bool) error {
+	ph := q.phrases[i]
+	var toks []string
+	for _, t := range ph {
+		if !slices.Contains(toks, t) {
+			toks = append(toks, t)
 		}
 	}
-	return out
-}
-
-// score returns the current row's BM25(F), or ok false when it does not
-// match the query in a weighted field.
-func (sc *scorer) score(lens []int32) (float64, bool) {
-	q := sc.q
-	freq := make([][numFields]float64, len(q.phrases))
-	matched, missing := 0, 0
-	for i, ph := range q.phrases {
-		freq[i] = sc.freq(ph)
-		any := false
+	holds := map[int64]int{}
+	err := scanBlocks(ctx, q.tx, q.sc.Profile, q.docs, toks, q.tokDF, rids, func(_ string, ps []posting) {
+		for _, p := range ps {
+			if q.keeps(p.rid) && (only == nil || only[p.rid]) && (create || cands[p.rid] != nil) {
+				holds[p.rid]++
+			}
+		}
+	})
+	if err != nil {
+		return err
+	}
+	var found []int64
+	for rid, n := range holds {
+		if n == len(toks) {
+			found = append(found, rid)
+		}
+	}
+	if len(found) == 0 {
+		return nil
+	}
+	var a args
+	turns := a.add(q.s.turns)
+	rows, err := q.tx.Query(ctx, `SELECT m.rid, m.content, m.actor, m.occurred_at, m.occurred_ns, `+contextSQL(turns)+`, m.lens
+		FROM memories m WHERE m.profile = `+a.add(q.sc.Profile)+` AND m.rid = ANY(`+a.add(found)+`)`, a...)
+	if err != nil {
+		return fmt.Errorf("read phrase candidates: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var rid int64
+		var f [numFields]string
+		var occurred time.Time
+		var ns int16
+		var lens []int32
+		if err := rows.Scan(&rid, &f[fieldContent], &f[fieldActor], &occurred, &ns, &f[fieldContext], &lens); err != nil {
+			return fmt.Errorf("read phrase candidates: %w", err)
+		}
+		f[fieldTime] = timeWords(joinTime(occurred, ns))
+		counts := phraseCounts(&q.tk, f, ph)
+		matched := false
 		for c := range numFields {
 			if q.weights[c] == 0 {
-				freq[i][c] = 0
+				counts[c] = 0
 			}
-			any = any || freq[i][c] > 0
+			matched = matched || counts[c] > 0
 		}
-		if any {
+		if !matched {
+			continue
+		}
+		var c *candidate
+		if create {
+			c = cands.get(rid, len(q.terms))
+		} else if c = cands[rid]; c == nil {
+			continue
+		}
+		if len(lens) == numFields {
+			c.content, c.context = float64(lens[fieldContent]), float64(lens[fieldContext])
+		}
+		c.tf[i] = counts
+	}
+	return rows.Err()
+}
+
+// matches reports whether c matches the query through terms: one of them
+// at least, every one for an AND query.
+func (q *lexQuery) matches(c *candidate, terms []int) bool {
+	matched := 0
+	for _, i := range terms {
+		if c.tf[i] != ([numFields]float64{}) {
 			matched++
-		} else {
-			missing++
 		}
 	}
-	if matched == 0 || (q.all && missing > 0) {
+	return matched > 0 && (!q.all || matched == len(terms))
+}
+
+// score returns c's BM25(F) over terms (the SQLite store's arithmetic,
+// operation for operation), or ok false when it does not match.
+func (q *lexQuery) score(c *candidate, terms []int) (float64, bool) {
+	if !q.matches(c, terms) {
 		return 0, false
-	}
-	var length [numFields]float64
-	for c := range numFields {
-		if c < len(lens) {
-			length[c] = float64(lens[c])
-		}
 	}
 	score := 0.0
 	if q.classic() {
-		D := length[fieldContent]
-		for i := range q.phrases {
-			f := freq[i][fieldContent]
-			score += sc.idf[i] * ((f * (bm25K1 + 1.0)) / (f + bm25K1*(1-0.75+0.75*D/sc.avgdl[fieldContent])))
+		D := c.content
+		for _, i := range terms {
+			f := c.tf[i][fieldContent]
+			score += q.idf[i] * ((f * (bm25K1 + 1.0)) / (f + bm25K1*(1-0.75+0.75*D/q.avgdl[fieldContent])))
 		}
 		return score, true
 	}
+	length := [numFields]float64{fieldContent: c.content, fieldContext: c.context}
 	var norm [numFields]float64
-	for c := range numFields {
-		norm[c] = 1.0
-		if q.weights[c] != 0 && fieldBs[c] != 0 && sc.avgdl[c] > 0 {
-			norm[c] = 1 - fieldBs[c] + fieldBs[c]*length[c]/sc.avgdl[c]
+	for f := range numFields {
+		norm[f] = 1.0
+		if q.weights[f] != 0 && fieldBs[f] != 0 && q.avgdl[f] > 0 {
+			norm[f] = 1 - fieldBs[f] + fieldBs[f]*length[f]/q.avgdl[f]
 		}
 	}
-	for i := range q.phrases {
+	for _, i := range terms {
 		tf := 0.0
-		for c := range numFields {
-			if q.weights[c] != 0 {
-				tf += q.weights[c] * freq[i][c] / norm[c]
+		for f := range numFields {
+			if q.weights[f] != 0 {
+				tf += q.weights[f] * c.tf[i][f] / norm[f]
 			}
 		}
-		score += sc.idf[i] * (tf * (bm25K1 + 1.0)) / (tf + bm25K1)
+		score += q.idf[i] * (tf * (bm25K1 + 1.0)) / (tf + bm25K1)
 	}
 	return score, true
+}
+
+// rankedRare returns the best limit rows among those matching a term of
+// rare, scored by the whole query: the common terms are read for the rows
+// whose score on the rare terms may still place them.
+func (q *lexQuery) rankedRare(ctx context.Context, limit int, rare []int) ([]mnemotype.Hit, error) {
+	var common []int
+	for i := range q.terms {
+		if !slices.Contains(rare, i) {
+			common = append(common, i)
+		}
+	}
+	cands := candidates{}
+	if err := q.read(ctx, cands, rare, nil, true); err != nil {
+		return nil, err
+	}
+	order := make([]*candidate, 0, len(cands))
+	for _, c := range cands {
+		if v, ok := q.score(c, rare); ok {
+			c.partial = v
+			order = append(order, c)
+		}
+	}
+	byScore := func(a, b *candidate, s func(*candidate) float64) int {
+		if c := cmp.Compare(s(b), s(a)); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.rid, b.rid)
+	}
+	partialOf := func(c *candidate) float64 { return c.partial }
+	slices.SortFunc(order, func(a, b *candidate) int { return byScore(a, b, partialOf) })
+	bound := 0.0 // the most the common terms can add
+	for _, i := range common {
+		bound += q.idf[i] * (bm25K1 + 1)
+	}
+	done := 0
+	for n := min(len(order), max(4*limit, 64)); ; n = min(len(order), 4*n) {
+		rids := make([]int64, 0, n-done)
+		for _, c := range order[done:n] {
+			rids = append(rids, c.rid)
+		}
+		if err := q.read(ctx, cands, common, rids, false); err != nil {
+			return nil, err
+		}
+		every := append(slices.Clone(rare), common...)
+		slices.Sort(every)
+		for _, c := range order[done:n] {
+			c.score, c.ok = q.score(c, every)
+		}
+		done = n
+		if n == len(order) {
+			break
+		}
+		top := slices.Clone(order[:n])
+		slices.SortFunc(top, func(a, b *candidate) int { return byScore(a, b, func(c *candidate) float64 { return c.score }) })
+		if len(top) >= limit && top[limit-1].score > order[n].partial+bound {
+			break
+		}
+	}
+	return q.hits(ctx, order[:done], limit)
+}
+
+// hits sorts the scored candidates, best first (ties in insertion
+// order), keeps limit (all when 0), and reads their ids.
+func (q *lexQuery) hits(ctx context.Context, cs []*candidate, limit int) ([]mnemotype.Hit, error) {
+	cs = slices.DeleteFunc(slices.Clone(cs), func(c *candidate) bool { return !c.ok })
+	slices.SortFunc(cs, func(a, b *candidate) int {
+		if c := cmp.Compare(b.score, a.score); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.rid, b.rid)
+	})
+	if limit > 0 && len(cs) > limit {
+		cs = cs[:limit]
+	}
+	if len(cs) == 0 {
+		return nil, nil
+	}
+	rids := make([]int64, len(cs))
+	for i, c := range cs {
+		rids[i] = c.rid
+	}
+	rows, err := q.tx.Query(ctx, `SELECT rid, id FROM memories WHERE profile = $1 AND rid = ANY($2)`, q.sc.Profile, rids)
+	if err != nil {
+		return nil, fmt.Errorf("read ids: %w", err)
+	}
+	ids := map[int64]string{}
+	for rows.Next() {
+		var rid int64
+		var id string
+		if err := rows.Scan(&rid, &id); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("read ids: %w", err)
+		}
+		ids[rid] = id
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read ids: %w", err)
+	}
+	hits := make([]mnemotype.Hit, 0, len(cs))
+	for _, c := range cs {
+		hits = append(hits, mnemotype.Hit{ID: ids[c.rid], Score: c.score})
+	}
+	return hits, nil
 }
 
 // termCache remembers how many memories of a profile match a term that
@@ -472,27 +739,31 @@ type termCache struct {
 	m  map[termKey]termCount
 }
 
-type termKey struct{ profile, labels, term string }
+type termKey struct {
+	profile string
+	mask    int64
+	term    string
+}
 
 type termCount struct{ n, seq int64 }
 
 // maxCachedTerms bounds the cache; past it, the cache starts afresh.
 const maxCachedTerms = 100_000
 
-func (c *termCache) get(profile string, seq int64, labels, term string) (int64, bool) {
+func (c *termCache) get(profile string, seq, mask int64, term string) (int64, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e, ok := c.m[termKey{profile, labels, term}]
+	e, ok := c.m[termKey{profile, mask, term}]
 	return e.n, ok && e.seq == seq
 }
 
-func (c *termCache) put(profile string, seq int64, labels, term string, n int64) {
+func (c *termCache) put(profile string, seq, mask int64, term string, n int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil || len(c.m) >= maxCachedTerms {
 		c.m = map[termKey]termCount{}
 	}
-	c.m[termKey{profile, labels, term}] = termCount{n, seq}
+	c.m[termKey{profile, mask, term}] = termCount{n, seq}
 }
 
 // forget drops a deleted profile's counts.

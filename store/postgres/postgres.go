@@ -11,11 +11,11 @@
 //
 // The lexical leg ranks with BM25(F) as the SQLite store does, with the
 // same tokenizer (package ftstoken) and the same arithmetic: the store
-// tokenizes in Go and writes each memory's tokens as a tsvector whose
-// weight labels are the fields (A content, B actor, C time, D context),
-// so that a GIN index finds the candidates and their positions give each
-// field's term frequencies; the profile's statistics (documents, field
-// lengths, document frequencies) are kept in tables on write.
+// tokenizes in Go and keeps an inverted index in a table (a posting per
+// memory and token, with the token's count in each field), whose key
+// finds a query's candidates and whose rows hold all that scoring them
+// needs; the profile's statistics (documents, field lengths, document
+// frequencies) are kept in tables on write.
 package postgres
 
 import (
@@ -89,6 +89,10 @@ type Store struct {
 	rareBudget  int
 	terms       termCache
 	closeOnce   sync.Once
+	// analyzeMu guards inserted, the memories this store inserted since
+	// it last analyzed the tables, and analyzed, how many there were then.
+	analyzeMu          sync.Mutex
+	inserted, analyzed int64
 }
 
 var _ store.Store = (*Store)(nil)
@@ -118,6 +122,11 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 	// The store's schema first: its tables and sequence; then public, where
 	// extensions such as pgvector usually live.
 	cfg.ConnConfig.RuntimeParams["search_path"] = pgx.Identifier{opt.Schema}.Sanitize() + ", public"
+	// Every execution planned with its parameters: a generic plan of a
+	// prepared statement cannot see how selective a full-text query or a
+	// scope is, and chose to recheck every row of a scope (2.2 ms where
+	// the custom plan takes 0.1).
+	cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_custom_plan"
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect to postgres: %w", err)
@@ -167,6 +176,25 @@ func SplitSchema(dsn string) (string, string, error) {
 	q.Del("schema")
 	u.RawQuery = q.Encode()
 	return u.String(), schema, nil
+}
+
+// DropSchema removes a store's schema and everything in it (an evaluation's
+// or a test's throwaway store). dsn may carry a schema parameter; schema
+// names the one dropped.
+func DropSchema(ctx context.Context, dsn, schema string) error {
+	dsn, _, err := SplitSchema(dsn)
+	if err != nil {
+		return err
+	}
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return fmt.Errorf("drop schema %q: %w", schema, err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`); err != nil {
+		return fmt.Errorf("drop schema %q: %w", schema, err)
+	}
+	return nil
 }
 
 // Close closes the pool. It is idempotent.
@@ -230,9 +258,10 @@ var migrations = []string{
 	//  - Times are timestamptz (microseconds) with the nanoseconds below
 	//    them in *_ns, so that every time of years 0001-9999 round-trips
 	//    to the nanosecond and orders as (time, ns).
-	//  - lex holds the fields' tokens: weight A the content, B the actor,
-	//    C when it occurred in words, D the previous turns; lens their
-	//    lengths in tokens.
+	//  - The full-text index is lex_blocks (see blocks.go); terms lists a
+	//    memory's distinct tokens (to take it out of the index), lens its
+	//    fields' lengths in tokens: content, actor, when it occurred in
+	//    words, the previous turns.
 	//  - seq numbers the memory's last change (the sequence changes, drawn
 	//    while the writer holds its profile's row, so that a profile's
 	//    numbers commit in order); rid only breaks ties, in insertion order.
@@ -273,7 +302,7 @@ var migrations = []string{
 		embedding_model text,
 		embedding_dim   integer,
 		seq             bigint      NOT NULL DEFAULT nextval('changes'),
-		lex             tsvector    NOT NULL DEFAULT ''::tsvector,
+		terms           text[]      NOT NULL DEFAULT '{}',
 		lens            integer[]   NOT NULL DEFAULT '{0,0,0,0}',
 		PRIMARY KEY (profile, id)
 	);
@@ -283,7 +312,14 @@ var migrations = []string{
 	CREATE INDEX memories_project  ON memories (profile, project);
 	CREATE INDEX memories_occurred ON memories (profile, occurred_at, occurred_ns);
 	CREATE INDEX memories_recent_embedded ON memories (profile, accessed_at DESC, accessed_ns DESC, id) WHERE embedding IS NOT NULL;
-	CREATE INDEX memories_lex      ON memories USING gin (lex);
+	CREATE INDEX memories_rid      ON memories (profile, rid);
+	CREATE TABLE lex_blocks (
+		profile text COLLATE "C" NOT NULL,
+		term    text COLLATE "C" NOT NULL,
+		block   bigint NOT NULL,
+		data    bytea  NOT NULL,
+		PRIMARY KEY (profile, term, block)
+	);
 	CREATE TABLE lex_terms (
 		profile      text COLLATE "C"   NOT NULL,
 		term         text COLLATE "C"   NOT NULL,

@@ -316,10 +316,13 @@ func (s *Store) Neighbors(ctx context.Context, sc mnemotype.Scope, ids []string,
 	}
 	var a args
 	r := a.add(radius)
+	// Driven from the hits (a lateral join): the plan must not depend on
+	// the statistics, which a table just loaded lacks.
 	q := `SELECT n.id, h.id, abs(n.session_seq - h.session_seq), n.session_seq FROM memories h
-		JOIN memories n ON n.profile = h.profile AND n.session = h.session
+		CROSS JOIN LATERAL (SELECT n.id, n.session_seq FROM memories n WHERE n.profile = h.profile AND n.session = h.session
 			AND n.session_seq BETWEEN h.session_seq - ` + r + ` AND h.session_seq + ` + r + ` AND n.rid <> h.rid
-		WHERE h.profile = ` + a.add(sc.Profile) + ` AND h.id = ANY(` + a.add(ids) + `) AND h.session <> '' AND ` + scopeSQL(&a, "n", sc)
+			AND ` + scopeSQL(&a, "n", sc) + `) n
+		WHERE h.profile = ` + a.add(sc.Profile) + ` AND h.id = ANY(` + a.add(ids) + `) AND h.session <> ''`
 	rows, err := s.pool.Query(ctx, q, a...)
 	if err != nil {
 		return nil, fmt.Errorf("neighbours: %w", err)

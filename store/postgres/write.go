@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -99,19 +102,35 @@ func (s *Store) Insert(ctx context.Context, mems []mnemotype.Memory) error {
 			return err
 		}
 	}
-	if err := numberTurns(ctx, tx, mems); err != nil {
+	stored, err := numberTurns(ctx, tx, mems)
+	if err != nil {
 		return fmt.Errorf("insert memories: number turns: %w", err)
 	}
+	lastRID := map[string]int64{}
+	for _, p := range profiles {
+		var last int64
+		if err := tx.QueryRow(ctx, `SELECT coalesce(max(rid), 0) FROM memories WHERE profile = $1`, p).Scan(&last); err != nil {
+			return fmt.Errorf("insert memories: %w", err)
+		}
+		lastRID[p] = last
+	}
+	ix := s.newIndexer(tx)
+	docs, err := ix.newDocs(ctx, mems, stored)
+	if err != nil {
+		return fmt.Errorf("insert memories: %w", err)
+	}
 	cols := struct {
-		profile, id, project, session, actor, kind, content, meta, model []string
-		seq                                                              []int64
-		count                                                            []int64
-		dim                                                              []*int32
-		importance                                                       []float64
-		occ, cre, acc                                                    []time.Time
-		occNS, creNS, accNS                                              []int16
-		emb                                                              [][]byte
-		metaNull                                                         []bool
+		profile, id, project, session, actor, kind, content, meta, model, terms []string
+		lens                                                                    [numFields][]int32
+		termEnds                                                                []int32
+		seq                                                                     []int64
+		count                                                                   []int64
+		dim                                                                     []*int32
+		importance                                                              []float64
+		occ, cre, acc                                                           []time.Time
+		occNS, creNS, accNS                                                     []int16
+		emb                                                                     [][]byte
+		metaNull                                                                []bool
 	}{}
 	for i := range mems {
 		m := &mems[i]
@@ -144,51 +163,105 @@ func (s *Store) Insert(ctx context.Context, mems []mnemotype.Memory) error {
 		cols.emb = append(cols.emb, blob)
 		cols.model = append(cols.model, model)
 		cols.dim = append(cols.dim, dim)
+		for c := range numFields {
+			cols.lens[c] = append(cols.lens[c], docs[i].lens[c])
+		}
+		// Tokens hold letters and digits only: a space separates them.
+		cols.terms = append(cols.terms, strings.Join(docs[i].lexemes, " "))
 	}
-	_, err = tx.Exec(ctx, `INSERT INTO memories (profile, id, project, session, session_seq, actor, kind, content, importance,
+	rows, err := tx.Query(ctx, `INSERT INTO memories (profile, id, project, session, session_seq, actor, kind, content, importance,
 			occurred_at, occurred_ns, created_at, created_ns, accessed_at, accessed_ns, access_count, metadata,
-			embedding, embedding_model, embedding_dim)
+			embedding, embedding_model, embedding_dim, lens, terms)
 		SELECT profile, id, project, session, session_seq, actor, kind, content, importance,
 			occurred_at, occurred_ns, created_at, created_ns, accessed_at, accessed_ns, access_count,
 			CASE WHEN meta_null THEN NULL ELSE meta::json END,
-			CASE WHEN dim IS NULL THEN NULL ELSE embedding END, CASE WHEN dim IS NULL THEN NULL ELSE model END, dim
+			CASE WHEN dim IS NULL THEN NULL ELSE embedding END, CASE WHEN dim IS NULL THEN NULL ELSE model END, dim,
+			ARRAY[lc, la, lt, lx], string_to_array(te, ' ')
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[], $7::text[], $8::text[], $9::float8[],
 			$10::timestamptz[], $11::smallint[], $12::timestamptz[], $13::smallint[], $14::timestamptz[], $15::smallint[], $16::bigint[],
-			$17::text[], $18::bool[], $19::bytea[], $20::text[], $21::int[]) WITH ORDINALITY
+			$17::text[], $18::bool[], $19::bytea[], $20::text[], $21::int[], $22::int[], $23::int[], $24::int[], $25::int[], $26::text[])
+			WITH ORDINALITY
 			AS u(profile, id, project, session, session_seq, actor, kind, content, importance, occurred_at, occurred_ns, created_at, created_ns,
-				accessed_at, accessed_ns, access_count, meta, meta_null, embedding, model, dim, ord)
-		ORDER BY ord`,
+				accessed_at, accessed_ns, access_count, meta, meta_null, embedding, model, dim, lc, la, lt, lx, te, ord)
+		ORDER BY ord
+		RETURNING profile, id, rid`,
 		cols.profile, cols.id, cols.project, cols.session, cols.seq, cols.actor, cols.kind, cols.content, cols.importance,
-		cols.occ, cols.occNS, cols.cre, cols.creNS, cols.acc, cols.accNS, cols.count, cols.meta, cols.metaNull, cols.emb, cols.model, cols.dim)
+		cols.occ, cols.occNS, cols.cre, cols.creNS, cols.acc, cols.accNS, cols.count, cols.meta, cols.metaNull, cols.emb, cols.model, cols.dim,
+		cols.lens[0], cols.lens[1], cols.lens[2], cols.lens[3], cols.terms)
 	if err != nil {
+		return fmt.Errorf("insert memories: %w", mapErr(err))
+	}
+	rids := map[[2]string]int64{}
+	for rows.Next() {
+		var p, id string
+		var rid int64
+		if err := rows.Scan(&p, &id, &rid); err != nil {
+			rows.Close()
+			return fmt.Errorf("insert memories: %w", err)
+		}
+		rids[[2]string{p, id}] = rid
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
 		if sqlState(err) == codeUniqueViolation {
 			return fmt.Errorf("%w: an id of the batch %w", mnemotype.ErrInvalid, mnemotype.ErrExists)
 		}
 		return fmt.Errorf("insert memories: %w", mapErr(err))
 	}
-	ix := s.newIndexer(tx)
+	for i := range docs {
+		docs[i].rid = rids[[2]string{mems[i].Profile, mems[i].ID}]
+	}
 	for _, p := range profiles {
-		idx := byProfile[p]
-		ids := make([]string, len(idx))
-		turns := make([]turn, 0, len(idx))
-		for j, i := range idx {
-			ids[j] = mems[i].ID
-			if mems[i].Session != "" {
-				turns = append(turns, turn{mems[i].Session, mems[i].Seq})
-			}
+		added := make([]doc, 0, len(byProfile[p]))
+		for _, i := range byProfile[p] {
+			added = append(added, docs[i])
 		}
-		if err := ix.reindex(ctx, p, ids, turns); err != nil {
+		if err := ix.apply(ctx, p, indexChange{added: added}, nil, len(added), lastRID[p]); err != nil {
 			return fmt.Errorf("insert memories: %w", err)
 		}
-		if _, err := tx.Exec(ctx, `UPDATE profiles SET docs = docs + $2 WHERE name = $1`, p, len(idx)); err != nil {
-			return fmt.Errorf("insert memories: %w", mapErr(err))
+		// Stored turns after a new one (an insertion out of order) hold it
+		// in their context now.
+		var turns []turn
+		for _, i := range byProfile[p] {
+			m := &mems[i]
+			if m.Session != "" && m.Seq < stored[sessionKey{p, m.Session}] {
+				turns = append(turns, turn{m.Session, m.Seq})
+			}
+		}
+		if err := ix.reindexAfter(ctx, p, turns, byProfile[p], mems); err != nil {
+			return fmt.Errorf("insert memories: %w", err)
 		}
 	}
 	if err := finish(ctx, tx, profiles...); err != nil {
 		return fmt.Errorf("insert memories: %w", err)
 	}
+	s.grew(ctx, len(mems))
 	return nil
 }
+
+// grew counts n memories inserted, and analyzes the tables once those
+// inserted since the last analysis reach as many as there were then (at
+// least analyzeMin): a table loaded faster than autovacuum looks at it
+// would otherwise be planned without statistics (a neighbour query of a
+// few rows then walked a whole conversation: 90 ms, against 0.5 ms
+// analyzed). Later growth is autovacuum's.
+func (s *Store) grew(ctx context.Context, n int) {
+	s.analyzeMu.Lock()
+	defer s.analyzeMu.Unlock()
+	s.inserted += int64(n)
+	if s.inserted < max(analyzeMin, s.analyzed) {
+		return
+	}
+	if _, err := s.pool.Exec(ctx, `ANALYZE memories, lex_blocks`); err != nil {
+		return // autovacuum will
+	}
+	_ = s.pool.QueryRow(ctx, `SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = 'memories'::regclass`).Scan(&s.analyzed)
+	s.inserted = 0
+}
+
+// analyzeMin is the least number of memories inserted before a store
+// analyzes its tables.
+const analyzeMin = 1000
 
 // checkNew checks, under its profile's lock, that the memories of mems at
 // idx (one profile's) are new and of its embeddings' dimension.
@@ -227,52 +300,51 @@ func (s *Store) checkNew(ctx context.Context, tx pgx.Tx, mems []mnemotype.Memory
 	return nil
 }
 
+// sessionKey is a session of a profile.
+type sessionKey struct{ profile, session string }
+
 // numberTurns gives each memory without a Seq the next turn of its
-// session (after the stored turns and those before it in mems).
-func numberTurns(ctx context.Context, tx pgx.Tx, mems []mnemotype.Memory) error {
-	type key struct{ profile, session string }
-	last := map[key]int64{}
+// session (after the stored turns and those before it in mems), and
+// returns the highest turn each session of mems had stored before.
+func numberTurns(ctx context.Context, tx pgx.Tx, mems []mnemotype.Memory) (map[sessionKey]int64, error) {
+	stored := map[sessionKey]int64{}
 	var ps, ss []string
 	for i := range mems {
-		k := key{mems[i].Profile, mems[i].Session}
-		if _, ok := last[k]; !ok && mems[i].Seq == 0 {
-			last[k] = 0
+		k := sessionKey{mems[i].Profile, mems[i].Session}
+		if _, ok := stored[k]; !ok {
+			stored[k] = 0
 			ps, ss = append(ps, k.profile), append(ss, k.session)
 		}
-	}
-	if len(ps) == 0 {
-		return nil
 	}
 	rows, err := tx.Query(ctx, `SELECT k.profile, k.session, (SELECT coalesce(max(m.session_seq), 0) FROM memories m
 			WHERE m.profile = k.profile AND m.session = k.session)
 		FROM unnest($1::text[], $2::text[]) AS k(profile, session)`, ps, ss)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for rows.Next() {
-		var k key
+		var k sessionKey
 		var n int64
 		if err := rows.Scan(&k.profile, &k.session, &n); err != nil {
 			rows.Close()
-			return err
+			return nil, err
 		}
-		last[k] = n
+		stored[k] = n
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return err
+		return nil, err
 	}
+	last := maps.Clone(stored)
 	for i := range mems {
 		m := &mems[i]
-		k := key{m.Profile, m.Session}
+		k := sessionKey{m.Profile, m.Session}
 		if m.Seq == 0 {
 			m.Seq = last[k] + 1
 		}
-		if n, ok := last[k]; ok {
-			last[k] = max(n, m.Seq)
-		}
+		last[k] = max(last[k], m.Seq)
 	}
-	return nil
+	return stored, nil
 }
 
 // Update implements store.Store.
@@ -482,7 +554,11 @@ func (s *Store) deleteWhere(ctx context.Context, sc mnemotype.Scope, ids []strin
 		return 0, nil
 	}
 	ix := s.newIndexer(tx)
-	if err := ix.unindex(ctx, sc.Profile, gone); err != nil {
+	removed, lens, err := ix.indexed(ctx, sc.Profile, gone)
+	if err != nil {
+		return 0, err
+	}
+	if err := ix.apply(ctx, sc.Profile, indexChange{removed: removed}, lens, -len(gone), math.MaxInt64); err != nil {
 		return 0, err
 	}
 	if _, err := tx.Exec(ctx, `INSERT INTO tombstones (profile, seq, id)
@@ -490,9 +566,6 @@ func (s *Store) deleteWhere(ctx context.Context, sc mnemotype.Scope, ids []strin
 		return 0, fmt.Errorf("write tombstones: %w", mapErr(err))
 	}
 	if _, err := tx.Exec(ctx, `DELETE FROM memories WHERE profile = $1 AND id = ANY($2)`, sc.Profile, gone); err != nil {
-		return 0, mapErr(err)
-	}
-	if _, err := tx.Exec(ctx, `UPDATE profiles SET docs = docs - $2 WHERE name = $1`, sc.Profile, len(gone)); err != nil {
 		return 0, mapErr(err)
 	}
 	if err := ix.reindex(ctx, sc.Profile, nil, turns); err != nil {
@@ -536,6 +609,7 @@ func (s *Store) DeleteProfile(ctx context.Context, profile string) (store.Profil
 		out.Memories = int(tag.RowsAffected())
 		for _, st := range []struct{ what, q string }{
 			{"delete memories", `DELETE FROM memories WHERE profile = $1`},
+			{"delete postings", `DELETE FROM lex_blocks WHERE profile = $1`},
 			{"delete term statistics", `DELETE FROM lex_terms WHERE profile = $1`},
 			{"reset statistics", `UPDATE profiles SET docs = 0, content_tokens = 0, actor_tokens = 0, time_tokens = 0, context_tokens = 0
 				WHERE name = $1`},
@@ -588,29 +662,133 @@ type indexer struct {
 
 func (s *Store) newIndexer(tx pgx.Tx) *indexer { return &indexer{tx: tx, turns: s.turns} }
 
-// statsSQL adds sign × the statistics of the memories of profile $1 with
-// ids $2 to the profile's field lengths and document frequencies.
-const statsSQL = `WITH m AS (SELECT lex, lens FROM memories WHERE profile = $1 AND id = ANY($2)),
-	t AS (
-		INSERT INTO lex_terms AS t (profile, term, content_docs, docs)
-		SELECT $1, u.lexeme, $3 * count(*) FILTER (WHERE 'A' = ANY(u.weights)), $3 * count(*)
-		FROM m, unnest(m.lex) u GROUP BY u.lexeme ORDER BY u.lexeme
-		ON CONFLICT (profile, term) DO UPDATE SET content_docs = t.content_docs + excluded.content_docs, docs = t.docs + excluded.docs
-	)
-	UPDATE profiles SET
-		content_tokens = content_tokens + $3 * coalesce((SELECT sum(lens[1]) FROM m), 0),
-		actor_tokens = actor_tokens + $3 * coalesce((SELECT sum(lens[2]) FROM m), 0),
-		time_tokens = time_tokens + $3 * coalesce((SELECT sum(lens[3]) FROM m), 0),
-		context_tokens = context_tokens + $3 * coalesce((SELECT sum(lens[4]) FROM m), 0)
-	WHERE name = $1`
+// doc is a memory's index entry (lex.go) and its row id.
+type doc struct {
+	entry
+	rid int64
+}
 
-// unindex takes the memories of profile with ids out of the statistics
-// (their rows are about to go or to be indexed again).
-func (ix *indexer) unindex(ctx context.Context, profile string, ids []string) error {
-	if _, err := ix.tx.Exec(ctx, statsSQL, profile, ids, -1); err != nil {
-		return fmt.Errorf("unindex: %w", mapErr(err))
+// newDocs builds the index entries of memories about to be inserted, mems
+// numbered (numberTurns, which returned stored: each session's highest
+// stored turn). A memory's context is the turns of its session within
+// ix.turns before it: those stored (read back only when its window reaches
+// them) then those of mems, each group in insertion order.
+func (ix *indexer) newDocs(ctx context.Context, mems []mnemotype.Memory, stored map[sessionKey]int64) ([]doc, error) {
+	type place struct {
+		sessionKey
+		seq int64
 	}
-	return nil
+	storedAt := map[place][]string{}
+	if ix.turns > 0 {
+		var ps, ss []string
+		var los []int64
+		asked := map[place]bool{}
+		for i := range mems {
+			m := &mems[i]
+			k := sessionKey{m.Profile, m.Session}
+			lo := m.Seq - int64(ix.turns)
+			if m.Session == "" || lo > stored[k] || asked[place{k, lo}] {
+				continue
+			}
+			asked[place{k, lo}] = true
+			ps, ss, los = append(ps, k.profile), append(ss, k.session), append(los, lo)
+		}
+		if len(ps) > 0 {
+			rows, err := ix.tx.Query(ctx, `SELECT DISTINCT t.profile, t.session, f.session_seq, f.rid, f.content
+				FROM unnest($1::text[], $2::text[], $3::bigint[]) AS t(profile, session, lo)
+				CROSS JOIN LATERAL (SELECT session_seq, rid, content FROM memories f WHERE f.profile = t.profile AND f.session = t.session
+					AND f.session_seq >= t.lo AND f.session_seq < t.lo + $4) f
+				ORDER BY 1, 2, 3, 4`, ps, ss, los, ix.turns)
+			if err != nil {
+				return nil, fmt.Errorf("read the turns before: %w", err)
+			}
+			for rows.Next() {
+				var pl place
+				var rid int64
+				var content string
+				if err := rows.Scan(&pl.profile, &pl.session, &pl.seq, &rid, &content); err != nil {
+					rows.Close()
+					return nil, fmt.Errorf("read the turns before: %w", err)
+				}
+				storedAt[pl] = append(storedAt[pl], content)
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return nil, fmt.Errorf("read the turns before: %w", err)
+			}
+		}
+	}
+	added := map[place][]string{}
+	if ix.turns > 0 {
+		for i := range mems {
+			m := &mems[i]
+			if m.Session != "" {
+				pl := place{sessionKey{m.Profile, m.Session}, m.Seq}
+				added[pl] = append(added[pl], m.Content)
+			}
+		}
+	}
+	docs := make([]doc, len(mems))
+	var parts []string
+	for i := range mems {
+		m := &mems[i]
+		parts = parts[:0]
+		if ix.turns > 0 && m.Session != "" {
+			for s := m.Seq - int64(ix.turns); s < m.Seq; s++ {
+				pl := place{sessionKey{m.Profile, m.Session}, s}
+				parts = append(append(parts, storedAt[pl]...), added[pl]...)
+			}
+		}
+		docs[i].entry = buildEntry(&ix.tk, [numFields]string{m.Content, m.Actor, timeWords(m.OccurredAt), strings.Join(parts, "\n")})
+	}
+	return docs, nil
+}
+
+// reindexAfter re-indexes the stored turns whose context holds one of
+// turns, leaving out the memories mems[i] (i in idx) just inserted, whose
+// entries are already right.
+func (ix *indexer) reindexAfter(ctx context.Context, profile string, turns []turn, idx []int, mems []mnemotype.Memory) error {
+	if ix.turns <= 0 || len(turns) == 0 {
+		return nil
+	}
+	after, err := ix.turnsAfter(ctx, profile, turns)
+	if err != nil {
+		return err
+	}
+	after = slices.DeleteFunc(after, func(id string) bool {
+		return slices.ContainsFunc(idx, func(i int) bool { return mems[i].ID == id })
+	})
+	return ix.reindex(ctx, profile, after, nil)
+}
+
+// turnsAfter returns the ids of the memories whose context holds one of
+// turns (each probed through the index on the session's turns).
+func (ix *indexer) turnsAfter(ctx context.Context, profile string, turns []turn) ([]string, error) {
+	ss := make([]string, len(turns))
+	qs := make([]int64, len(turns))
+	for i, t := range turns {
+		ss[i], qs[i] = t.session, t.seq
+	}
+	rows, err := ix.tx.Query(ctx, `SELECT DISTINCT f.id FROM unnest($2::text[], $3::bigint[]) AS t(session, seq)
+		CROSS JOIN LATERAL (SELECT f.id FROM memories f WHERE f.profile = $1 AND f.session = t.session
+			AND f.session_seq > t.seq AND f.session_seq <= t.seq + $4) f`, profile, ss, qs, ix.turns)
+	if err != nil {
+		return nil, fmt.Errorf("find the turns after: %w", err)
+	}
+	after, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("find the turns after: %w", err)
+	}
+	return after, nil
+}
+
+// contextSQL is the context field of memory m: the content of the turns
+// of its session within turns (a placeholder) before it, oldest first,
+// one per line.
+func contextSQL(turns string) string {
+	return `CASE WHEN m.session = '' OR ` + turns + ` = 0 THEN '' ELSE coalesce((SELECT string_agg(c.content, E'\n' ORDER BY c.session_seq, c.rid)
+		FROM memories c WHERE c.profile = m.profile AND c.session = m.session
+		AND c.session_seq >= m.session_seq - ` + turns + ` AND c.session_seq < m.session_seq), '') END`
 }
 
 // reindex indexes the memories of profile with ids and the turns whose
@@ -619,20 +797,9 @@ func (ix *indexer) unindex(ctx context.Context, profile string, ids []string) er
 func (ix *indexer) reindex(ctx context.Context, profile string, ids []string, turns []turn) error {
 	all := slices.Clone(ids)
 	if ix.turns > 0 && len(turns) > 0 {
-		ss := make([]string, len(turns))
-		qs := make([]int64, len(turns))
-		for i, t := range turns {
-			ss[i], qs[i] = t.session, t.seq
-		}
-		rows, err := ix.tx.Query(ctx, `SELECT DISTINCT f.id FROM unnest($2::text[], $3::bigint[]) AS t(session, seq)
-			JOIN memories f ON f.profile = $1 AND f.session = t.session AND f.session_seq > t.seq AND f.session_seq <= t.seq + $4`,
-			profile, ss, qs, ix.turns)
+		after, err := ix.turnsAfter(ctx, profile, turns)
 		if err != nil {
-			return fmt.Errorf("find the turns after: %w", err)
-		}
-		after, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			return fmt.Errorf("find the turns after: %w", err)
+			return err
 		}
 		for _, id := range after {
 			if !slices.Contains(ids, id) {
@@ -643,46 +810,50 @@ func (ix *indexer) reindex(ctx context.Context, profile string, ids []string, tu
 	if len(all) == 0 {
 		return nil
 	}
-	if err := ix.unindex(ctx, profile, all); err != nil {
+	removed, lens, err := ix.indexed(ctx, profile, all)
+	if err != nil {
 		return err
 	}
-	rows, err := ix.tx.Query(ctx, `SELECT m.id, m.content, m.actor, m.occurred_at, m.occurred_ns,
-			CASE WHEN m.session = '' OR $3 = 0 THEN '' ELSE coalesce((SELECT string_agg(c.content, E'\n' ORDER BY c.session_seq, c.rid)
-				FROM memories c WHERE c.profile = m.profile AND c.session = m.session
-				AND c.session_seq >= m.session_seq - $3 AND c.session_seq < m.session_seq), '') END
+	rows, err := ix.tx.Query(ctx, `SELECT m.rid, m.content, m.actor, m.occurred_at, m.occurred_ns, `+contextSQL("$3")+`
 		FROM memories m WHERE m.profile = $1 AND m.id = ANY($2)`, profile, all, ix.turns)
 	if err != nil {
 		return fmt.Errorf("read the fields: %w", err)
 	}
-	var ids2, lexes []string
-	var lens [numFields][]int32
+	var docs []doc
 	for rows.Next() {
-		var id string
+		var d doc
 		var f [numFields]string
 		var occurred time.Time
 		var ns int16
-		if err := rows.Scan(&id, &f[fieldContent], &f[fieldActor], &occurred, &ns, &f[fieldContext]); err != nil {
+		if err := rows.Scan(&d.rid, &f[fieldContent], &f[fieldActor], &occurred, &ns, &f[fieldContext]); err != nil {
 			rows.Close()
 			return fmt.Errorf("read the fields: %w", err)
 		}
 		f[fieldTime] = timeWords(joinTime(occurred, ns))
-		lex, l := buildLex(&ix.tk, f)
-		ids2, lexes = append(ids2, id), append(lexes, lex)
-		for c := range lens {
-			lens[c] = append(lens[c], l[c])
-		}
+		d.entry = buildEntry(&ix.tk, f)
+		docs = append(docs, d)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("read the fields: %w", err)
 	}
-	if _, err := ix.tx.Exec(ctx, `UPDATE memories m SET lex = u.lex::tsvector, lens = ARRAY[u.c, u.a, u.t, u.x]
-		FROM unnest($2::text[], $3::text[], $4::int[], $5::int[], $6::int[], $7::int[]) AS u(id, lex, c, a, t, x)
-		WHERE m.profile = $1 AND m.id = u.id`, profile, ids2, lexes, lens[0], lens[1], lens[2], lens[3]); err != nil {
-		return fmt.Errorf("write the index: %w", mapErr(err))
+	if err := ix.apply(ctx, profile, indexChange{removed: removed, added: docs}, lens, 0, math.MaxInt64); err != nil {
+		return err
 	}
-	if _, err := ix.tx.Exec(ctx, statsSQL, profile, all, 1); err != nil {
-		return fmt.Errorf("index: %w", mapErr(err))
+	// The entries as the rows keep them, to take them out later.
+	rids := make([]int64, len(docs))
+	terms := make([]string, len(docs))
+	var ls [numFields][]int32
+	for i, d := range docs {
+		rids[i], terms[i] = d.rid, strings.Join(d.lexemes, " ")
+		for c := range numFields {
+			ls[c] = append(ls[c], d.lens[c])
+		}
+	}
+	if _, err := ix.tx.Exec(ctx, `UPDATE memories m SET terms = string_to_array(u.terms, ' '), lens = ARRAY[u.c, u.a, u.t, u.x]
+		FROM unnest($2::bigint[], $3::text[], $4::int[], $5::int[], $6::int[], $7::int[]) AS u(rid, terms, c, a, t, x)
+		WHERE m.profile = $1 AND m.rid = u.rid`, profile, rids, terms, ls[0], ls[1], ls[2], ls[3]); err != nil {
+		return fmt.Errorf("write index entries: %w", mapErr(err))
 	}
 	return nil
 }
@@ -692,7 +863,8 @@ func (ix *indexer) reindex(ctx context.Context, profile string, ids []string, tu
 func (s *Store) rebuildIndex(ctx context.Context, tx pgx.Tx, turns int) error {
 	for _, q := range []string{
 		`DELETE FROM lex_terms`,
-		`UPDATE memories SET lex = ''::tsvector, lens = '{0,0,0,0}'`,
+		`DELETE FROM lex_blocks`,
+		`UPDATE memories SET terms = '{}', lens = '{0,0,0,0}'`,
 		`UPDATE profiles SET content_tokens = 0, actor_tokens = 0, time_tokens = 0, context_tokens = 0`,
 	} {
 		if _, err := tx.Exec(ctx, q); err != nil {

@@ -1,0 +1,348 @@
+package postgres
+
+import (
+	"cmp"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// The full-text index is table lex_blocks: a profile's postings of one
+// token, 256 row ids to a row (block = rid >> 8), packed in data. A
+// posting is the memory's row id, the token's count in each field and the
+// lengths of the memory's content and context (the fields BM25 normalises
+// by length), so that scoring a query reads its tokens' blocks and never
+// the memories' rows. A row per posting cost some 100 bytes of table and
+// index each (70 postings a memory: 11 KB per memory) and a write per
+// posting; a block costs about 8 bytes a posting and a write per token of
+// a batch.
+//
+// Writers to a profile take turns (its row of table profiles), so the
+// blocks are read, changed in Go and written back inside the write's
+// transaction.
+
+// blockShift is the number of row-id bits a block spans.
+const blockShift = 8
+
+// posting is one memory's entry in a token's list.
+type posting struct {
+	rid              int64
+	tf               int64 // packTF
+	content, context uint32
+}
+
+// encodeBlock packs postings (sorted by rid, all of one block).
+func encodeBlock(ps []posting) []byte {
+	b := make([]byte, 0, 8*len(ps))
+	for _, p := range ps {
+		b = append(b, byte(p.rid))
+		u := uint64(p.tf)
+		for range numFields {
+			b = binary.AppendUvarint(b, u&tfMax)
+			u >>= 16
+		}
+		b = binary.AppendUvarint(b, uint64(p.content))
+		b = binary.AppendUvarint(b, uint64(p.context))
+	}
+	return b
+}
+
+var errBadBlock = errors.New("malformed posting block")
+
+// decodeBlock unpacks a block's postings, appending them to dst.
+func decodeBlock(dst []posting, block int64, data []byte) ([]posting, error) {
+	base := block << blockShift
+	for len(data) > 0 {
+		p := posting{rid: base | int64(data[0])}
+		data = data[1:]
+		var tf uint64
+		for c := range numFields {
+			v, n := binary.Uvarint(data)
+			if n <= 0 || v > tfMax {
+				return dst, errBadBlock
+			}
+			tf |= v << (16 * c)
+			data = data[n:]
+		}
+		p.tf = int64(tf)
+		for _, dst := range []*uint32{&p.content, &p.context} {
+			v, n := binary.Uvarint(data)
+			if n <= 0 || v > 1<<32-1 {
+				return nil, errBadBlock
+			}
+			*dst = uint32(v)
+			data = data[n:]
+		}
+		dst = append(dst, p)
+	}
+	return dst, nil
+}
+
+// blockKey is a row of lex_blocks.
+type blockKey struct {
+	term  string
+	block int64
+}
+
+// indexChange is what a write does to a profile's index: memories taken
+// out (row id and the tokens they were indexed with) and entries added.
+type indexChange struct {
+	removed map[int64][]string
+	added   []doc
+}
+
+// apply writes c to profile's blocks and statistics, with docsDelta more
+// documents: the blocks c touches are read, changed and written back, the
+// document frequencies and field lengths follow. lens are the field
+// lengths of the removed memories (by row id). Blocks past row id last
+// (the profile's highest before the write's new rows) do not exist yet:
+// a batch of new memories reads only the block it starts in.
+func (ix *indexer) apply(ctx context.Context, profile string, c indexChange, lens map[int64][numFields]int32, docsDelta int, last int64) error {
+	keys := map[blockKey]bool{}
+	for rid, terms := range c.removed {
+		for _, t := range terms {
+			keys[blockKey{t, rid >> blockShift}] = true
+		}
+	}
+	for _, d := range c.added {
+		for _, t := range d.lexemes {
+			keys[blockKey{t, d.rid >> blockShift}] = true
+		}
+	}
+	if len(keys) == 0 && docsDelta == 0 {
+		return nil
+	}
+	terms := make([]string, 0, len(keys))
+	blocks := make([]int64, 0, len(keys))
+	for k := range keys {
+		if k.block <= last>>blockShift {
+			terms, blocks = append(terms, k.term), append(blocks, k.block)
+		}
+	}
+	lists := make(map[blockKey][]posting, len(keys))
+	if len(terms) > 0 {
+		// One probe of the key per block (a lateral join that OFFSET 0
+		// keeps from being flattened): planned as a hash join, it read the
+		// profile's whole index.
+		rows, err := ix.tx.Query(ctx, `SELECT k.term, k.block, b.data FROM unnest($2::text[], $3::bigint[]) AS k(term, block)
+			CROSS JOIN LATERAL (SELECT data FROM lex_blocks b WHERE b.profile = $1 AND b.term = k.term AND b.block = k.block OFFSET 0) b`,
+			profile, terms, blocks)
+		if err != nil {
+			return fmt.Errorf("read postings: %w", err)
+		}
+		for rows.Next() {
+			var k blockKey
+			var data []byte
+			if err := rows.Scan(&k.term, &k.block, &data); err != nil {
+				rows.Close()
+				return fmt.Errorf("read postings: %w", err)
+			}
+			ps, err := decodeBlock(nil, k.block, data)
+			if err != nil {
+				rows.Close()
+				return fmt.Errorf("read postings of %q: %w", k.term, err)
+			}
+			lists[k] = ps
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("read postings: %w", err)
+		}
+	}
+	type count struct{ content, docs int64 }
+	df := map[string]*count{}
+	dfOf := func(t string) *count {
+		n := df[t]
+		if n == nil {
+			n = &count{}
+			df[t] = n
+		}
+		return n
+	}
+	var tokens [numFields]int64
+	for rid, ts := range c.removed {
+		for _, t := range ts {
+			k := blockKey{t, rid >> blockShift}
+			ps := lists[k]
+			i, found := slices.BinarySearchFunc(ps, rid, func(p posting, rid int64) int { return cmp.Compare(p.rid, rid) })
+			if !found {
+				continue
+			}
+			n := dfOf(t)
+			n.docs--
+			if ps[i].tf&tfMax != 0 {
+				n.content--
+			}
+			lists[k] = slices.Delete(ps, i, i+1)
+		}
+		for f, l := range lens[rid] {
+			tokens[f] -= int64(l)
+		}
+	}
+	for _, d := range c.added {
+		for f, l := range d.lens {
+			tokens[f] += int64(l)
+		}
+		for j, t := range d.lexemes {
+			k := blockKey{t, d.rid >> blockShift}
+			p := posting{rid: d.rid, tf: d.tf[j], content: uint32(d.lens[fieldContent]), context: uint32(d.lens[fieldContext])}
+			ps := lists[k]
+			i, found := slices.BinarySearchFunc(ps, d.rid, func(p posting, rid int64) int { return cmp.Compare(p.rid, rid) })
+			if found {
+				ps[i] = p
+			} else {
+				ps = slices.Insert(ps, i, p)
+				n := dfOf(t)
+				n.docs++
+				if d.inContent(j) {
+					n.content++
+				}
+			}
+			lists[k] = ps
+		}
+	}
+	var wTerms, dTerms []string
+	var wBlocks, dBlocks []int64
+	var wData [][]byte
+	for k := range keys {
+		if ps := lists[k]; len(ps) > 0 {
+			wTerms, wBlocks, wData = append(wTerms, k.term), append(wBlocks, k.block), append(wData, encodeBlock(ps))
+		} else {
+			dTerms, dBlocks = append(dTerms, k.term), append(dBlocks, k.block)
+		}
+	}
+	if len(wTerms) > 0 {
+		if _, err := ix.tx.Exec(ctx, `INSERT INTO lex_blocks AS b (profile, term, block, data)
+			SELECT $1, term, block, data FROM unnest($2::text[], $3::bigint[], $4::bytea[]) AS u(term, block, data) ORDER BY term, block
+			ON CONFLICT (profile, term, block) DO UPDATE SET data = excluded.data`, profile, wTerms, wBlocks, wData); err != nil {
+			return fmt.Errorf("write postings: %w", mapErr(err))
+		}
+	}
+	if len(dTerms) > 0 {
+		if _, err := ix.tx.Exec(ctx, `DELETE FROM lex_blocks b USING unnest($2::text[], $3::bigint[]) AS k(term, block)
+			WHERE b.profile = $1 AND b.term = k.term AND b.block = k.block`, profile, dTerms, dBlocks); err != nil {
+			return fmt.Errorf("delete postings: %w", mapErr(err))
+		}
+	}
+	dfTerms := slices.Sorted(maps.Keys(df))
+	contents, all := make([]int64, 0, len(dfTerms)), make([]int64, 0, len(dfTerms))
+	for _, t := range dfTerms {
+		contents, all = append(contents, df[t].content), append(all, df[t].docs)
+	}
+	if len(dfTerms) > 0 {
+		if _, err := ix.tx.Exec(ctx, `INSERT INTO lex_terms AS t (profile, term, content_docs, docs)
+			SELECT $1, term, c, d FROM unnest($2::text[], $3::bigint[], $4::bigint[]) AS u(term, c, d)
+			ON CONFLICT (profile, term) DO UPDATE SET content_docs = t.content_docs + excluded.content_docs, docs = t.docs + excluded.docs`,
+			profile, dfTerms, contents, all); err != nil {
+			return fmt.Errorf("count terms: %w", mapErr(err))
+		}
+	}
+	if _, err := ix.tx.Exec(ctx, `UPDATE profiles SET docs = docs + $2, content_tokens = content_tokens + $3, actor_tokens = actor_tokens + $4,
+		time_tokens = time_tokens + $5, context_tokens = context_tokens + $6 WHERE name = $1`,
+		profile, docsDelta, tokens[fieldContent], tokens[fieldActor], tokens[fieldTime], tokens[fieldContext]); err != nil {
+		return fmt.Errorf("update profile statistics: %w", mapErr(err))
+	}
+	return nil
+}
+
+// indexed reads the tokens and field lengths the memories of profile with
+// ids are indexed with, by row id.
+func (ix *indexer) indexed(ctx context.Context, profile string, ids []string) (map[int64][]string, map[int64][numFields]int32, error) {
+	rows, err := ix.tx.Query(ctx, `SELECT rid, terms, lens FROM memories WHERE profile = $1 AND id = ANY($2)`, profile, ids)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read index entries: %w", err)
+	}
+	defer rows.Close()
+	terms := map[int64][]string{}
+	lens := map[int64][numFields]int32{}
+	for rows.Next() {
+		var rid int64
+		var ts []string
+		var ls []int32
+		if err := rows.Scan(&rid, &ts, &ls); err != nil {
+			return nil, nil, fmt.Errorf("read index entries: %w", err)
+		}
+		terms[rid] = ts
+		var l [numFields]int32
+		copy(l[:], ls)
+		lens[rid] = l
+	}
+	return terms, lens, rows.Err()
+}
+
+// scanBlocks calls fn with the postings of each of profile's tokens toks'
+// blocks (of the blocks of rids only, when not nil; a token whose list
+// spans few more blocks than that, by its document frequency df and the
+// profile's docs, is read whole: one index range instead of a probe per
+// block). fn must not keep ps.
+func scanBlocks(ctx context.Context, tx pgx.Tx, profile string, docs int64, toks []string, df map[string]int64, rids []int64,
+	fn func(term string, ps []posting)) error {
+	whole, probe := toks, []string(nil)
+	var blocks []int64
+	if rids != nil {
+		for _, r := range rids {
+			if b := r >> blockShift; !slices.Contains(blocks, b) {
+				blocks = append(blocks, b)
+			}
+		}
+		whole = nil
+		for _, t := range toks {
+			// A list of n postings of a profile of docs memories spans
+			// about span × (1 - (1 - n/docs)^256) blocks: probing more
+			// than a quarter of them costs more than reading it whole.
+			n, ok := df[t]
+			span := float64(docs)/(1<<blockShift) + 1
+			spanned := span * (1 - math.Pow(1-min(1, float64(n)/float64(max(docs, 1))), 1<<blockShift))
+			if ok && float64(len(blocks)) >= spanned/4 {
+				whole = append(whole, t)
+			} else {
+				probe = append(probe, t)
+			}
+		}
+	}
+	var buf []posting
+	scan := func(rows pgx.Rows) error {
+		defer rows.Close()
+		var term string
+		var block int64
+		var data []byte
+		for rows.Next() {
+			if err := rows.Scan(&term, &block, &data); err != nil {
+				return fmt.Errorf("read postings: %w", err)
+			}
+			var err error
+			if buf, err = decodeBlock(buf[:0], block, data); err != nil {
+				return fmt.Errorf("read postings of %q: %w", term, err)
+			}
+			fn(term, buf)
+		}
+		return rows.Err()
+	}
+	if len(whole) > 0 {
+		rows, err := tx.Query(ctx, `SELECT term, block, data FROM lex_blocks WHERE profile = $1 AND term = ANY($2)`, profile, whole)
+		if err != nil {
+			return fmt.Errorf("read postings: %w", err)
+		}
+		if err := scan(rows); err != nil {
+			return err
+		}
+	}
+	if len(probe) > 0 {
+		rows, err := tx.Query(ctx, `SELECT t.term, k.block, b.data FROM unnest($2::text[]) AS t(term) CROSS JOIN unnest($3::bigint[]) AS k(block)
+			CROSS JOIN LATERAL (SELECT data FROM lex_blocks b WHERE b.profile = $1 AND b.term = t.term AND b.block = k.block OFFSET 0) b`,
+			profile, probe, blocks)
+		if err != nil {
+			return fmt.Errorf("read postings: %w", err)
+		}
+		if err := scan(rows); err != nil {
+			return err
+		}
+	}
+	return nil
+}
