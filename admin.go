@@ -214,6 +214,30 @@ func (e *Engine) Update(ctx context.Context, profile, id string, p Patch) (Memor
 	return m, nil
 }
 
+// leader is a store shared by processes that elects one of them to run a
+// background task (the Postgres store: an advisory lock).
+type leader interface {
+	Lead(ctx context.Context, name string) (release func(), ok bool, err error)
+}
+
+// Lead takes the lease of background task name (such as the embedding
+// backfill of mnemo serve) among the processes sharing the engine's store,
+// so that several servers on one database run it one at a time. ok is
+// false when another process holds it; call release when the run ends. A
+// store that no other server shares (SQLite) always grants it.
+func (e *Engine) Lead(ctx context.Context, name string) (release func(), ok bool, err error) {
+	done, err := e.enter()
+	if err != nil {
+		return nil, false, err
+	}
+	defer done()
+	l, shared := e.st.(leader)
+	if !shared {
+		return func() {}, true, nil
+	}
+	return l.Lead(ctx, name)
+}
+
 // Ping checks that the engine is open and its store answers.
 func (e *Engine) Ping(ctx context.Context) error {
 	done, err := e.enter()

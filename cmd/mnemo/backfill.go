@@ -45,7 +45,17 @@ func startBackfill(e *mnemo.Engine, every time.Duration, log *slog.Logger) (stop
 
 // backfill embeds, in every profile that has some, the memories stored
 // without an embedding. Failures are logged: the next run tries again.
+// Among servers sharing a database, one runs it at a time (Engine.Lead);
+// the others skip their turn.
 func backfill(ctx context.Context, e *mnemo.Engine, log *slog.Logger) {
+	release, lead, err := e.Lead(ctx, "backfill")
+	if err != nil || !lead {
+		if err != nil && ctx.Err() == nil && !errors.Is(err, mnemo.ErrClosed) {
+			log.Warn("reembed: cannot take the backfill's lease", "err", err)
+		}
+		return
+	}
+	defer release()
 	counts, err := e.EmbeddingCounts(ctx, "")
 	if err != nil {
 		if ctx.Err() == nil && !errors.Is(err, mnemo.ErrClosed) {

@@ -510,3 +510,27 @@ func batchErr(n, i int, err error) error {
 	}
 	return fmt.Errorf("memory %d: %w", i, err)
 }
+
+// Lead takes the lease of background task name among every process on
+// the store's schema: a session-level advisory lock on a connection of
+// its own (outside the pool), so that it ends with the process however it
+// ends. ok is false when another process holds it; release ends it.
+func (s *Store) Lead(ctx context.Context, name string) (release func(), ok bool, err error) {
+	if err := s.check(); err != nil {
+		return nil, false, err
+	}
+	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig.Copy())
+	if err != nil {
+		return nil, false, fmt.Errorf("lead %s: %w", name, err)
+	}
+	key := "mnemo lead " + s.schema + " " + name
+	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(hashtext($1))`, key).Scan(&ok); err != nil || !ok {
+		_ = conn.Close(context.WithoutCancel(ctx))
+		if err != nil {
+			return nil, false, fmt.Errorf("lead %s: %w", name, err)
+		}
+		return nil, false, nil
+	}
+	// Closing the connection ends its session, and the lock with it.
+	return func() { _ = conn.Close(context.WithoutCancel(ctx)) }, true, nil
+}

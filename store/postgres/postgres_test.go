@@ -9,6 +9,9 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/mnemo-dev/mnemo/mnemotype"
 	"github.com/mnemo-dev/mnemo/store/sqlitestore"
@@ -150,3 +153,61 @@ func sameHits(a, b []mnemotype.Hit) bool {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestLead: one process at a time holds a task's lease; another task's is
+// free; releasing it, or the holder's connection ending (a process that
+// ends), frees it.
+func TestLead(t *testing.T) {
+	t.Parallel()
+	c := pgtest.Start(t)
+	ctx := t.Context()
+	open := func() *postgres.Store {
+		s, err := postgres.Open(ctx, c.DSN("postgres"), postgres.Options{Schema: "lead"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	}
+	a, b := open(), open()
+	release, ok, err := a.Lead(ctx, "backfill")
+	if err != nil || !ok {
+		t.Fatalf("a.Lead = %v, %v; want the lease", ok, err)
+	}
+	if _, ok, err := b.Lead(ctx, "backfill"); err != nil || ok {
+		t.Fatalf("b.Lead while a holds it = %v, %v; want refused", ok, err)
+	}
+	relOther, ok, err := b.Lead(ctx, "prune")
+	if err != nil || !ok {
+		t.Fatalf("b.Lead of another task = %v, %v; want the lease", ok, err)
+	}
+	relOther()
+	release()
+	if _, ok, err := b.Lead(ctx, "backfill"); err != nil || !ok {
+		t.Fatalf("b.Lead after a released = %v, %v; want the lease", ok, err)
+	}
+	// b's lease is never released: its holder's session ends instead, as
+	// when a server is killed.
+	conn, err := pgx.Connect(ctx, c.DSN("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND pid <> pg_backend_pid()`); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, ok, err := a.Lead(ctx, "backfill")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the lease of a terminated session is still held")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
