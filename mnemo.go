@@ -210,26 +210,16 @@ func Open(path string, cfg *Config) (*Engine, error) {
 	}
 	st := c.Store
 	indexDir := c.IndexDir
-	if st == nil && postgres.IsDSN(path) {
-		// The database is the only state: no snapshots beside it unless
-		// Config.IndexDir names a folder.
-		if indexDir == "" {
-			indexDir = "-"
-		}
-		s, err := postgres.Open(context.Background(), path, postgres.Options{ContextTurns: c.ContextTurns, MustExist: c.MustExist})
-		if err != nil {
-			return nil, err
-		}
-		st = s
-	}
 	if st == nil {
 		if indexDir == "" {
-			indexDir = IndexDir(path)
+			// A Postgres database is the only state: no snapshots beside
+			// it unless Config.IndexDir names a folder.
+			indexDir = "-"
+			if !postgres.IsDSN(path) {
+				indexDir = IndexDir(path)
+			}
 		}
-		if path == "" {
-			return nil, mnemotype.Invalidf("database path is empty")
-		}
-		s, err := sqlitestore.Open(context.Background(), path, sqlitestore.Options{ContextTurns: c.ContextTurns, MustExist: c.MustExist})
+		s, err := OpenStore(context.Background(), path, StoreOptions{ContextTurns: c.ContextTurns, MustExist: c.MustExist})
 		if err != nil {
 			return nil, err
 		}
@@ -242,6 +232,27 @@ func Open(path string, cfg *Config) (*Engine, error) {
 		dense: dense.NewCatalog(st, dense.Options{Dim: c.Embedder.Dim(), Budget: c.IndexBudget, Dir: indexDir, Logger: c.Logger})}
 	e.access = newTracker(st, c.Logger, c.AccessFlushInterval)
 	return e, nil
+}
+
+// StoreOptions tunes OpenStore.
+type StoreOptions struct {
+	// ContextTurns and MustExist are Config's.
+	ContextTurns int
+	MustExist    bool
+}
+
+// OpenStore opens the store db names, without an engine (mnemo copy,
+// mnemo migrate): a postgres:// URL (its query parameter schema names the
+// schema), else a SQLite file, created if needed and migrated to the
+// current schema.
+func OpenStore(ctx context.Context, db string, o StoreOptions) (store.Store, error) {
+	if postgres.IsDSN(db) {
+		return postgres.Open(ctx, db, postgres.Options{ContextTurns: o.ContextTurns, MustExist: o.MustExist})
+	}
+	if db == "" {
+		return nil, mnemotype.Invalidf("database path is empty")
+	}
+	return sqlitestore.Open(ctx, db, sqlitestore.Options{ContextTurns: o.ContextTurns, MustExist: o.MustExist})
 }
 
 // IndexDir is where an engine on the database file at path keeps its

@@ -92,6 +92,8 @@ func commands() map[string]command {
 		"keys":      {"create, list or revoke API keys", cmdKeys},
 		"reembed":   {"embed memories stored without an embedding, or of another model", cmdReembed},
 		"index":     {"verify or rebuild the dense indexes' snapshots", cmdIndex},
+		"copy":      {"copy memories, settings and keys between two stores (SQLite, Postgres)", cmdCopy},
+		"migrate":   {"create or upgrade a database's schema", cmdMigrate},
 	}
 }
 

@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -210,4 +211,135 @@ func TestLead(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// TestCopy_RoundTrip: SQLite → Postgres → SQLite loses nothing (every
+// field of every memory, embeddings to the bit, settings, keys, a deleted
+// profile's revoked key), and a copy run again after an interruption
+// writes only what is missing.
+func TestCopy_RoundTrip(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	openLite := func() store.Store {
+		s, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "mnemo.db"), sqlitestore.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	}
+	src, pg, back := openLite(), opener(t, postgres.Options{})(t), openLite()
+	ms := append(storetest.GenerateMemories(3, "alice", 700, 16), storetest.GenerateMemories(4, "bob", 300, 16)...)
+	for i := range ms {
+		ms[i].Actor = []string{"", "Caroline"}[i%2]
+		ms[i].OccurredAt = ms[i].CreatedAt.Add(-time.Duration(i) * time.Hour)
+	}
+	if err := src.Insert(ctx, ms); err != nil {
+		t.Fatal(err)
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(src.SetSettings(ctx, "alice", map[string]string{"keyword_weight": "1.5"}))
+	must(src.SetSettings(ctx, "", map[string]string{"limit": "7"}))
+	must(src.CreateKey(ctx, store.APIKey{ID: "k1", Profile: "alice", Name: "a", Hash: "h1", Prefix: "mn_1", CreatedAt: time.Unix(1, 0)}))
+	must(src.CreateKey(ctx, store.APIKey{ID: "k2", Profile: "carol", Name: "c", Hash: "h2", Prefix: "mn_2", CreatedAt: time.Unix(2, 0)}))
+	if _, err := src.DeleteProfile(ctx, "carol"); err != nil { // revokes k2, which then names no profile
+		t.Fatal(err)
+	}
+	// An interrupted copy: bob's memories went over, not alice's.
+	if _, err := store.Copy(ctx, pg, src, store.CopyParams{Profiles: []string{"bob"}, BatchSize: 64}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Copy(ctx, pg, src, store.CopyParams{BatchSize: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Memories != 700 || st.Skipped != 300 || st.Keys != 2 {
+		t.Errorf("the copy run again: %+v; want 700 written, 300 skipped, 2 keys", st)
+	}
+	if _, err := store.Copy(ctx, back, pg, store.CopyParams{BatchSize: 100}); err != nil {
+		t.Fatal(err)
+	}
+	for _, profile := range []string{"alice", "bob"} {
+		want := listAll(t, src, profile)
+		got := listAll(t, back, profile)
+		if len(got) != len(want) {
+			t.Fatalf("%s: %d memories back, want %d", profile, len(got), len(want))
+		}
+		for i := range want {
+			if d := cmpMemory(got[i], want[i]); d != "" {
+				t.Fatalf("%s: memory %s came back changed: %s", profile, want[i].ID, d)
+			}
+		}
+	}
+	for _, p := range []string{"alice", ""} {
+		a, _ := src.Settings(ctx, p)
+		b, _ := back.Settings(ctx, p)
+		if fmt.Sprint(a) != fmt.Sprint(b) {
+			t.Errorf("settings of %q: %v, want %v", p, b, a)
+		}
+	}
+	keys, err := back.ListKeys(ctx, store.ListKeysParams{IncludeRevoked: true})
+	if err != nil || len(keys) != 2 || keys[0].ID != "k1" || keys[0].Profile != "alice" || keys[1].RevokedAt.IsZero() {
+		t.Errorf("keys back: %+v, %v", keys, err)
+	}
+	// The copy's index ranks as the original's.
+	for _, q := range []string{"merge conflict", "laptop battery charger", "python"} {
+		p := store.LexicalParams{Scope: mnemotype.Scope{Profile: "alice"}, Match: store.MatchQuery{Terms: strings.Fields(q)}, Limit: 10,
+			Fields: store.FieldWeights{Content: 1, Actor: 1, Time: 1, Context: 0.5}}
+		want, _ := src.Lexical(ctx, p)
+		got, err := pg.Lexical(ctx, p)
+		if err != nil || !sameHits(got, want) {
+			t.Errorf("%q on the copy: %v, %v; want %v", q, got, err, want)
+		}
+	}
+}
+
+func listAll(t *testing.T, s store.Store, profile string) []mnemotype.Memory {
+	t.Helper()
+	var out []mnemotype.Memory
+	cursor := ""
+	for {
+		page, err := s.List(t.Context(), store.ListParams{Profile: profile, Limit: 500, Cursor: cursor, WithEmbedding: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, page.Memories...)
+		if cursor = page.NextCursor; cursor == "" {
+			return out
+		}
+	}
+}
+
+// cmpMemory describes how got differs from want ("" when it does not).
+func cmpMemory(got, want mnemotype.Memory) string {
+	g, w := got, want
+	g.Embedding, w.Embedding = nil, nil
+	g.Metadata, w.Metadata = nil, nil
+	if !g.CreatedAt.Equal(w.CreatedAt) || !g.OccurredAt.Equal(w.OccurredAt) || !g.AccessedAt.Equal(w.AccessedAt) {
+		return fmt.Sprintf("times %v %v %v, want %v %v %v", g.CreatedAt, g.OccurredAt, g.AccessedAt, w.CreatedAt, w.OccurredAt, w.AccessedAt)
+	}
+	g.CreatedAt, g.OccurredAt, g.AccessedAt = w.CreatedAt, w.OccurredAt, w.AccessedAt
+	if fmt.Sprintf("%+v", g) != fmt.Sprintf("%+v", w) {
+		return fmt.Sprintf("%+v, want %+v", g, w)
+	}
+	if len(got.Embedding) != len(want.Embedding) {
+		return "embedding length"
+	}
+	for i := range want.Embedding {
+		if math.Float32bits(got.Embedding[i]) != math.Float32bits(want.Embedding[i]) {
+			return "embedding bits"
+		}
+	}
+	var a, b any
+	_ = json.Unmarshal(got.Metadata, &a)
+	_ = json.Unmarshal(want.Metadata, &b)
+	if fmt.Sprint(a) != fmt.Sprint(b) {
+		return fmt.Sprintf("metadata %s, want %s", got.Metadata, want.Metadata)
+	}
+	return ""
 }

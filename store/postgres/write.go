@@ -629,10 +629,10 @@ func (s *Store) DeleteProfile(ctx context.Context, profile string) (store.Profil
 		return out, fmt.Errorf("delete profile: delete settings: %w", mapErr(err))
 	}
 	out.Settings = int(tag.RowsAffected())
-	// A revoked key keeps no trace of the profile's name: profile '' is
-	// no profile (a profile key needs one).
-	tag, err = tx.Exec(ctx, `UPDATE api_keys SET profile = '', name = '', revoked_at = coalesce(revoked_at, $2) WHERE profile = $1`,
-		profile, time.Now().UnixNano())
+	// A revoked key keeps no trace of the profile's name: it names no
+	// profile (store.DeletedProfile is not a valid name).
+	tag, err = tx.Exec(ctx, `UPDATE api_keys SET profile = $3, name = '', revoked_at = coalesce(revoked_at, $2) WHERE profile = $1`,
+		profile, time.Now().UnixNano(), store.DeletedProfile)
 	if err != nil {
 		return out, fmt.Errorf("delete profile: revoke keys: %w", mapErr(err))
 	}
