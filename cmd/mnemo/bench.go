@@ -17,6 +17,7 @@ import (
 
 	"github.com/mnemo-dev/mnemo"
 	"github.com/mnemo-dev/mnemo/internal/sqlitedb"
+	"github.com/mnemo-dev/mnemo/store/postgres"
 )
 
 // benchReport is what mnemo bench measured; --json prints it as is.
@@ -31,8 +32,9 @@ type benchReport struct {
 	// QuerySource says where the queries came from.
 	QuerySource string `json:"query_source"`
 	Embedder    string `json:"embedder"`
-	SQLite      string `json:"sqlite_driver"`
-	CPUs        int    `json:"cpus"`
+	// Store is the store measured: "SQLite <driver>" or "PostgreSQL".
+	Store string `json:"store"`
+	CPUs  int    `json:"cpus"`
 	// Latency is the wall time of each recall minus its query embedding
 	// (DESIGN §9's figure); WithEmbedding includes it.
 	Latency       latencyStats `json:"latency_ms"`
@@ -114,6 +116,9 @@ func cmdBench(ctx context.Context, a *app, args []string) error {
 	}
 	rep, berr := runBench(ctx, e, benchParams{profile: *profile, texts: texts, source: source, n: *n, warmup: *warmup,
 		limit: *limit, overrides: over, sessions: sessions, cpuProfile: *cpuProfile})
+	if db, _ := a.dbPath(ef.db); rep != nil && postgres.IsDSN(db) {
+		rep.Store = "PostgreSQL"
+	}
 	if err := e.Close(); berr == nil && err != nil {
 		return err
 	}
@@ -155,7 +160,7 @@ func runBench(ctx context.Context, e *mnemo.Engine, p benchParams) (*benchReport
 		p.source = "the profile's memories (their first 8 words: every query matches, a best case for the lexical leg)"
 	}
 	rep := &benchReport{Profile: p.profile, Sessions: p.sessions, Memories: count, Recalls: p.n, Warmup: p.warmup, Limit: p.limit,
-		Queries: len(p.texts), QuerySource: p.source, Embedder: e.Embedder().Model(), SQLite: sqlitedb.Driver,
+		Queries: len(p.texts), QuerySource: p.source, Embedder: e.Embedder().Model(), Store: "SQLite " + sqlitedb.Driver,
 		CPUs: runtime.GOMAXPROCS(0), Stages: map[string]float64{}}
 	recallOne := func(i int) (wall, embed time.Duration, timings map[string]float64, err error) {
 		q := mnemo.Query{Profile: p.profile, Sessions: p.sessions, Text: p.texts[i%len(p.texts)], Limit: p.limit,
@@ -300,7 +305,7 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 func printBench(w io.Writer, r *benchReport) {
 	fmt.Fprintf(w, "mnemo bench: %d recalls (after %d untimed) of up to %d memories, profile %q (%d memories)\n",
 		r.Recalls, r.Warmup, r.Limit, r.Profile, r.Memories)
-	fmt.Fprintf(w, "engine: embedder %s, SQLite %s, %d CPUs\n", r.Embedder, r.SQLite, r.CPUs)
+	fmt.Fprintf(w, "engine: embedder %s, %s, %d CPUs\n", r.Embedder, r.Store, r.CPUs)
 	fmt.Fprintf(w, "queries: %d from %s\n", r.Queries, r.QuerySource)
 	if len(r.Sessions) > 0 {
 		fmt.Fprintf(w, "scope: sessions %s\n", strings.Join(r.Sessions, ", "))

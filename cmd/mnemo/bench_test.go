@@ -35,7 +35,7 @@ func TestCLI_Bench(t *testing.T) {
 	}
 	l := rep.Latency
 	if rep.Recalls != 40 || rep.Warmup != 3 || rep.Memories != 5 || rep.Queries != 5 || rep.Embedder != "hash" ||
-		rep.SQLite == "" || rep.CPUs < 1 || !strings.Contains(rep.QuerySource, "memories") {
+		rep.Store == "" || rep.CPUs < 1 || !strings.Contains(rep.QuerySource, "memories") {
 		t.Errorf("report header = %+v", rep)
 	}
 	if !(l.P50 > 0 && l.P50 <= l.P90 && l.P90 <= l.P95 && l.P95 <= l.P99 && l.P99 <= l.Max && l.Mean > 0) {
