@@ -362,7 +362,8 @@ func compact(b []byte) string {
 
 // TestCLI_CommonFlags holds the README's promise: every command that
 // opens a database takes --db and --embedder; embed and eval take
-// --embedder; fuse, models and version take neither.
+// --embedder; migrate takes --db; fuse, models, version and copy (--from,
+// --to) take neither.
 func TestCLI_CommonFlags(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t)
@@ -371,10 +372,12 @@ func TestCLI_CommonFlags(t *testing.T) {
 		db, emb := strings.Contains(usage, "-db "), strings.Contains(usage, "-embedder ")
 		wantDB, wantEmb := true, true
 		switch name {
-		case "fuse", "models", "version":
+		case "fuse", "models", "version", "copy":
 			wantDB, wantEmb = false, false
 		case "embed", "eval":
 			wantDB = false
+		case "migrate":
+			wantEmb = false
 		}
 		if db != wantDB || emb != wantEmb {
 			t.Errorf("mnemo %s -h: --db %v, --embedder %v; the README says %v, %v", name, db, emb, wantDB, wantEmb)

@@ -195,7 +195,9 @@ func TestServe_SeveralServersOnPostgres(t *testing.T) {
 	if err := killed.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
+	mu.Lock()
 	killedAt.Store(int64(len(acked)))
+	mu.Unlock()
 	time.Sleep(duration / 2)
 	close(stop)
 	wg.Wait()

@@ -75,9 +75,18 @@ func Start(t testing.TB) *Cluster {
 	if out, err := c.run("initdb", "-D", c.Dir, "-U", "mnemo", "-A", "trust", "--no-sync", "-E", "UTF8", "--locale", "C"); err != nil {
 		t.Fatalf("initdb: %v\n%s", err, out)
 	}
+	c.serve(t, dir)
+	return c
+}
+
+// serve starts the cluster's server on a free port, logging to dir, and
+// stops it when t ends.
+func (c *Cluster) serve(t testing.TB, dir string) {
+	t.Helper()
 	// A port can be taken between choosing it and the server binding it:
 	// try a few.
 	for attempt := 0; ; attempt++ {
+		var err error
 		if c.Port, err = freePort(); err != nil {
 			t.Fatal(err)
 		}
@@ -97,6 +106,28 @@ func Start(t testing.TB) *Cluster {
 			t.Logf("pg_ctl stop: %v\n%s", err, out)
 		}
 	})
+}
+
+// StartReplica starts a streaming replica of primary for t (a base backup
+// of it, following its WAL), stopped and removed when t ends. Hot standby:
+// it answers reads.
+func StartReplica(t testing.TB, primary *Cluster) *Cluster {
+	t.Helper()
+	c := &Cluster{bin: primary.bin, as: primary.as}
+	dir, err := os.MkdirTemp("", "mnemo-pg-replica-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := c.own(dir); err != nil {
+		t.Fatal(err)
+	}
+	c.Dir = filepath.Join(dir, "data")
+	if out, err := c.run("pg_basebackup", "-h", "127.0.0.1", "-p", strconv.Itoa(primary.Port), "-U", "mnemo", "-D", c.Dir,
+		"-R", "-X", "stream", "--no-sync"); err != nil {
+		t.Fatalf("pg_basebackup: %v\n%s", err, out)
+	}
+	c.serve(t, dir)
 	return c
 }
 

@@ -59,7 +59,7 @@ func (s *Store) Lexical(ctx context.Context, p store.LexicalParams) ([]mnemotype
 	if len(q.terms) == 0 || (p.Only != nil && len(p.Only) == 0) {
 		return nil, nil
 	}
-	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	tx, err := s.reader(ctx).BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
 		return nil, fmt.Errorf("lexical search: %w", err)
 	}

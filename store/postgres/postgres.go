@@ -61,6 +61,13 @@ type Options struct {
 	CommonTermRatio   float64
 	CommonTermMinDocs int
 	RareTermBudget    int
+	// Replicas are URLs of streaming replicas of the database: recalls
+	// read from them (in turn), writes go to the primary. A read carrying
+	// a consistency token (store.WithConsistency: a write's Position) is
+	// served by a replica that has replayed it, waiting up to ReplicaWait
+	// (default DefaultReplicaWait), else by the primary.
+	Replicas    []string
+	ReplicaWait time.Duration
 }
 
 // DefaultContextTurns is how many previous turns of its session a memory
@@ -93,6 +100,9 @@ type Store struct {
 	// it last analyzed the tables, and analyzed, how many there were then.
 	analyzeMu          sync.Mutex
 	inserted, analyzed int64
+	replicas           []*replica
+	nextReplica        atomic.Uint32
+	replicaWait        time.Duration
 }
 
 var _ store.Store = (*Store)(nil)
@@ -143,6 +153,14 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 	}
 	if err := s.migrate(ctx, opt); err != nil {
 		pool.Close()
+		return nil, err
+	}
+	s.replicaWait = opt.ReplicaWait
+	if s.replicaWait <= 0 {
+		s.replicaWait = DefaultReplicaWait
+	}
+	if err := s.openReplicas(ctx, opt.Replicas, opt.MaxConns); err != nil {
+		s.Close()
 		return nil, err
 	}
 	return s, nil
@@ -202,6 +220,9 @@ func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
 		s.pool.Close()
+		for _, r := range s.replicas {
+			r.pool.Close()
+		}
 	})
 	return nil
 }

@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -342,4 +343,78 @@ func cmpMemory(got, want mnemotype.Memory) string {
 		return fmt.Sprintf("metadata %s, want %s", got.Metadata, want.Metadata)
 	}
 	return ""
+}
+
+// TestReplicas_ReadYourWrites: with a streaming replica, a recall's reads
+// carrying a write's position see that write, every time (1,000 trials);
+// reads do go to the replica (with its replay paused, a read without a
+// token misses a new write), and a token the replica has not replayed in
+// time is served by the primary.
+func TestReplicas_ReadYourWrites(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	primary := pgtest.Start(t)
+	replica := pgtest.StartReplica(t, primary)
+	// Commits synchronous (the test clusters run without): a commit is sent
+	// to the replica as it is acknowledged, not up to 200 ms later.
+	s, err := postgres.Open(ctx, primary.DSN("postgres")+"&synchronous_commit=on", postgres.Options{Schema: "rep", Replicas: []string{replica.DSN("postgres")},
+		ReplicaWait: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	t0 := time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC)
+	write := func(i int, word string) (string, string) {
+		t.Helper()
+		id := fmt.Sprintf("m%04d", i)
+		if err := s.Insert(ctx, []mnemotype.Memory{{ID: id, Profile: "alice", Kind: mnemotype.KindEpisodic, Content: "note " + word,
+			Importance: 0.5, CreatedAt: t0.Add(time.Duration(i) * time.Second)}}); err != nil {
+			t.Fatal(err)
+		}
+		pos, err := s.Position(ctx)
+		if err != nil || pos == "" {
+			t.Fatalf("Position = %q, %v", pos, err)
+		}
+		return id, pos
+	}
+	found := func(rctx context.Context, id, word string) bool {
+		t.Helper()
+		hits, err := s.Lexical(rctx, store.LexicalParams{Scope: mnemotype.Scope{Profile: "alice"}, Match: store.MatchQuery{Terms: []string{word}}, Limit: 5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(hits) > 0 && hits[0].ID == id
+	}
+	for i := range 1000 {
+		word := fmt.Sprintf("w%dx", i)
+		id, pos := write(i, word)
+		rctx := store.AllowReplica(store.WithConsistency(ctx, pos))
+		if !found(rctx, id, word) {
+			t.Fatalf("trial %d: a recall carrying the write's position %s missed it", i, pos)
+		}
+		if ms, err := s.Get(rctx, store.GetParams{Profile: "alice", IDs: []string{id}}); err != nil || len(ms) != 1 {
+			t.Fatalf("trial %d: Get = %d memories, %v", i, len(ms), err)
+		}
+	}
+	conn, err := pgx.Connect(ctx, replica.DSN("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `SELECT pg_wal_replay_pause()`); err != nil {
+		t.Fatal(err)
+	}
+	id, pos := write(5000, "paused")
+	if found(store.AllowReplica(ctx), id, "paused") {
+		t.Error("a recall without a token saw a write its replica has not replayed: reads do not go to the replica")
+	}
+	if !found(store.AllowReplica(store.WithConsistency(ctx, pos)), id, "paused") {
+		t.Error("a recall carrying the position of a write the replica has not replayed missed it (the primary should serve it)")
+	}
+	if !found(ctx, id, "paused") {
+		t.Error("a read not marked a recall's missed the write: it must go to the primary")
+	}
+	if _, err := conn.Exec(ctx, `SELECT pg_wal_replay_resume()`); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -126,7 +126,7 @@ func (s *Store) Get(ctx context.Context, p store.GetParams) ([]mnemotype.Memory,
 	}
 	var a args
 	q := `SELECT ` + cols + ` FROM memories m WHERE m.profile = ` + a.add(p.Profile) + ` AND m.id = ANY(` + a.add(p.IDs) + `)`
-	ms, err := readMemories(ctx, s.pool, q, p.WithEmbedding, a)
+	ms, err := readMemories(ctx, s.reader(ctx), q, p.WithEmbedding, a)
 	if err != nil {
 		return nil, fmt.Errorf("get memories: %w", err)
 	}
@@ -171,7 +171,7 @@ func (s *Store) List(ctx context.Context, p store.ListParams) (store.ListPage, e
 		cols += ", m.embedding"
 	}
 	q := `SELECT ` + cols + ` FROM memories m WHERE ` + cond + ` ORDER BY m.created_at, m.created_ns, m.id LIMIT ` + a.add(p.Limit+1)
-	ms, err := readMemories(ctx, s.pool, q, p.WithEmbedding, a)
+	ms, err := readMemories(ctx, s.reader(ctx), q, p.WithEmbedding, a)
 	if err != nil {
 		return store.ListPage{}, fmt.Errorf("list memories: %w", err)
 	}
@@ -277,7 +277,7 @@ func (s *Store) RecentlyAccessed(ctx context.Context, scope mnemotype.Scope, n i
 
 // ids runs q, which selects one text column, and returns its values.
 func (s *Store) ids(ctx context.Context, q string, a args, what string) ([]string, error) {
-	rows, err := s.pool.Query(ctx, q, a...)
+	rows, err := s.reader(ctx).Query(ctx, q, a...)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
@@ -323,7 +323,7 @@ func (s *Store) Neighbors(ctx context.Context, sc mnemotype.Scope, ids []string,
 			AND n.session_seq BETWEEN h.session_seq - ` + r + ` AND h.session_seq + ` + r + ` AND n.rid <> h.rid
 			AND ` + scopeSQL(&a, "n", sc) + `) n
 		WHERE h.profile = ` + a.add(sc.Profile) + ` AND h.id = ANY(` + a.add(ids) + `) AND h.session <> ''`
-	rows, err := s.pool.Query(ctx, q, a...)
+	rows, err := s.reader(ctx).Query(ctx, q, a...)
 	if err != nil {
 		return nil, fmt.Errorf("neighbours: %w", err)
 	}
@@ -432,7 +432,7 @@ func (s *Store) Signals(ctx context.Context, profile string, ids []string) (map[
 	if len(ids) == 0 {
 		return out, nil
 	}
-	rows, err := s.pool.Query(ctx, `SELECT id, occurred_at, occurred_ns, accessed_at, accessed_ns, access_count, importance
+	rows, err := s.reader(ctx).Query(ctx, `SELECT id, occurred_at, occurred_ns, accessed_at, accessed_ns, access_count, importance
 		FROM memories WHERE profile = $1 AND id = ANY($2)`, profile, ids)
 	if err != nil {
 		return nil, fmt.Errorf("read signals: %w", err)
