@@ -238,6 +238,30 @@ func (e *Engine) Lead(ctx context.Context, name string) (release func(), ok bool
 	return l.Lead(ctx, name)
 }
 
+// Consistency returns a token for every write the engine's store has
+// acknowledged so far, "" when every read sees every write anyway (no read
+// replicas). A recall whose context carries it (WithConsistency) sees
+// those writes: hand it to a client after its write, and take it back with
+// its next recall.
+func (e *Engine) Consistency(ctx context.Context) (string, error) {
+	done, err := e.enter()
+	if err != nil {
+		return "", err
+	}
+	defer done()
+	p, ok := e.st.(store.Positioner)
+	if !ok {
+		return "", nil
+	}
+	return p.Position(ctx)
+}
+
+// WithConsistency returns ctx carrying a token Engine.Consistency
+// returned: recalls under it see the writes it stands for.
+func WithConsistency(ctx context.Context, token string) context.Context {
+	return store.WithConsistency(ctx, token)
+}
+
 // Ping checks that the engine is open and its store answers.
 func (e *Engine) Ping(ctx context.Context) error {
 	done, err := e.enter()
@@ -412,7 +436,7 @@ func (e *Engine) RecallPool(ctx context.Context, q Query) (*RecallResult, error)
 	}
 	over["candidate_policy"] = string(recall.PolicyPool)
 	q.Overrides = over
-	return e.recall(ctx, q, dense.NewScan(e.st))
+	return e.recall(store.AllowReplica(ctx), q, dense.NewScan(e.st))
 }
 
 // IndexVerification is what VerifyIndex found (see dense.Catalog.Verify).

@@ -152,6 +152,11 @@ type Config struct {
 	// <database>.index (none with Store); "-" keeps no snapshots. The
 	// snapshots are a cache: deleting them loses nothing.
 	IndexDir string
+	// Replicas are URLs of streaming replicas of a Postgres database:
+	// recalls read from them, writes go to the primary (see
+	// Engine.Consistency for read-your-writes). Ignored with Store and on
+	// SQLite.
+	Replicas []string
 }
 
 func (c *Config) withDefaults() Config {
@@ -219,7 +224,7 @@ func Open(path string, cfg *Config) (*Engine, error) {
 				indexDir = IndexDir(path)
 			}
 		}
-		s, err := OpenStore(context.Background(), path, StoreOptions{ContextTurns: c.ContextTurns, MustExist: c.MustExist})
+		s, err := OpenStore(context.Background(), path, StoreOptions{ContextTurns: c.ContextTurns, MustExist: c.MustExist, Replicas: c.Replicas})
 		if err != nil {
 			return nil, err
 		}
@@ -236,9 +241,10 @@ func Open(path string, cfg *Config) (*Engine, error) {
 
 // StoreOptions tunes OpenStore.
 type StoreOptions struct {
-	// ContextTurns and MustExist are Config's.
+	// ContextTurns, MustExist and Replicas are Config's.
 	ContextTurns int
 	MustExist    bool
+	Replicas     []string
 }
 
 // OpenStore opens the store db names, without an engine (mnemo copy,
@@ -247,10 +253,13 @@ type StoreOptions struct {
 // current schema.
 func OpenStore(ctx context.Context, db string, o StoreOptions) (store.Store, error) {
 	if postgres.IsDSN(db) {
-		return postgres.Open(ctx, db, postgres.Options{ContextTurns: o.ContextTurns, MustExist: o.MustExist})
+		return postgres.Open(ctx, db, postgres.Options{ContextTurns: o.ContextTurns, MustExist: o.MustExist, Replicas: o.Replicas})
 	}
 	if db == "" {
 		return nil, mnemotype.Invalidf("database path is empty")
+	}
+	if len(o.Replicas) > 0 {
+		return nil, mnemotype.Invalidf("read replicas need a postgres:// database, not the SQLite file %s", db)
 	}
 	return sqlitestore.Open(ctx, db, sqlitestore.Options{ContextTurns: o.ContextTurns, MustExist: o.MustExist})
 }

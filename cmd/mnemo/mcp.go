@@ -40,7 +40,7 @@ memory_recall, memory_forget). For an MCP client's configuration:
 		return usagef("mcp takes no arguments, got %q", strings.Join(pos, " "))
 	}
 	log := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	e, err := ef.openServing(a, log)
+	e, err := ef.openServing(a, log, nil)
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/mnemo-dev/mnemo/internal/pgtest"
 )
 
@@ -222,4 +224,83 @@ func TestServe_SeveralServersOnPostgres(t *testing.T) {
 	}
 	t.Logf("%d clients, %v, 3 servers (one killed after %d acknowledged writes): %d requests, %d writes acknowledged, none lost",
 		clients, duration, killedAt.Load(), requests.Load(), len(acked))
+}
+
+// TestServe_ReplicaReadYourWrites: mnemo serve --replica sends recalls to a
+// streaming replica; a client that writes and then recalls with the
+// write's Mnemo-Consistency header sees its write, every time; without
+// the header, a recall may be served by a replica that has not replayed
+// it (shown with the replica's replay paused).
+func TestServe_ReplicaReadYourWrites(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts PostgreSQL clusters")
+	}
+	t.Parallel()
+	primary := pgtest.Start(t)
+	replica := pgtest.StartReplica(t, primary)
+	c := newCLI(t)
+	c.env["MNEMO_DB"] = primary.DSN("postgres") + "&schema=rep&synchronous_commit=on"
+	url, _ := startServe(t, c, "--profile", "p", "--replica", replica.DSN("postgres"))
+	httpc := &http.Client{Timeout: 15 * time.Second}
+	do := func(path, body, token string) (int, string, string) {
+		t.Helper()
+		req, err := http.NewRequest("POST", url+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		if token != "" {
+			req.Header.Set("Mnemo-Consistency", token)
+		}
+		res, err := httpc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b), res.Header.Get("Mnemo-Consistency")
+	}
+	write := func(word string) (string, string) {
+		t.Helper()
+		code, body, token := do("/v1/memories", fmt.Sprintf(`{"content": "note %s"}`, word), "")
+		var out struct{ ID string }
+		if code != 201 || json.Unmarshal([]byte(body), &out) != nil || token == "" {
+			t.Fatalf("write: %d %s, token %q", code, body, token)
+		}
+		return out.ID, token
+	}
+	recalled := func(word, id, token string) bool {
+		t.Helper()
+		code, body, _ := do("/v1/recall", fmt.Sprintf(`{"query": %q, "min_relevance": 0, "limit": 3}`, word), token)
+		if code != 200 {
+			t.Fatalf("recall: %d %s", code, body)
+		}
+		return strings.Contains(body, id)
+	}
+	trials := envInt("MNEMO_REPLICA_TRIALS", 200)
+	for i := range trials {
+		word := fmt.Sprintf("zr%dq", i)
+		id, token := write(word)
+		if !recalled(word, id, token) {
+			t.Fatalf("trial %d: the write is not recalled with its consistency token %s", i, token)
+		}
+	}
+	conn, err := pgx.Connect(t.Context(), replica.DSN("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(t.Context())
+	if _, err := conn.Exec(t.Context(), `SELECT pg_wal_replay_pause()`); err != nil {
+		t.Fatal(err)
+	}
+	id, token := write("pausedword")
+	if recalled("pausedword", id, "") {
+		t.Error("with the replica's replay paused, a recall without a token saw the new write: recalls do not go to the replica")
+	}
+	if !recalled("pausedword", id, token) {
+		t.Error("a recall with the write's token missed it while the replica lagged (the primary should answer it)")
+	}
+	if _, err := conn.Exec(t.Context(), `SELECT pg_wal_replay_resume()`); err != nil {
+		t.Fatal(err)
+	}
 }

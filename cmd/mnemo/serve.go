@@ -24,7 +24,7 @@ const (
 // openServing opens the engine for a long-running command: unlike
 // engineFlags.open, access statistics are flushed in the background
 // (every second) rather than only at Close.
-func (f *engineFlags) openServing(a *app, log *slog.Logger) (*mnemo.Engine, error) {
+func (f *engineFlags) openServing(a *app, log *slog.Logger, replicas []string) (*mnemo.Engine, error) {
 	path, err := a.dbPath(f.db)
 	if err != nil {
 		return nil, err
@@ -34,6 +34,14 @@ func (f *engineFlags) openServing(a *app, log *slog.Logger) (*mnemo.Engine, erro
 		return nil, err
 	}
 	cfg.Logger = log
+	cfg.Replicas = replicas
+	if len(cfg.Replicas) == 0 {
+		for r := range strings.SplitSeq(a.getenv("MNEMO_REPLICAS"), ",") {
+			if r = strings.TrimSpace(r); r != "" {
+				cfg.Replicas = append(cfg.Replicas, r)
+			}
+		}
+	}
 	return mnemo.Open(path, &cfg)
 }
 
@@ -52,6 +60,8 @@ func cmdServe(ctx context.Context, a *app, args []string) error {
 	requireKeys := fs.Bool("require-keys", false, "refuse requests without an API key even while none exists")
 	singleUser := fs.Bool("single-user", false, "serve without keys (loopback only) while no active API key exists, even if keys existed and were revoked")
 	accessLog := fs.Bool("access-log", false, "log every request to stderr")
+	var replicas repeatFlag
+	fs.Var(&replicas, "replica", "postgres:// URL of a streaming replica of the database to send recalls to (repeatable; default $MNEMO_REPLICAS, comma-separated); a recall carrying a write's Mnemo-Consistency header sees that write")
 	reembedEvery := fs.Duration("reembed-every", defaultReembedEvery, "how often to embed memories stored without an embedding (the embedder was failing); 0 never")
 	fs.Usage = func() {
 		fmt.Fprintln(a.stderr, `usage: mnemo serve [--addr 127.0.0.1:7077] [--profile P] [--max-body 1MiB] [--require-keys | --single-user] [--access-log]
@@ -90,7 +100,7 @@ without keys while none is active.`)
 		return usagef("--single-user and --require-keys contradict each other: choose one")
 	}
 	log := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	e, err := ef.openServing(a, log)
+	e, err := ef.openServing(a, log, replicas)
 	if err != nil {
 		return err
 	}

@@ -312,6 +312,12 @@ func (s *Server) wrap(rt route) http.Handler {
 			s.writeError(w, r, err)
 			return
 		}
+		if tok := r.Header.Get(ConsistencyHeader); tok != "" {
+			r = r.WithContext(mnemo.WithConsistency(r.Context(), tok))
+		}
+		if r.Method != http.MethodGet && r.Method != http.MethodHead && rt.path != "/v1/recall" && !rt.stream {
+			w = &consistencyWriter{ResponseWriter: w, s: s, r: r}
+		}
 		if err := rt.h(w, r, profile); err != nil {
 			s.writeError(w, r, err)
 		}
@@ -947,3 +953,40 @@ func (s *Server) mcpProfile(ctx context.Context, req *mcp.CallToolRequest, named
 	}
 	return caller{profile: s.cfg.Profile, singleUser: true}.act(named)
 }
+
+// ConsistencyHeader carries read-your-writes across servers and read
+// replicas: a successful write answers with the position it reached
+// (Engine.Consistency; absent when every read sees every write), and a
+// recall sent with it sees that write.
+const ConsistencyHeader = "Mnemo-Consistency"
+
+// consistencyWriter adds ConsistencyHeader to a write's successful
+// answer, as its status is written.
+type consistencyWriter struct {
+	http.ResponseWriter
+	s    *Server
+	r    *http.Request
+	done bool
+}
+
+func (c *consistencyWriter) WriteHeader(code int) {
+	if !c.done {
+		c.done = true
+		if code >= 200 && code < 300 {
+			if tok, err := c.s.e.Consistency(c.r.Context()); err == nil && tok != "" {
+				c.Header().Set(ConsistencyHeader, tok)
+			}
+		}
+	}
+	c.ResponseWriter.WriteHeader(code)
+}
+
+func (c *consistencyWriter) Write(b []byte) (int, error) {
+	if !c.done {
+		c.WriteHeader(http.StatusOK)
+	}
+	return c.ResponseWriter.Write(b)
+}
+
+// Unwrap gives http.ResponseController the writer underneath.
+func (c *consistencyWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }
