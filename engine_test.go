@@ -13,6 +13,7 @@ import (
 
 	"github.com/mnemo-dev/mnemo"
 	"github.com/mnemo-dev/mnemo/embed"
+	"github.com/mnemo-dev/mnemo/internal/pgtest"
 	"github.com/mnemo-dev/mnemo/embed/glove"
 	"github.com/mnemo-dev/mnemo/internal/testenv"
 	"github.com/mnemo-dev/mnemo/mnemotype"
@@ -490,6 +491,23 @@ func TestEngine_TraceLevels(t *testing.T) {
 func TestEngine_TenantScoresArePrivate(t *testing.T) {
 	t.Parallel()
 	e, _ := setup(t)
+	tenantScoresArePrivate(t, e)
+}
+
+// TestEngine_TenantScoresArePrivate_Postgres runs the same on the Postgres
+// store.
+func TestEngine_TenantScoresArePrivate_Postgres(t *testing.T) {
+	t.Parallel()
+	c := pgtest.Start(t)
+	e, err := mnemo.Open(c.DSN("postgres")+"&schema=tenants", &mnemo.Config{Embedder: embed.NewHash(embed.DefaultHashDim), AccessFlushInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	tenantScoresArePrivate(t, e)
+}
+
+func tenantScoresArePrivate(t *testing.T, e *mnemo.Engine) {
 	ctx := t.Context()
 	words := strings.Fields("zebra migration river stone walrus quartz cedar ember fjord jwt login database staging deploy")
 	sentence := func(i, n int) string {
