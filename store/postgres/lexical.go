@@ -170,13 +170,13 @@ func (q *lexQuery) run(ctx context.Context, p store.LexicalParams) ([]mnemotype.
 			}
 		}
 	}
-	cands := candidates{}
+	cands := newCandidates(len(q.terms))
 	if err := q.readAll(ctx, cands, df); err != nil {
 		return nil, err
 	}
 	every := q.every()
 	var out []*candidate
-	for _, c := range cands {
+	for _, c := range cands.m {
 		if c.score, c.ok = q.score(c, every); c.ok {
 			out = append(out, c)
 		}
@@ -263,13 +263,13 @@ const restrictMax = 2048
 
 // countMatches counts the rows in scope that match the query, up to limit.
 func (q *lexQuery) countMatches(ctx context.Context, limit int, df []int64) (int, error) {
-	cands := candidates{}
+	cands := newCandidates(len(q.terms))
 	if err := q.readAll(ctx, cands, df); err != nil {
 		return 0, err
 	}
 	every := q.every()
 	n := 0
-	for _, c := range cands {
+	for _, c := range cands.m {
 		if q.matches(c, every) {
 			if n++; n >= limit {
 				break
@@ -291,7 +291,7 @@ func (q *lexQuery) every() []int {
 // readAll adds to cands every row in scope matching a term, with its
 // counts of every term. An AND query reads its rarest term's list first,
 // then the others' for the rows it found only.
-func (q *lexQuery) readAll(ctx context.Context, cands candidates, df []int64) error {
+func (q *lexQuery) readAll(ctx context.Context, cands *candidates, df []int64) error {
 	if !q.all || len(q.terms) == 1 {
 		return q.read(ctx, cands, q.every(), nil, true)
 	}
@@ -304,11 +304,11 @@ func (q *lexQuery) readAll(ctx context.Context, cands candidates, df []int64) er
 	if err := q.read(ctx, cands, []int{rarest}, nil, true); err != nil {
 		return err
 	}
-	if len(cands) == 0 {
+	if len(cands.m) == 0 {
 		return nil
 	}
-	rids := make([]int64, 0, len(cands))
-	for rid := range cands {
+	rids := make([]int64, 0, len(cands.m))
+	for rid := range cands.m {
 		rids = append(rids, rid)
 	}
 	var others []int
@@ -402,11 +402,11 @@ func (q *lexQuery) docFreqs(ctx context.Context) ([]int64, error) {
 		// Counted in the whole profile.
 		whole := &lexQuery{s: q.s, tx: q.tx, sc: mnemotype.Scope{Profile: q.sc.Profile}, phrases: q.phrases, terms: q.terms,
 			weights: q.weights, mask: q.mask}
-		cands := candidates{}
+		cands := newCandidates(len(q.terms))
 		if err := whole.read(ctx, cands, []int{i}, nil, true); err != nil {
 			return nil, err
 		}
-		df[i] = int64(len(cands))
+		df[i] = int64(len(cands.m))
 		q.s.terms.put(q.sc.Profile, q.seq, q.mask, q.terms[i], df[i])
 	}
 	return df, nil
@@ -437,13 +437,33 @@ type candidate struct {
 	ok               bool
 }
 
-type candidates map[int64]*candidate
+// candidates are the rows a query scores, by row id. They are allocated
+// in chunks: a query at 100k memories scores thousands of them.
+type candidates struct {
+	m     map[int64]*candidate
+	terms int
+	free  []candidate
+	tfs   [][numFields]float64
+}
 
-func (cs candidates) get(rid int64, terms int) *candidate {
-	c := cs[rid]
+func newCandidates(terms int) *candidates {
+	return &candidates{m: map[int64]*candidate{}, terms: terms}
+}
+
+const candidateChunk = 512
+
+func (cs *candidates) get(rid int64) *candidate {
+	c := cs.m[rid]
 	if c == nil {
-		c = &candidate{rid: rid, tf: make([][numFields]float64, terms)}
-		cs[rid] = c
+		if len(cs.free) == 0 {
+			cs.free = make([]candidate, candidateChunk)
+			cs.tfs = make([][numFields]float64, candidateChunk*cs.terms)
+		}
+		c = &cs.free[0]
+		cs.free = cs.free[1:]
+		c.rid, c.tf = rid, cs.tfs[:cs.terms:cs.terms]
+		cs.tfs = cs.tfs[cs.terms:]
+		cs.m[rid] = c
 	}
 	return c
 }
@@ -452,7 +472,7 @@ func (cs candidates) get(rid int64, terms int) *candidate {
 // weighted field, with their counts of those terms, among the rows the
 // query may return (of rids, when not nil). Without create, it only fills
 // in the counts of rows already in cands.
-func (q *lexQuery) read(ctx context.Context, cands candidates, terms []int, rids []int64, create bool) error {
+func (q *lexQuery) read(ctx context.Context, cands *candidates, terms []int, rids []int64, create bool) error {
 	limit := rids
 	rids = q.restrict(rids)
 	var only map[int64]bool
@@ -487,8 +507,8 @@ func (q *lexQuery) read(ctx context.Context, cands candidates, terms []int, rids
 			}
 			var c *candidate
 			if create {
-				c = cands.get(p.rid, len(q.terms))
-			} else if c = cands[p.rid]; c == nil {
+				c = cands.get(p.rid)
+			} else if c = cands.m[p.rid]; c == nil {
 				continue
 			}
 			c.content, c.context = float64(p.content), float64(p.context)
@@ -508,7 +528,7 @@ func (q *lexQuery) read(ctx context.Context, cands candidates, terms []int, rids
 // readPhrase adds to cands the rows where term i, a phrase, occurs in a
 // weighted field, with its counts: its candidates hold every one of its
 // tokens, and are counted from their fields' text.
-func (q *lexQuery) readPhrase(ctx context.Context, cands candidates, i int, rids []int64, only map[int64]bool, create bool) error {
+func (q *lexQuery) readPhrase(ctx context.Context, cands *candidates, i int, rids []int64, only map[int64]bool, create bool) error {
 	ph := q.phrases[i]
 	var toks []string
 	for _, t := range ph {
@@ -519,7 +539,7 @@ func (q *lexQuery) readPhrase(ctx context.Context, cands candidates, i int, rids
 	holds := map[int64]int{}
 	err := scanBlocks(ctx, q.tx, q.sc.Profile, q.docs, toks, q.tokDF, rids, func(_ string, ps []posting) {
 		for _, p := range ps {
-			if q.keeps(p.rid) && (only == nil || only[p.rid]) && (create || cands[p.rid] != nil) {
+			if q.keeps(p.rid) && (only == nil || only[p.rid]) && (create || cands.m[p.rid] != nil) {
 				holds[p.rid]++
 			}
 		}
@@ -567,8 +587,8 @@ func (q *lexQuery) readPhrase(ctx context.Context, cands candidates, i int, rids
 		}
 		var c *candidate
 		if create {
-			c = cands.get(rid, len(q.terms))
-		} else if c = cands[rid]; c == nil {
+			c = cands.get(rid)
+		} else if c = cands.m[rid]; c == nil {
 			continue
 		}
 		if len(lens) == numFields {
@@ -636,12 +656,12 @@ func (q *lexQuery) rankedRare(ctx context.Context, limit int, rare []int) ([]mne
 			common = append(common, i)
 		}
 	}
-	cands := candidates{}
+	cands := newCandidates(len(q.terms))
 	if err := q.read(ctx, cands, rare, nil, true); err != nil {
 		return nil, err
 	}
-	order := make([]*candidate, 0, len(cands))
-	for _, c := range cands {
+	order := make([]*candidate, 0, len(cands.m))
+	for _, c := range cands.m {
 		if v, ok := q.score(c, rare); ok {
 			c.partial = v
 			order = append(order, c)
