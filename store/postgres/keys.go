@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -37,21 +36,8 @@ func (s *Store) CreateKey(ctx context.Context, k store.APIKey) error {
 	if err := s.check(); err != nil {
 		return err
 	}
-	switch {
-	case strings.TrimSpace(k.ID) == "":
-		return mnemotype.Invalidf("key id is empty")
-	case k.Role != store.RoleProfile && k.Role != store.RoleService && k.Role != store.RoleAdmin:
-		return mnemotype.Invalidf("key role %q: must be %q (a profile key), %q or %q", k.Role, store.RoleProfile, store.RoleService, store.RoleAdmin)
-	case k.Role == store.RoleProfile && strings.TrimSpace(k.Profile) == "":
-		return mnemotype.Invalidf("profile is required")
-	case k.Role != store.RoleProfile && k.Profile != "":
-		return mnemotype.Invalidf("a %s key is bound to no one profile: profile must be empty", k.Role)
-	case k.Role != store.RoleService && len(k.Profiles) > 0:
-		return mnemotype.Invalidf("only a service key lists profiles")
-	case slices.ContainsFunc(k.Profiles, func(p string) bool { return strings.TrimSpace(p) == "" }):
-		return mnemotype.Invalidf("a service key's profiles must not be empty")
-	case strings.TrimSpace(k.Hash) == "":
-		return mnemotype.Invalidf("key hash is empty")
+	if err := k.Validate(); err != nil {
+		return err
 	}
 	var revoked *int64
 	if !k.RevokedAt.IsZero() {

@@ -4,11 +4,9 @@ import (
 	"cmp"
 	"context"
 	"encoding/base64"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -56,27 +54,6 @@ func scanMemory(row pgx.Row, extra ...any) (mnemotype.Memory, error) {
 	return m, nil
 }
 
-// EncodeVector encodes v as little-endian float32s (the embedding column).
-func EncodeVector(v []float32) []byte {
-	b := make([]byte, 4*len(v))
-	for i, f := range v {
-		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(f))
-	}
-	return b
-}
-
-// DecodeVector decodes EncodeVector's encoding.
-func DecodeVector(b []byte) ([]float32, error) {
-	if len(b)%4 != 0 {
-		return nil, fmt.Errorf("embedding of %d bytes is not a float32 vector", len(b))
-	}
-	v := make([]float32, len(b)/4)
-	for i := range v {
-		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-	}
-	return v, nil
-}
-
 // readMemories runs q, which selects memoryCols and, with embeddings, the
 // embedding, and returns the memories.
 func readMemories(ctx context.Context, db querier, q string, withEmbedding bool, a args) ([]mnemotype.Memory, error) {
@@ -97,7 +74,7 @@ func readMemories(ctx context.Context, db querier, q string, withEmbedding bool,
 			return nil, err
 		}
 		if len(blob) > 0 {
-			if m.Embedding, err = DecodeVector(blob); err != nil {
+			if m.Embedding, err = store.DecodeVector(blob); err != nil {
 				return nil, fmt.Errorf("memory %s: %w", m.ID, err)
 			}
 		}
@@ -398,7 +375,7 @@ func (s *Store) Changes(ctx context.Context, p store.ChangesParams) (store.Chang
 			return cs, fmt.Errorf("read changes: %w", err)
 		}
 		if len(blob) > 0 {
-			if m.Embedding, err = DecodeVector(blob); err != nil {
+			if m.Embedding, err = store.DecodeVector(blob); err != nil {
 				rows.Close()
 				return cs, fmt.Errorf("read memory %s: %w", m.ID, err)
 			}

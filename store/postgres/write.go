@@ -141,7 +141,7 @@ func (s *Store) Insert(ctx context.Context, mems []mnemotype.Memory) error {
 		var dim *int32
 		model := ""
 		if len(m.Embedding) > 0 {
-			blob, model = EncodeVector(m.Embedding), m.EmbeddingModel
+			blob, model = store.EncodeVector(m.Embedding), m.EmbeddingModel
 			d := int32(len(m.Embedding))
 			dim = &d
 		}
@@ -380,7 +380,7 @@ func (s *Store) Update(ctx context.Context, p store.UpdateParams) (mnemotype.Mem
 		return mnemotype.Memory{}, fmt.Errorf("update memory %s: %w", p.ID, err)
 	}
 	if len(blob) > 0 {
-		if m.Embedding, err = DecodeVector(blob); err != nil {
+		if m.Embedding, err = store.DecodeVector(blob); err != nil {
 			return mnemotype.Memory{}, fmt.Errorf("update memory %s: %w", p.ID, err)
 		}
 	}
@@ -388,43 +388,8 @@ func (s *Store) Update(ctx context.Context, p store.UpdateParams) (mnemotype.Mem
 		return mnemotype.Memory{}, fmt.Errorf("update memory %s: it changed since it was read: %w", p.ID, mnemotype.ErrConflict)
 	}
 	old := m
-	if p.Content != nil {
-		m.Content = *p.Content
-	}
-	if p.Kind != nil {
-		m.Kind = *p.Kind
-	}
-	if p.Project != nil {
-		m.Project = *p.Project
-	}
-	if p.Session != nil {
-		m.Session = *p.Session
-	}
-	if p.Actor != nil {
-		m.Actor = *p.Actor
-	}
-	if p.Seq != nil {
-		m.Seq = *p.Seq
-	}
-	if p.OccurredAt != nil {
-		m.OccurredAt = *p.OccurredAt
-	}
-	if p.Importance != nil {
-		m.Importance = *p.Importance
-	}
-	if p.Metadata != nil {
-		m.Metadata = *p.Metadata
-	}
-	if p.EmbeddingModel != "" {
-		m.Embedding, m.EmbeddingModel = p.Embedding, p.EmbeddingModel
-	}
-	if err := m.Validate(); err != nil {
+	if err := p.Apply(&m); err != nil {
 		return mnemotype.Memory{}, err
-	}
-	if p.OccurredAt != nil {
-		if err := mnemotype.CheckTime("occurred_at", m.OccurredAt); err != nil {
-			return mnemotype.Memory{}, err
-		}
 	}
 	if m.Seq == 0 || (m.Session != old.Session && p.Seq == nil) {
 		// Seq 0, or a move to another session without a seq: the
@@ -438,7 +403,7 @@ func (s *Store) Update(ctx context.Context, p store.UpdateParams) (mnemotype.Mem
 	var model *string
 	var dim *int32
 	if len(m.Embedding) > 0 {
-		newBlob, model = EncodeVector(m.Embedding), &m.EmbeddingModel
+		newBlob, model = store.EncodeVector(m.Embedding), &m.EmbeddingModel
 		d := int32(len(m.Embedding))
 		dim = &d
 	}

@@ -9,12 +9,10 @@ import (
 	"context"
 	"database/sql"
 	"encoding/base64"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
-	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -521,26 +519,12 @@ func nullJSON(b json.RawMessage) any {
 	return string(b)
 }
 
-// EncodeVector encodes v as little-endian float32s.
-func EncodeVector(v []float32) []byte {
-	b := make([]byte, 4*len(v))
-	for i, f := range v {
-		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(f))
-	}
-	return b
-}
-
-// DecodeVector decodes a little-endian float32 BLOB.
-func DecodeVector(b []byte) ([]float32, error) {
-	if len(b)%4 != 0 {
-		return nil, fmt.Errorf("embedding blob of %d bytes is not a float32 vector", len(b))
-	}
-	v := make([]float32, len(b)/4)
-	for i := range v {
-		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-	}
-	return v, nil
-}
+// EncodeVector and DecodeVector are the embedding column's form
+// (store's).
+var (
+	EncodeVector = store.EncodeVector
+	DecodeVector = store.DecodeVector
+)
 
 const memoryCols = `id, profile, project, session, session_seq, actor, kind, content, importance, occurred_at, created_at, accessed_at,
 	access_count, metadata, embedding_model`
@@ -654,43 +638,8 @@ func (s *Store) Update(ctx context.Context, p store.UpdateParams) (mnemotype.Mem
 		return mnemotype.Memory{}, fmt.Errorf("update memory %s: it changed since it was read: %w", p.ID, mnemotype.ErrConflict)
 	}
 	old := m
-	if p.Content != nil {
-		m.Content = *p.Content
-	}
-	if p.Kind != nil {
-		m.Kind = *p.Kind
-	}
-	if p.Project != nil {
-		m.Project = *p.Project
-	}
-	if p.Session != nil {
-		m.Session = *p.Session
-	}
-	if p.Actor != nil {
-		m.Actor = *p.Actor
-	}
-	if p.Seq != nil {
-		m.Seq = *p.Seq
-	}
-	if p.OccurredAt != nil {
-		m.OccurredAt = *p.OccurredAt
-	}
-	if p.Importance != nil {
-		m.Importance = *p.Importance
-	}
-	if p.Metadata != nil {
-		m.Metadata = *p.Metadata
-	}
-	if p.EmbeddingModel != "" {
-		m.Embedding, m.EmbeddingModel = p.Embedding, p.EmbeddingModel
-	}
-	if err := m.Validate(); err != nil {
+	if err := p.Apply(&m); err != nil {
 		return mnemotype.Memory{}, err
-	}
-	if p.OccurredAt != nil {
-		if err := mnemotype.CheckTime("occurred_at", m.OccurredAt); err != nil {
-			return mnemotype.Memory{}, err
-		}
 	}
 	if m.Seq == 0 || (m.Session != old.Session && p.Seq == nil) {
 		// Seq 0, or a move to another session without a seq: the
