@@ -86,6 +86,11 @@ func parseLSN(s string) (uint64, bool) {
 	return h<<32 | l, true
 }
 
+// formatLSN prints v as a pg_lsn.
+func formatLSN(v uint64) string {
+	return strconv.FormatUint(v>>32, 16) + "/" + strconv.FormatUint(v&(1<<32-1), 16)
+}
+
 // reader returns where a read under ctx runs: the primary without
 // replicas or for a read not a recall's (store.AllowReplica); else the
 // next replica, once it has replayed the consistency
