@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/mnemo-dev/mnemo"
+	"github.com/mnemo-dev/mnemo/internal/pgtest"
 )
 
 func TestCLI_Bench(t *testing.T) {
@@ -296,5 +297,31 @@ func TestSentences(t *testing.T) {
 		if got := sentences(tc.in); !slices.Equal(got, tc.want) {
 			t.Errorf("sentences(%q) = %q, want %q", tc.in, got, tc.want)
 		}
+	}
+}
+
+// TestCLI_BenchLadderPostgres: with --postgres, the rungs are schemas of
+// the database, measured as the SQLite ones are.
+func TestCLI_BenchLadderPostgres(t *testing.T) {
+	t.Setenv("MNEMO_TEST_MAIN", "1")
+	cl := pgtest.Start(t)
+	c := newCLI(t)
+	corpus, work := ladderCorpus(t), t.TempDir()
+	out := c.ok("bench", "ladder", "--corpus", corpus, "--dir", work, "--postgres", cl.DSN("postgres"), "--sizes", "300",
+		"--session-size", "100", "--n", "10", "--warmup", "2", "--mnemo", os.Args[0], "--json")
+	var rep ladderReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Rungs) != 1 || rep.SQLite != "" {
+		t.Fatalf("report = %+v", rep)
+	}
+	r := rep.Rungs[0]
+	if r.Memories != 300 || r.Import <= 0 || r.Unscoped.P50 <= 0 || r.Scoped.P50 <= 0 || r.FirstRecall <= 0 || r.Recollect <= 0 ||
+		!strings.Contains(r.Database, "schema=ladder_300") {
+		t.Errorf("rung: %+v", r)
+	}
+	if code, _, errs := c.run("", "bench", "ladder", "--corpus", corpus, "--dir", work, "--postgres", "/not/a/url"); code != 2 {
+		t.Errorf("--postgres with a path: exit %d: %s", code, errs)
 	}
 }

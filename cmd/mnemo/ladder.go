@@ -22,6 +22,7 @@ import (
 
 	"github.com/mnemo-dev/mnemo"
 	"github.com/mnemo-dev/mnemo/internal/sqlitedb"
+	"github.com/mnemo-dev/mnemo/store/postgres"
 )
 
 // ladderProfile is the profile the ladder's databases hold their corpus in.
@@ -92,8 +93,9 @@ func cmdBenchLadder(ctx context.Context, a *app, args []string) error {
 	seed := fs.Uint64("seed", 1, "seed of the corpus draw")
 	exe := fs.String("mnemo", "", "mnemo binary the new-process figures run (default: this one)")
 	asJSON := fs.Bool("json", false, "print JSON")
+	pgURL := fs.String("postgres", "", "build the rungs in this PostgreSQL database (a postgres:// URL), schema ladder_N each, instead of SQLite files in --dir")
 	fs.Usage = func() {
-		fmt.Fprintln(a.stderr, `usage: mnemo bench ladder --corpus DIR[,DIR] --dir WORKDIR [--sizes 10k,100k,1M] [--n 500] [--json]
+		fmt.Fprintln(a.stderr, `usage: mnemo bench ladder --corpus DIR[,DIR] --dir WORKDIR [--postgres URL] [--sizes 10k,100k,1M] [--n 500] [--json]
 
 For each size N, builds a reproducible corpus of N memories (each joins two
 sentences drawn from the texts of the corpus folders' corpus.jsonl or
@@ -102,7 +104,9 @@ it into WORKDIR/ladder-N.db with the engine's embedder and reports: import
 rate, warm recall latency unscoped and inside one session (p50/p95/p99,
 query embedding excluded), the mean per stage, and the wall time and peak
 RSS of a new process's first recall (without the dense index's snapshot,
-then with it) and of mnemo recollect.`)
+then with it) and of mnemo recollect. With --postgres, each rung is a
+schema of that database (there are no snapshots: both first-recall
+figures read the database); --dir still holds recollect's output.`)
 		fs.PrintDefaults()
 	}
 	pos, err := parseInterleaved(fs, args)
@@ -132,7 +136,10 @@ then with it) and of mnemo recollect.`)
 		return usagef("--warmup = %d: must be an integer in [0, %d]", *warmup, maxBenchRecalls)
 	}
 	if ef.db != "" {
-		return usagef("--db is not used: the ladder's databases go in --dir")
+		return usagef("--db is not used: the ladder's databases go in --dir (or --postgres)")
+	}
+	if *pgURL != "" && !postgres.IsDSN(*pgURL) {
+		return usagef("--postgres %q: want a postgres:// URL", *pgURL)
 	}
 	dirs := splitList(*corpus)
 	var texts []string
@@ -165,9 +172,16 @@ then with it) and of mnemo recollect.`)
 	rep := &ladderReport{Corpus: dirs, QuerySource: source, Queries: len(qs), SessionSize: *sessionSize,
 		SQLite: sqlitedb.Driver, CPUs: runtime.GOMAXPROCS(0), GOOS: runtime.GOOS, GOARCH: runtime.GOARCH}
 	l := &ladder{a: a, ef: ef, texts: texts, queries: qs, seed: *seed, sessionSize: *sessionSize, n: *n, warmup: *warmup,
-		exe: *exe, reuse: *reuse, rep: rep}
+		exe: *exe, reuse: *reuse, rep: rep, dir: *dir}
+	if *pgURL != "" {
+		rep.SQLite = "" // PostgreSQL: printed so
+	}
 	for _, size := range ns {
-		row, err := l.rung(ctx, filepath.Join(*dir, fmt.Sprintf("ladder-%d.db", size)), size)
+		db := filepath.Join(*dir, fmt.Sprintf("ladder-%d.db", size))
+		if *pgURL != "" {
+			db = withSchema(*pgURL, fmt.Sprintf("ladder_%d", size))
+		}
+		row, err := l.rung(ctx, db, size)
 		if err != nil {
 			return fmt.Errorf("%d memories: %w", size, err)
 		}
@@ -195,6 +209,20 @@ type ladder struct {
 	exe         string
 	reuse       bool
 	rep         *ladderReport
+	dir         string
+}
+
+// withSchema returns the postgres:// URL u naming schema.
+func withSchema(u, schema string) string {
+	base, _, err := postgres.SplitSchema(u)
+	if err != nil {
+		return u
+	}
+	sep := "?"
+	if strings.Contains(base, "?") {
+		sep = "&"
+	}
+	return base + sep + "schema=" + schema
 }
 
 // rung builds (or reuses) the database of size memories at path and
@@ -234,14 +262,17 @@ func (l *ladder) rung(ctx context.Context, path string, size int) (ladderRow, er
 		return row, err
 	}
 	e = nil
-	if fi, err := os.Stat(path); err == nil {
+	pg := postgres.IsDSN(path)
+	if fi, err := os.Stat(path); err == nil && !pg {
 		row.DBBytes = fi.Size()
 	}
 	session := l.sessionOf(size / 2)
 	query := l.queries[0]
 	recall := []string{"recall", "--profile", ladderProfile, query}
-	if err := os.RemoveAll(mnemo.IndexDir(path)); err != nil {
-		return row, err
+	if !pg {
+		if err := os.RemoveAll(mnemo.IndexDir(path)); err != nil {
+			return row, err
+		}
 	}
 	if row.Unsnapshotted, row.UnsnapshottedRSS, err = l.newProcess(ctx, path, 1, recall...); err != nil {
 		return row, err
@@ -249,7 +280,7 @@ func (l *ladder) rung(ctx context.Context, path string, size int) (ladderRow, er
 	if row.FirstRecall, row.FirstRecallRSS, err = l.newProcess(ctx, path, newProcessRuns, recall...); err != nil {
 		return row, err
 	}
-	out := filepath.Join(filepath.Dir(path), "recollection.md")
+	out := filepath.Join(l.dir, "recollection.md")
 	if row.Recollect, row.RecollectRSS, err = l.newProcess(ctx, path, newProcessRuns, "recollect", "--profile", ladderProfile,
 		"--session", session, "--out", out, query); err != nil {
 		return row, err
@@ -435,8 +466,12 @@ func sentences(text string) []string {
 
 // printLadder prints the ladder as a markdown table.
 func printLadder(w io.Writer, r *ladderReport) {
-	fmt.Fprintf(w, "mnemo bench ladder: embedder %s, SQLite %s, %d CPUs (%s/%s); corpus %s; %d queries from %s; sessions of %d\n\n",
-		r.Embedder, r.SQLite, r.CPUs, r.GOOS, r.GOARCH, strings.Join(r.Corpus, ", "), r.Queries, r.QuerySource, r.SessionSize)
+	st := "SQLite " + r.SQLite
+	if r.SQLite == "" {
+		st = "PostgreSQL"
+	}
+	fmt.Fprintf(w, "mnemo bench ladder: embedder %s, %s, %d CPUs (%s/%s); corpus %s; %d queries from %s; sessions of %d\n\n",
+		r.Embedder, st, r.CPUs, r.GOOS, r.GOARCH, strings.Join(r.Corpus, ", "), r.Queries, r.QuerySource, r.SessionSize)
 	fmt.Fprintln(w, "| memories | import/s | recall p50 / p95 / p99 ms | session p50 / p95 / p99 ms | new process's first recall: ms, peak RSS MB | the same without the index snapshot | recollect ms, peak RSS MB | database MB |")
 	fmt.Fprintln(w, "|---:|---:|---|---|---|---|---|---:|")
 	for _, x := range r.Rungs {
