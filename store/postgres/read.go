@@ -293,12 +293,14 @@ func (s *Store) Neighbors(ctx context.Context, sc mnemotype.Scope, ids []string,
 	}
 	var a args
 	r := a.add(radius)
-	// Driven from the hits (a lateral join): the plan must not depend on
-	// the statistics, which a table just loaded lacks.
+	// Driven from the hits, an index probe each (a lateral join that
+	// OFFSET 0 keeps from being flattened): flattened, it was planned as a
+	// hash join of the hits' sessions, 300,000 pairs for 300 hits in
+	// sessions of 1,000 (14 ms instead of 1.5).
 	q := `SELECT n.id, h.id, abs(n.session_seq - h.session_seq), n.session_seq FROM memories h
 		CROSS JOIN LATERAL (SELECT n.id, n.session_seq FROM memories n WHERE n.profile = h.profile AND n.session = h.session
 			AND n.session_seq BETWEEN h.session_seq - ` + r + ` AND h.session_seq + ` + r + ` AND n.rid <> h.rid
-			AND ` + scopeSQL(&a, "n", sc) + `) n
+			AND ` + scopeSQL(&a, "n", sc) + ` OFFSET 0) n
 		WHERE h.profile = ` + a.add(sc.Profile) + ` AND h.id = ANY(` + a.add(ids) + `) AND h.session <> ''`
 	rows, err := s.reader(ctx).Query(ctx, q, a...)
 	if err != nil {

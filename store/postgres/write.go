@@ -662,7 +662,7 @@ func (ix *indexer) newDocs(ctx context.Context, mems []mnemotype.Memory, stored 
 			rows, err := ix.tx.Query(ctx, `SELECT DISTINCT t.profile, t.session, f.session_seq, f.rid, f.content
 				FROM unnest($1::text[], $2::text[], $3::bigint[]) AS t(profile, session, lo)
 				CROSS JOIN LATERAL (SELECT session_seq, rid, content FROM memories f WHERE f.profile = t.profile AND f.session = t.session
-					AND f.session_seq >= t.lo AND f.session_seq < t.lo + $4) f
+					AND f.session_seq >= t.lo AND f.session_seq < t.lo + $4 OFFSET 0) f
 				ORDER BY 1, 2, 3, 4`, ps, ss, los, ix.turns)
 			if err != nil {
 				return nil, fmt.Errorf("read the turns before: %w", err)
@@ -736,7 +736,7 @@ func (ix *indexer) turnsAfter(ctx context.Context, profile string, turns []turn)
 	}
 	rows, err := ix.tx.Query(ctx, `SELECT DISTINCT f.id FROM unnest($2::text[], $3::bigint[]) AS t(session, seq)
 		CROSS JOIN LATERAL (SELECT f.id FROM memories f WHERE f.profile = $1 AND f.session = t.session
-			AND f.session_seq > t.seq AND f.session_seq <= t.seq + $4) f`, profile, ss, qs, ix.turns)
+			AND f.session_seq > t.seq AND f.session_seq <= t.seq + $4 OFFSET 0) f`, profile, ss, qs, ix.turns)
 	if err != nil {
 		return nil, fmt.Errorf("find the turns after: %w", err)
 	}
