@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -97,4 +98,43 @@ func DecodeVector(b []byte) ([]float32, error) {
 		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
 	}
 	return v, nil
+}
+
+// Rows is a result set as database/sql and pgx both give it.
+type Rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}
+
+// ReadNeighbors reads the rows of a Neighbors query — the neighbour's id,
+// the id of the memory it is near, the absolute difference of their Seq,
+// the neighbour's Seq — and returns them in the order Store.Neighbors
+// promises (by that memory's id in byte order, then distance, then Seq),
+// whatever order or collation the database used.
+func ReadNeighbors(rows Rows) ([]Neighbor, error) {
+	type neighbor struct {
+		Neighbor
+		abs, seq int64 // Distance is abs, at least 1 (two turns may share a number)
+	}
+	var ns []neighbor
+	for rows.Next() {
+		var n neighbor
+		if err := rows.Scan(&n.ID, &n.Of, &n.abs, &n.seq); err != nil {
+			return nil, fmt.Errorf("neighbours: %w", err)
+		}
+		n.Distance = max(1, int(n.abs))
+		ns = append(ns, n)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("neighbours: %w", err)
+	}
+	slices.SortFunc(ns, func(a, b neighbor) int {
+		return cmp.Or(strings.Compare(a.Of, b.Of), cmp.Compare(a.abs, b.abs), cmp.Compare(a.seq, b.seq), strings.Compare(a.ID, b.ID))
+	})
+	out := make([]Neighbor, len(ns))
+	for i, n := range ns {
+		out[i] = n.Neighbor
+	}
+	return out, nil
 }

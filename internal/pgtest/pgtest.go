@@ -62,16 +62,7 @@ func Start(t testing.TB) *Cluster {
 		}
 		c.as = u
 	}
-	// Not t.TempDir: its parents are private to the test's user.
-	dir, err := os.MkdirTemp("", "mnemo-pg-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := c.own(dir); err != nil {
-		t.Fatal(err)
-	}
-	c.Dir = filepath.Join(dir, "data")
+	dir := c.workDir(t, "mnemo-pg-")
 	if out, err := c.run("initdb", "-D", c.Dir, "-U", "mnemo", "-A", "trust", "--no-sync", "-E", "UTF8", "--locale", "C"); err != nil {
 		t.Fatalf("initdb: %v\n%s", err, out)
 	}
@@ -114,7 +105,21 @@ func (c *Cluster) serve(t testing.TB, dir string) {
 func StartReplica(t testing.TB, primary *Cluster) *Cluster {
 	t.Helper()
 	c := &Cluster{bin: primary.bin, as: primary.as}
-	dir, err := os.MkdirTemp("", "mnemo-pg-replica-")
+	dir := c.workDir(t, "mnemo-pg-replica-")
+	if out, err := c.run("pg_basebackup", "-h", "127.0.0.1", "-p", strconv.Itoa(primary.Port), "-U", "mnemo", "-D", c.Dir,
+		"-R", "-X", "stream", "--no-sync"); err != nil {
+		t.Fatalf("pg_basebackup: %v\n%s", err, out)
+	}
+	c.serve(t, dir)
+	return c
+}
+
+// workDir makes the cluster's folder (removed when t ends), owned by its
+// user, and sets Dir to its data folder inside.
+func (c *Cluster) workDir(t testing.TB, prefix string) string {
+	t.Helper()
+	// Not t.TempDir: its parents are private to the test's user.
+	dir, err := os.MkdirTemp("", prefix)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,12 +128,7 @@ func StartReplica(t testing.TB, primary *Cluster) *Cluster {
 		t.Fatal(err)
 	}
 	c.Dir = filepath.Join(dir, "data")
-	if out, err := c.run("pg_basebackup", "-h", "127.0.0.1", "-p", strconv.Itoa(primary.Port), "-U", "mnemo", "-D", c.Dir,
-		"-R", "-X", "stream", "--no-sync"); err != nil {
-		t.Fatalf("pg_basebackup: %v\n%s", err, out)
-	}
-	c.serve(t, dir)
-	return c
+	return dir
 }
 
 // own gives dir to the cluster's user.

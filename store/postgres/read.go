@@ -307,32 +307,7 @@ func (s *Store) Neighbors(ctx context.Context, sc mnemotype.Scope, ids []string,
 		return nil, fmt.Errorf("neighbours: %w", err)
 	}
 	defer rows.Close()
-	type neighbor struct {
-		store.Neighbor
-		abs, seq int64
-	}
-	var ns []neighbor
-	for rows.Next() {
-		var n neighbor
-		if err := rows.Scan(&n.ID, &n.Of, &n.abs, &n.seq); err != nil {
-			return nil, fmt.Errorf("neighbours: %w", err)
-		}
-		n.Distance = max(1, int(n.abs)) // two turns may share a number
-		ns = append(ns, n)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("neighbours: %w", err)
-	}
-	// Byte order of ids, as the contract has it (the database's collation
-	// may order text otherwise).
-	slices.SortFunc(ns, func(a, b neighbor) int {
-		return cmp.Or(strings.Compare(a.Of, b.Of), cmp.Compare(a.abs, b.abs), cmp.Compare(a.seq, b.seq), strings.Compare(a.ID, b.ID))
-	})
-	out := make([]store.Neighbor, len(ns))
-	for i, n := range ns {
-		out[i] = n.Neighbor
-	}
-	return out, nil
+	return store.ReadNeighbors(rows)
 }
 
 // Changes implements store.Store. Each page is read in one repeatable-read

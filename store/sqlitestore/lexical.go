@@ -606,28 +606,5 @@ func (s *Store) Neighbors(ctx context.Context, sc mnemotype.Scope, ids []string,
 		return nil, fmt.Errorf("neighbours: %w", err)
 	}
 	defer rows.Close()
-	type neighbor struct {
-		store.Neighbor
-		abs, seq int64 // Distance is abs, at least 1 (two turns may share a number)
-	}
-	var ns []neighbor
-	for rows.Next() {
-		var n neighbor
-		if err := rows.Scan(&n.ID, &n.Of, &n.abs, &n.seq); err != nil {
-			return nil, fmt.Errorf("neighbours: %w", err)
-		}
-		n.Distance = max(1, int(n.abs))
-		ns = append(ns, n)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("neighbours: %w", err)
-	}
-	slices.SortFunc(ns, func(a, b neighbor) int {
-		return cmp.Or(strings.Compare(a.Of, b.Of), cmp.Compare(a.abs, b.abs), cmp.Compare(a.seq, b.seq), strings.Compare(a.ID, b.ID))
-	})
-	out := make([]store.Neighbor, len(ns))
-	for i, n := range ns {
-		out[i] = n.Neighbor
-	}
-	return out, nil
+	return store.ReadNeighbors(rows)
 }
