@@ -44,16 +44,16 @@ destination holds already is skipped, and each batch is written whole.`)
 		return err
 	}
 	if src == *to {
-		return usagef("--from and --to name the same database %s", src)
+		return usagef("--from and --to name the same database %s", redact(src))
 	}
 	s, err := mnemo.OpenStore(ctx, src, mnemo.StoreOptions{MustExist: true})
 	if err != nil {
-		return fmt.Errorf("open %s: %w", src, err)
+		return fmt.Errorf("open %s: %w", redact(src), err)
 	}
 	defer s.Close()
 	d, err := mnemo.OpenStore(ctx, *to, mnemo.StoreOptions{})
 	if err != nil {
-		return fmt.Errorf("open %s: %w", *to, err)
+		return fmt.Errorf("open %s: %w", redact(*to), err)
 	}
 	defer d.Close()
 	last := ""

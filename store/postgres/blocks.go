@@ -286,8 +286,10 @@ func scanBlocks(ctx context.Context, tx pgx.Tx, profile string, docs int64, toks
 	whole, probe := toks, []string(nil)
 	var blocks []int64
 	if rids != nil {
+		seen := make(map[int64]bool, len(rids))
 		for _, r := range rids {
-			if b := r >> blockShift; !slices.Contains(blocks, b) {
+			if b := r >> blockShift; !seen[b] {
+				seen[b] = true
 				blocks = append(blocks, b)
 			}
 		}

@@ -558,8 +558,11 @@ func (q *lexQuery) readPhrase(ctx context.Context, cands *candidates, i int, rid
 	}
 	var a args
 	turns := a.add(q.s.turns)
-	rows, err := q.tx.Query(ctx, `SELECT m.rid, m.content, m.actor, m.occurred_at, m.occurred_ns, `+contextSQL(turns)+`, m.lens
-		FROM memories m WHERE m.profile = `+a.add(q.sc.Profile)+` AND m.rid = ANY(`+a.add(found)+`)`, a...)
+	// The statement first: Go leaves unspecified whether a... is read
+	// before or after the a.add calls of the same argument list.
+	sqlQ := `SELECT m.rid, m.content, m.actor, m.occurred_at, m.occurred_ns, ` + contextSQL(turns) + `, m.lens
+		FROM memories m WHERE m.profile = ` + a.add(q.sc.Profile) + ` AND m.rid = ANY(` + a.add(found) + `)`
+	rows, err := q.tx.Query(ctx, sqlQ, a...)
 	if err != nil {
 		return fmt.Errorf("read phrase candidates: %w", err)
 	}

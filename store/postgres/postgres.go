@@ -243,7 +243,25 @@ const (
 	codeReadOnlyTx      = "25006"
 	codeInvalidSchema   = "3F000"
 	codeUndefinedTable  = "42P01"
+	codeDeadlock        = "40P01"
+	codeSerialization   = "40001"
 )
+
+// retry runs a write transaction, f, again when PostgreSQL aborted it to
+// break a deadlock (or a serialization failure): a write that takes memory
+// rows in one order can meet the access statistics' flush, or another
+// writer, taking them in another. Up to 5 attempts, a few milliseconds
+// apart.
+func retry(ctx context.Context, f func() error) error {
+	for attempt := 1; ; attempt++ {
+		err := f()
+		if c := sqlState(err); (c == codeDeadlock || c == codeSerialization) && attempt < 5 && ctx.Err() == nil {
+			time.Sleep(time.Duration(attempt) * 5 * time.Millisecond)
+			continue
+		}
+		return err
+	}
+}
 
 // mapErr maps a driver error to mnemo's sentinels by SQLSTATE: a full disk
 // is ErrStorageFull, a write to a read-only server (a replica)

@@ -430,8 +430,11 @@ func (s *Store) RecordAccess(ctx context.Context, acc []store.Access) error {
 		profiles[i], ids[i], counts[i] = a.Profile, a.ID, a.Count
 		ats[i], nss[i] = splitTime(a.At)
 	}
-	// Summed per memory first: an UPDATE changes a row once.
-	_, err := s.pool.Exec(ctx, `UPDATE memories m SET access_count = m.access_count + a.n,
+	// Summed per memory first (an UPDATE changes a row once); run again
+	// when PostgreSQL breaks a deadlock with a writer taking the same rows
+	// in another order (retry).
+	err := retry(ctx, func() error {
+		_, err := s.pool.Exec(ctx, `UPDATE memories m SET access_count = m.access_count + a.n,
 			accessed_at = CASE WHEN (a.at, a.ns) > (m.accessed_at, m.accessed_ns) THEN a.at ELSE m.accessed_at END,
 			accessed_ns = CASE WHEN (a.at, a.ns) > (m.accessed_at, m.accessed_ns) THEN a.ns ELSE m.accessed_ns END
 		FROM (SELECT profile, id, sum(n)::bigint AS n,
@@ -439,6 +442,8 @@ func (s *Store) RecordAccess(ctx context.Context, acc []store.Access) error {
 			FROM unnest($1::text[], $2::text[], $3::bigint[], $4::timestamptz[], $5::smallint[]) AS u(profile, id, n, at, ns)
 			GROUP BY profile, id) a
 		WHERE m.profile = a.profile AND m.id = a.id`, profiles, ids, counts, ats, nss)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("record access: %w", mapErr(err))
 	}

@@ -48,7 +48,8 @@ func finish(ctx context.Context, tx pgx.Tx, profiles ...string) error {
 	return nil
 }
 
-// Insert implements store.Store.
+// Insert implements store.Store. The memories are numbered (Seq) and
+// given their default times in place, as the SQLite store does.
 func (s *Store) Insert(ctx context.Context, mems []mnemotype.Memory) error {
 	if err := s.check(); err != nil {
 		return err
@@ -56,6 +57,17 @@ func (s *Store) Insert(ctx context.Context, mems []mnemotype.Memory) error {
 	if len(mems) == 0 {
 		return nil
 	}
+	return retry(ctx, func() error {
+		try := slices.Clone(mems) // an aborted attempt's numbering is not kept
+		if err := s.insert(ctx, try); err != nil {
+			return err
+		}
+		copy(mems, try)
+		return nil
+	})
+}
+
+func (s *Store) insert(ctx context.Context, mems []mnemotype.Memory) error {
 	byProfile := map[string][]int{}
 	seen := map[[2]string]bool{}
 	for i := range mems {
@@ -352,6 +364,16 @@ func (s *Store) Update(ctx context.Context, p store.UpdateParams) (mnemotype.Mem
 	if err := s.check(); err != nil {
 		return mnemotype.Memory{}, err
 	}
+	var m mnemotype.Memory
+	err := retry(ctx, func() error {
+		var err error
+		m, err = s.update(ctx, p)
+		return err
+	})
+	return m, err
+}
+
+func (s *Store) update(ctx context.Context, p store.UpdateParams) (mnemotype.Memory, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return mnemotype.Memory{}, fmt.Errorf("update memory %s: %w", p.ID, err)
@@ -371,8 +393,8 @@ func (s *Store) Update(ctx context.Context, p store.UpdateParams) (mnemotype.Mem
 	}
 	var blob []byte
 	var a args
-	m, err := scanMemory(tx.QueryRow(ctx, `SELECT `+memoryCols+`, m.embedding FROM memories m WHERE m.profile = `+a.add(p.Profile)+
-		` AND m.id = `+a.add(p.ID), a...), &blob)
+	q := `SELECT ` + memoryCols + `, m.embedding FROM memories m WHERE m.profile = ` + a.add(p.Profile) + ` AND m.id = ` + a.add(p.ID)
+	m, err := scanMemory(tx.QueryRow(ctx, q, a...), &blob)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return mnemotype.Memory{}, fmt.Errorf("update memory %s: %w", p.ID, mnemotype.ErrNotFound)
 	}
@@ -476,6 +498,16 @@ func (s *Store) deleteWhere(ctx context.Context, sc mnemotype.Scope, ids []strin
 	if err := s.check(); err != nil {
 		return 0, err
 	}
+	var n int
+	err := retry(ctx, func() error {
+		var err error
+		n, err = s.deleteOnce(ctx, sc, ids)
+		return err
+	})
+	return n, err
+}
+
+func (s *Store) deleteOnce(ctx context.Context, sc mnemotype.Scope, ids []string) (int, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return 0, err
@@ -549,10 +581,20 @@ func (s *Store) deleteWhere(ctx context.Context, sc mnemotype.Scope, ids []strin
 // long as any key exists the server requires keys, and deleting a profile
 // must not reopen it.
 func (s *Store) DeleteProfile(ctx context.Context, profile string) (store.ProfileDeletion, error) {
-	var out store.ProfileDeletion
 	if err := s.check(); err != nil {
-		return out, err
+		return store.ProfileDeletion{}, err
 	}
+	var out store.ProfileDeletion
+	err := retry(ctx, func() error {
+		var err error
+		out, err = s.deleteProfile(ctx, profile)
+		return err
+	})
+	return out, err
+}
+
+func (s *Store) deleteProfile(ctx context.Context, profile string) (store.ProfileDeletion, error) {
+	var out store.ProfileDeletion
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return out, fmt.Errorf("delete profile: %w", err)
