@@ -262,6 +262,14 @@ func WithConsistency(ctx context.Context, token string) context.Context {
 	return store.WithConsistency(ctx, token)
 }
 
+// AllowReplica lets the recall made under ctx read from a read replica of
+// a Postgres store (Config.Replicas), all its reads from the same one;
+// with WithConsistency, one that has replayed the token's writes. Without
+// it, a recall reads the primary.
+func AllowReplica(ctx context.Context) context.Context {
+	return store.AllowReplica(ctx)
+}
+
 // Ping checks that the engine is open and its store answers.
 func (e *Engine) Ping(ctx context.Context) error {
 	done, err := e.enter()
@@ -436,7 +444,7 @@ func (e *Engine) RecallPool(ctx context.Context, q Query) (*RecallResult, error)
 	}
 	over["candidate_policy"] = string(recall.PolicyPool)
 	q.Overrides = over
-	return e.recall(store.AllowReplica(ctx), q, dense.NewScan(e.st))
+	return e.recall(ctx, q, dense.NewScan(e.st))
 }
 
 // IndexVerification is what VerifyIndex found (see dense.Catalog.Verify).

@@ -94,7 +94,7 @@ func (e *Engine) Recall(ctx context.Context, q Query) (*RecallResult, error) {
 		return nil, err
 	}
 	defer done()
-	return e.recall(store.AllowReplica(ctx), q, e.dense)
+	return e.recall(ctx, q, e.dense)
 }
 
 // recall answers q with vec as the dense leg: the engine's catalog of

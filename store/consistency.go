@@ -1,6 +1,9 @@
 package store
 
-import "context"
+import (
+	"context"
+	"sync"
+)
 
 type consistencyKey struct{}
 
@@ -31,15 +34,34 @@ type Positioner interface {
 
 type replicaKey struct{}
 
-// AllowReplica marks ctx's reads as a recall's, which a store may serve
-// from a read replica (see WithConsistency). Reads not so marked (those a
-// write depends on) go to the primary.
+// AllowReplica marks ctx's reads as one recall's, which a store may serve
+// from a read replica (see WithConsistency); the first read chooses the
+// replica and the others read the same copy. Reads not so marked (those a
+// write depends on, and recalls of callers that cannot send a consistency
+// token) go to the primary.
 func AllowReplica(ctx context.Context) context.Context {
-	return context.WithValue(ctx, replicaKey{}, true)
+	return context.WithValue(ctx, replicaKey{}, &ReplicaChoice{})
 }
 
-// ReplicaAllowed reports whether ctx's reads may go to a replica.
-func ReplicaAllowed(ctx context.Context) bool {
-	ok, _ := ctx.Value(replicaKey{}).(bool)
-	return ok
+// ReplicaChoice is the copy of the database one recall reads.
+type ReplicaChoice struct {
+	mu sync.Mutex
+	v  any
+}
+
+// ReplicaChoiceFrom returns ctx's choice, nil when its reads may not go to
+// a replica.
+func ReplicaChoiceFrom(ctx context.Context) *ReplicaChoice {
+	c, _ := ctx.Value(replicaKey{}).(*ReplicaChoice)
+	return c
+}
+
+// Choose returns the choice, made by choose on first use.
+func (c *ReplicaChoice) Choose(choose func() any) any {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.v == nil {
+		c.v = choose()
+	}
+	return c.v
 }

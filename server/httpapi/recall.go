@@ -190,7 +190,7 @@ func (s *Server) recall(w http.ResponseWriter, r *http.Request, profile string) 
 		}
 		q.Kinds = append(q.Kinds, kd)
 	}
-	res, err := s.e.Recall(r.Context(), q)
+	res, err := s.e.Recall(mnemo.AllowReplica(r.Context()), q)
 	if err != nil {
 		return err
 	}
@@ -298,7 +298,7 @@ func (s *Server) searchLeg(leg string) handlerFunc {
 			}
 			query.Kinds = append(query.Kinds, kd)
 		}
-		res, err := s.e.Recall(r.Context(), query)
+		res, err := s.e.Recall(mnemo.AllowReplica(r.Context()), query)
 		if err != nil {
 			return err
 		}

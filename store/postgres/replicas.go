@@ -93,14 +93,20 @@ func formatLSN(v uint64) string {
 
 // reader returns where a read under ctx runs: the primary without
 // replicas or for a read not a recall's (store.AllowReplica); else the
-// next replica, once it has replayed the consistency
-// token ctx carries (waiting up to ReplicaWait), else the primary. A
-// malformed token, or a replica that fails to answer, sends the read to
-// the primary.
+// replica the recall's first read chose (pick).
 func (s *Store) reader(ctx context.Context) *pgxpool.Pool {
-	if len(s.replicas) == 0 || !store.ReplicaAllowed(ctx) {
+	ch := store.ReplicaChoiceFrom(ctx)
+	if len(s.replicas) == 0 || ch == nil {
 		return s.pool
 	}
+	return ch.Choose(func() any { return s.pick(ctx) }).(*pgxpool.Pool)
+}
+
+// pick chooses the next replica, once it has replayed the consistency
+// token ctx carries (waiting up to ReplicaWait), else the primary. A
+// malformed token, or a replica that fails to answer, sends the reads to
+// the primary.
+func (s *Store) pick(ctx context.Context) *pgxpool.Pool {
 	r := s.replicas[int(s.nextReplica.Add(1))%len(s.replicas)]
 	token := store.ConsistencyFrom(ctx)
 	if token == "" {
