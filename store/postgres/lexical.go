@@ -65,8 +65,10 @@ func (s *Store) Lexical(ctx context.Context, p store.LexicalParams) ([]mnemotype
 	}
 	defer tx.Rollback(ctx)
 	q.tx = tx
-	err = tx.QueryRow(ctx, `SELECT seq, docs, content_tokens, actor_tokens, time_tokens, context_tokens FROM profiles WHERE name = $1`,
-		p.Scope.Profile).Scan(&q.seq, &q.docs, &q.tokens[fieldContent], &q.tokens[fieldActor], &q.tokens[fieldTime], &q.tokens[fieldContext])
+	err = tx.QueryRow(ctx, `SELECT seq, docs, content_tokens, actor_tokens, time_tokens, context_tokens,
+			(SELECT greatest(value::int, 0) FROM meta WHERE key = 'context_turns') FROM profiles WHERE name = $1`,
+		p.Scope.Profile).Scan(&q.seq, &q.docs, &q.tokens[fieldContent], &q.tokens[fieldActor], &q.tokens[fieldTime], &q.tokens[fieldContext],
+		&q.turns)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
@@ -91,8 +93,9 @@ type lexQuery struct {
 	all     bool
 	terms   []string
 	phrases [][]string // each term's tokens
-	// the profile's statistics
+	// the profile's statistics, and the context turns the index holds
 	seq, docs int64
+	turns     int
 	tokens    [numFields]int64
 	weights   [numFields]float64
 	// mask selects the weighted fields' packed counts.
@@ -401,7 +404,7 @@ func (q *lexQuery) docFreqs(ctx context.Context) ([]int64, error) {
 	for _, i := range count {
 		// Counted in the whole profile.
 		whole := &lexQuery{s: q.s, tx: q.tx, sc: mnemotype.Scope{Profile: q.sc.Profile}, phrases: q.phrases, terms: q.terms,
-			weights: q.weights, mask: q.mask}
+			weights: q.weights, mask: q.mask, turns: q.turns}
 		cands := newCandidates(len(q.terms))
 		if err := whole.read(ctx, cands, []int{i}, nil, true); err != nil {
 			return nil, err
@@ -557,7 +560,7 @@ func (q *lexQuery) readPhrase(ctx context.Context, cands *candidates, i int, rid
 		return nil
 	}
 	var a args
-	turns := a.add(q.s.turns)
+	turns := a.add(q.turns)
 	// The statement first: Go leaves unspecified whether a... is read
 	// before or after the a.add calls of the same argument list.
 	sqlQ := `SELECT m.rid, m.content, m.actor, m.occurred_at, m.occurred_ns, ` + contextSQL(turns) + `, m.lens

@@ -86,11 +86,9 @@ const (
 // Store is a PostgreSQL-backed store.Store, safe for concurrent use by
 // many goroutines and many processes.
 type Store struct {
-	pool   *pgxpool.Pool
-	schema string
-	closed atomic.Bool
-	// turns is the number of context turns the index is built with.
-	turns       int
+	pool        *pgxpool.Pool
+	schema      string
+	closed      atomic.Bool
 	commonRatio float64
 	commonMin   int
 	rareBudget  int
@@ -458,7 +456,6 @@ func (s *Store) migrate(ctx context.Context, opt Options) error {
 	case turns < 0:
 		turns = 0
 	}
-	s.turns = turns
 	if built != turns {
 		if err := s.rebuildIndex(ctx, tx, turns); err != nil {
 			return err

@@ -418,3 +418,57 @@ func TestReplicas_ReadYourWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestContextTurns_FollowTheDatabase: a store opened with another number
+// of context turns re-indexes the database, and a store opened before it
+// indexes its next writes, and reads phrases, with the database's new
+// number, not the one it opened with.
+func TestContextTurns_FollowTheDatabase(t *testing.T) {
+	t.Parallel()
+	c := pgtest.Start(t)
+	ctx := t.Context()
+	open := func(turns int) *postgres.Store {
+		s, err := postgres.Open(ctx, c.DSN("postgres"), postgres.Options{Schema: "turns", ContextTurns: turns})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	}
+	old := open(1)
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	mem := func(id, content string, seq int64) mnemotype.Memory {
+		return mnemotype.Memory{ID: id, Profile: "alice", Session: "s", Seq: seq, Kind: mnemotype.KindEpisodic, Content: content,
+			Importance: 0.5, CreatedAt: t0.Add(time.Duration(seq) * time.Minute)}
+	}
+	if err := old.Insert(ctx, []mnemotype.Memory{mem("a", "the zumba lesson", 1), mem("b", "sounds fun", 2), mem("c", "see you there", 3)}); err != nil {
+		t.Fatal(err)
+	}
+	byContext := func(s *postgres.Store) []string {
+		t.Helper()
+		hits, err := s.Lexical(ctx, store.LexicalParams{Scope: mnemotype.Scope{Profile: "alice"}, Match: store.MatchQuery{Terms: []string{"zumba"}},
+			Fields: store.FieldWeights{Context: 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, h := range hits {
+			ids = append(ids, h.ID)
+		}
+		slices.Sort(ids)
+		return ids
+	}
+	if got := byContext(old); !slices.Equal(got, []string{"b"}) {
+		t.Fatalf("one turn of context: %v, want [b]", got)
+	}
+	wide := open(2) // re-indexes with two turns
+	if got := byContext(wide); !slices.Equal(got, []string{"b", "c"}) {
+		t.Fatalf("two turns of context: %v, want [b c]", got)
+	}
+	if err := old.Insert(ctx, []mnemotype.Memory{mem("d", "zumba again", 4), mem("e", "ok", 5), mem("f", "fine", 6)}); err != nil {
+		t.Fatal(err)
+	}
+	if got := byContext(old); !slices.Equal(got, []string{"b", "c", "e", "f"}) {
+		t.Errorf("the store opened before writes with the database's two turns: %v, want [b c e f]", got)
+	}
+}

@@ -126,7 +126,10 @@ func (s *Store) insert(ctx context.Context, mems []mnemotype.Memory) error {
 		}
 		lastRID[p] = last
 	}
-	ix := s.newIndexer(tx)
+	ix, err := s.newIndexer(ctx, tx)
+	if err != nil {
+		return fmt.Errorf("insert memories: %w", err)
+	}
 	docs, err := ix.newDocs(ctx, mems, stored)
 	if err != nil {
 		return fmt.Errorf("insert memories: %w", err)
@@ -451,7 +454,11 @@ func (s *Store) update(ctx context.Context, p store.UpdateParams) (mnemotype.Mem
 				turns = append(turns, turn{t.Session, t.Seq})
 			}
 		}
-		if err := s.newIndexer(tx).reindex(ctx, p.Profile, []string{p.ID}, turns); err != nil {
+		ix, err := s.newIndexer(ctx, tx)
+		if err != nil {
+			return mnemotype.Memory{}, fmt.Errorf("update memory %s: %w", p.ID, err)
+		}
+		if err := ix.reindex(ctx, p.Profile, []string{p.ID}, turns); err != nil {
 			return mnemotype.Memory{}, fmt.Errorf("update memory %s: %w", p.ID, err)
 		}
 	}
@@ -550,7 +557,10 @@ func (s *Store) deleteOnce(ctx context.Context, sc mnemotype.Scope, ids []string
 	if len(gone) == 0 {
 		return 0, nil
 	}
-	ix := s.newIndexer(tx)
+	ix, err := s.newIndexer(ctx, tx)
+	if err != nil {
+		return 0, err
+	}
 	removed, lens, err := ix.indexed(ctx, sc.Profile, gone)
 	if err != nil {
 		return 0, err
@@ -667,7 +677,16 @@ type indexer struct {
 	tk    ftstoken.Tokenizer
 }
 
-func (s *Store) newIndexer(tx pgx.Tx) *indexer { return &indexer{tx: tx, turns: s.turns} }
+// newIndexer returns the indexer of write transaction tx, with the
+// number of context turns the database is indexed with now (another
+// process may have opened it with another number and rebuilt the index).
+func (s *Store) newIndexer(ctx context.Context, tx pgx.Tx) (*indexer, error) {
+	ix := &indexer{tx: tx}
+	if err := tx.QueryRow(ctx, `SELECT greatest(value::int, 0) FROM meta WHERE key = 'context_turns'`).Scan(&ix.turns); err != nil {
+		return nil, fmt.Errorf("read the index's context turns: %w", err)
+	}
+	return ix, nil
+}
 
 // doc is a memory's index entry (lex.go) and its row id.
 type doc struct {
@@ -868,11 +887,19 @@ func (ix *indexer) reindex(ctx context.Context, profile string, ids []string, tu
 // rebuildIndex indexes every memory again with turns context turns, inside
 // tx (Open, when the number changed).
 func (s *Store) rebuildIndex(ctx context.Context, tx pgx.Tx, turns int) error {
+	// Writers of other processes wait for the rebuild (a writer already
+	// running finishes first): what they write is indexed with the new
+	// number of turns, which they read from meta.
+	if _, err := tx.Exec(ctx, `LOCK TABLE profiles, memories, lex_blocks, lex_terms IN EXCLUSIVE MODE`); err != nil {
+		return fmt.Errorf("rebuild the full-text index: %w", err)
+	}
 	for _, q := range []string{
 		`DELETE FROM lex_terms`,
 		`DELETE FROM lex_blocks`,
 		`UPDATE memories SET terms = '{}', lens = '{0,0,0,0}'`,
-		`UPDATE profiles SET content_tokens = 0, actor_tokens = 0, time_tokens = 0, context_tokens = 0`,
+		// A new change number each: caches of the statistics (document
+		// frequencies counted per profile and change number) start afresh.
+		`UPDATE profiles SET content_tokens = 0, actor_tokens = 0, time_tokens = 0, context_tokens = 0, seq = nextval('changes')`,
 	} {
 		if _, err := tx.Exec(ctx, q); err != nil {
 			return fmt.Errorf("rebuild the full-text index: %w", err)
