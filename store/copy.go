@@ -56,6 +56,18 @@ func Copy(ctx context.Context, dst, src Store, p CopyParams) (CopyStats, error) 
 			profiles = append(profiles, pc.Profile)
 		}
 	}
+	if all {
+		// Profiles that hold settings but no memories.
+		more, err := src.SettingsProfiles(ctx)
+		if err != nil {
+			return st, fmt.Errorf("copy: %w", err)
+		}
+		for _, p := range more {
+			if !slices.Contains(profiles, p) {
+				profiles = append(profiles, p)
+			}
+		}
+	}
 	for _, profile := range profiles {
 		cursor := ""
 		for {

@@ -114,6 +114,9 @@ type Store interface {
 	Settings(ctx context.Context, profile string) (map[string]string, error)
 	// SetSettings stores key/value pairs for profile atomically.
 	SetSettings(ctx context.Context, profile string, kv map[string]string) error
+	// SettingsProfiles returns the profiles that have stored settings
+	// ("" aside), by name, whether or not they hold memories.
+	SettingsProfiles(ctx context.Context) ([]string, error)
 	// DeleteSettings removes keys from profile's stored settings
 	// atomically; keys not stored are ignored.
 	DeleteSettings(ctx context.Context, profile string, keys []string) error

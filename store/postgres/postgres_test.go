@@ -246,6 +246,7 @@ func TestCopy_RoundTrip(t *testing.T) {
 	}
 	must(src.SetSettings(ctx, "alice", map[string]string{"keyword_weight": "1.5"}))
 	must(src.SetSettings(ctx, "", map[string]string{"limit": "7"}))
+	must(src.SetSettings(ctx, "dora", map[string]string{"semantic_weight": "0.2"})) // settings, no memories
 	must(src.CreateKey(ctx, store.APIKey{ID: "k1", Profile: "alice", Name: "a", Hash: "h1", Prefix: "mn_1", CreatedAt: time.Unix(1, 0)}))
 	must(src.CreateKey(ctx, store.APIKey{ID: "k2", Profile: "carol", Name: "c", Hash: "h2", Prefix: "mn_2", CreatedAt: time.Unix(2, 0)}))
 	if _, err := src.DeleteProfile(ctx, "carol"); err != nil { // revokes k2, which then names no profile
@@ -277,7 +278,7 @@ func TestCopy_RoundTrip(t *testing.T) {
 			}
 		}
 	}
-	for _, p := range []string{"alice", ""} {
+	for _, p := range []string{"alice", "", "dora"} {
 		a, _ := src.Settings(ctx, p)
 		b, _ := back.Settings(ctx, p)
 		if fmt.Sprint(a) != fmt.Sprint(b) {

@@ -497,6 +497,14 @@ func (s *Store) SetSettings(ctx context.Context, profile string, kv map[string]s
 	return nil
 }
 
+// SettingsProfiles implements store.Store.
+func (s *Store) SettingsProfiles(ctx context.Context) ([]string, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	return s.ids(ctx, `SELECT DISTINCT profile FROM settings WHERE profile <> '' ORDER BY profile`, nil, "list profiles with settings")
+}
+
 // DeleteSettings implements store.Store.
 func (s *Store) DeleteSettings(ctx context.Context, profile string, keys []string) error {
 	if err := s.check(); err != nil {

@@ -1239,6 +1239,27 @@ func (s *Store) Profiles(ctx context.Context) ([]store.ProfileCount, error) {
 	return out, rows.Err()
 }
 
+// SettingsProfiles implements store.Store.
+func (s *Store) SettingsProfiles(ctx context.Context) ([]string, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	rows, err := s.rc.QueryContext(ctx, `SELECT DISTINCT profile FROM settings WHERE profile <> '' ORDER BY profile`)
+	if err != nil {
+		return nil, fmt.Errorf("list profiles with settings: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var p string
+		if err := rows.Scan(&p); err != nil {
+			return nil, fmt.Errorf("list profiles with settings: %w", err)
+		}
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}
+
 // DeleteSettings implements store.Store.
 func (s *Store) DeleteSettings(ctx context.Context, profile string, keys []string) error {
 	w, err := s.writer()

@@ -2111,6 +2111,25 @@ func checkSignals(t *testing.T, open OpenFunc) {
 // Settings.
 
 func exerciseSettings(t *testing.T, open OpenFunc) {
+	t.Run("SettingsProfiles", func(t *testing.T) {
+		b := setup(t, open)
+		for _, p := range []string{"zed", "", "amy"} {
+			if err := b.s.SetSettings(b.ctx, p, map[string]string{"k": "v"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		b.insert(mem("bob", "m1", "bob has memories and no settings"))
+		got, err := b.s.SettingsProfiles(b.ctx)
+		if err != nil || !slices.Equal(got, []string{"amy", "zed"}) {
+			t.Fatalf("SettingsProfiles = %v, %v; want [amy zed]", got, err)
+		}
+		if err := b.s.DeleteSettings(b.ctx, "zed", []string{"k"}); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := b.s.SettingsProfiles(b.ctx); err != nil || !slices.Equal(got, []string{"amy"}) {
+			t.Fatalf("SettingsProfiles after zed's last setting went = %v, %v; want [amy]", got, err)
+		}
+	})
 	settings := func(b *bundle, profile string) map[string]string {
 		b.t.Helper()
 		kv, err := b.s.Settings(b.ctx, profile)
