@@ -18,6 +18,7 @@ import (
 	"github.com/mnemo-dev/mnemo/mnemotype"
 	"github.com/mnemo-dev/mnemo/recall"
 	"github.com/mnemo-dev/mnemo/store"
+	"github.com/mnemo-dev/mnemo/store/postgres"
 )
 
 // List limits.
@@ -212,6 +213,32 @@ func (e *Engine) Update(ctx context.Context, profile, id string, p Patch) (Memor
 	}
 	m.Embedding = nil
 	return m, nil
+}
+
+// VectorIndex is a profile's ANN index in a store that ranks embeddings
+// itself (see Engine.IndexVectors).
+type VectorIndex = postgres.VectorIndex
+
+// IndexVectors gives every profile large enough for one (20,000 embedded
+// memories) an ANN index, when the engine's dense leg is its store's own
+// (Postgres with pgvector: an HNSW index per profile), and drops those of
+// profiles that no longer need one; below that size, and until an index
+// is built, the store scans a scope's embeddings exactly. It returns the
+// indexes and reports whether the store has them at all: false, and
+// nothing done, on SQLite and on Postgres without pgvector, whose dense
+// index is this process's. mnemo serve runs it on one server at a time
+// (Lead); building an index takes a while and does not block writes.
+func (e *Engine) IndexVectors(ctx context.Context) ([]VectorIndex, bool, error) {
+	done, err := e.enter()
+	if err != nil {
+		return nil, false, err
+	}
+	defer done()
+	if _, own := e.vec.(*postgres.Dense); !own {
+		return nil, false, nil
+	}
+	ix, err := e.st.(*postgres.Store).IndexVectors(ctx, 0)
+	return ix, true, err
 }
 
 // leader is a store shared by processes that elects one of them to run a
@@ -444,6 +471,9 @@ func (e *Engine) RecallPool(ctx context.Context, q Query) (*RecallResult, error)
 	}
 	over["candidate_policy"] = string(recall.PolicyPool)
 	q.Overrides = over
+	if own, ok := e.vec.(*postgres.Dense); ok {
+		return e.recall(ctx, q, own) // scores the pool in SQL
+	}
 	return e.recall(ctx, q, dense.NewScan(e.st))
 }
 

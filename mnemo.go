@@ -192,7 +192,9 @@ type Engine struct {
 	access *tracker
 	// dense holds the profiles' dense indexes, caught up with the store
 	// before each recall.
-	dense   *dense.Catalog
+	dense *dense.Catalog
+	// vec is Recall's dense leg: dense, or the store's own (pgvector).
+	vec     recall.Dense
 	closeMu sync.RWMutex
 	closed  bool
 }
@@ -200,7 +202,9 @@ type Engine struct {
 // Open opens the engine on the SQLite file at path (created if missing),
 // on the PostgreSQL database path names when it is a postgres:// URL (its
 // query parameter schema names the schema, "mnemo" by default), or on
-// cfg.Store when set.
+// cfg.Store when set. On Postgres with pgvector, recalls rank embeddings
+// in SQL (postgres.Store.Dense) unless the URL says dense=process; else
+// in this process's dense indexes.
 func Open(path string, cfg *Config) (*Engine, error) {
 	c := cfg.withDefaults()
 	if _, err := c.Defaults.options(); err != nil {
@@ -235,6 +239,12 @@ func Open(path string, cfg *Config) (*Engine, error) {
 	}
 	e := &Engine{cfg: c, st: st, emb: c.Embedder, log: c.Logger,
 		dense: dense.NewCatalog(st, dense.Options{Dim: c.Embedder.Dim(), Budget: c.IndexBudget, Dir: indexDir, Logger: c.Logger})}
+	e.vec = e.dense
+	if ps, ok := st.(*postgres.Store); ok {
+		if d := ps.Dense(); d != nil {
+			e.vec = d
+		}
+	}
 	e.access = newTracker(st, c.Logger, c.AccessFlushInterval)
 	return e, nil
 }

@@ -94,11 +94,12 @@ func (e *Engine) Recall(ctx context.Context, q Query) (*RecallResult, error) {
 		return nil, err
 	}
 	defer done()
-	return e.recall(ctx, q, e.dense)
+	return e.recall(ctx, q, e.vec)
 }
 
-// recall answers q with vec as the dense leg: the engine's catalog of
-// in-memory indexes, or (RecallPool) a scan of the store.
+// recall answers q with vec as the dense leg: the engine's (its catalog of
+// in-memory indexes, or the store's own), or (RecallPool) a scan of the
+// store.
 func (e *Engine) recall(ctx context.Context, q Query, vec recall.Dense) (*RecallResult, error) {
 	start := time.Now()
 	md, err := q.validate()

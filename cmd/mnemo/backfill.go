@@ -63,6 +63,7 @@ func backfill(ctx context.Context, e *mnemo.Engine, log *slog.Logger) {
 		}
 		return
 	}
+	defer indexVectors(ctx, e, log)
 	for _, c := range counts {
 		if c.Dim != 0 || c.Count == 0 {
 			continue
@@ -86,6 +87,25 @@ func backfill(ctx context.Context, e *mnemo.Engine, log *slog.Logger) {
 		if st.Embedded > 0 {
 			log.Info("reembed: embedded memories stored without an embedding", "profile", c.Profile,
 				"model", st.Model, "embedded", st.Embedded)
+		}
+	}
+}
+
+// indexVectors builds the ANN indexes profiles have grown into (Postgres
+// with pgvector; see Engine.IndexVectors), under backfill's lease.
+func indexVectors(ctx context.Context, e *mnemo.Engine, log *slog.Logger) {
+	start := time.Now()
+	ix, _, err := e.IndexVectors(ctx)
+	if err != nil {
+		if ctx.Err() == nil && !errors.Is(err, mnemo.ErrClosed) {
+			log.Warn("index vectors: an ANN index is left for the next run", "err", err)
+		}
+		return
+	}
+	for _, x := range ix {
+		if x.Built {
+			log.Info("index vectors: built an HNSW index", "profile", x.Profile, "dim", x.Dim, "index", x.Name,
+				"seconds", time.Since(start).Seconds())
 		}
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mnemo-dev/mnemo/internal/pgtest"
 )
 
 // TestCLI_CopyAndMigrate: mnemo migrate creates a database at the current
@@ -39,5 +41,32 @@ func TestCLI_CopyAndMigrate(t *testing.T) {
 	}
 	if code, _, errs := c.run("", "copy", "--from", filepath.Join(t.TempDir(), "none.db"), "--to", to); code == 0 {
 		t.Errorf("copy from a missing database: exit 0: %s", errs)
+	}
+}
+
+// TestCLI_MigratePostgres: mnemo migrate on Postgres says where the dense
+// leg runs — in SQL with pgvector, in each process with dense=process —
+// and recalls answer either way; an unknown dense= is refused.
+func TestCLI_MigratePostgres(t *testing.T) {
+	t.Parallel()
+	cl := pgtest.Start(t)
+	c := newCLI(t)
+	db := cl.DSN("postgres") + "&schema=m"
+	c.ok("add", "--db", db, "--profile", "me", "--session", "s1", "I adopted a cat named Miso")
+	c.ok("add", "--db", db, "--profile", "me", "--session", "s1", "Does Miso like the new flat?")
+	if out := c.ok("migrate", "--db", db); !strings.Contains(out, "schema version 2") || !strings.Contains(out, "dense leg: in SQL (pgvector)") {
+		t.Errorf("migrate printed %q", out)
+	}
+	if out := c.ok("migrate", "--db", db+"&dense=process"); !strings.Contains(out, "dense leg: in each process") {
+		t.Errorf("migrate with dense=process printed %q", out)
+	}
+	for _, d := range []string{"", "&dense=process", "&dense=sql"} {
+		out := c.ok("recall", "--db", db+d, "--profile", "me", "--min-relevance", "0", "--weights", "lexical=0,dense=1,recency=0,access=0", "kitten adoption")
+		if !strings.Contains(out, "adopted a cat") {
+			t.Errorf("dense-only recall (%q): %q", d, out)
+		}
+	}
+	if code, _, errs := c.run("", "migrate", "--db", db+"&dense=gpu"); code == 0 || !strings.Contains(errs, "dense=") {
+		t.Errorf("dense=gpu: exit %d: %s", code, errs)
 	}
 }

@@ -50,10 +50,14 @@ type ladderRow struct {
 	DBBytes  int64  `json:"database_bytes"`
 	// Import is the import's rate (memories/s, embedding included); 0
 	// when an existing database was reused.
-	Import        float64            `json:"import_per_s"`
-	ImportSeconds float64            `json:"import_s"`
-	Unscoped      latencyStats       `json:"unscoped_ms"`
-	UnscopedStage map[string]float64 `json:"unscoped_stages_mean_ms"`
+	Import        float64 `json:"import_per_s"`
+	ImportSeconds float64 `json:"import_s"`
+	// VectorIndexSeconds is how long the store's ANN indexes took to build
+	// after the import (Postgres with pgvector: Engine.IndexVectors); 0
+	// when the store has none or they were there.
+	VectorIndexSeconds float64            `json:"vector_index_s,omitempty"`
+	Unscoped           latencyStats       `json:"unscoped_ms"`
+	UnscopedStage      map[string]float64 `json:"unscoped_stages_mean_ms"`
 	// Scoped recalls inside one session of SessionSize memories.
 	Scoped      latencyStats       `json:"session_ms"`
 	ScopedStage map[string]float64 `json:"session_stages_mean_ms"`
@@ -257,6 +261,14 @@ func (l *ladder) rung(ctx context.Context, path string, size int) (ladderRow, er
 		}
 		d := time.Since(t)
 		row.ImportSeconds, row.Import = d.Seconds(), float64(size)/d.Seconds()
+	}
+	t := time.Now()
+	ix, _, err := e.IndexVectors(ctx)
+	if err != nil {
+		return row, err
+	}
+	if slices.ContainsFunc(ix, func(x mnemo.VectorIndex) bool { return x.Built }) {
+		row.VectorIndexSeconds = time.Since(t).Seconds()
 	}
 	if err := e.Close(); err != nil {
 		return row, err
@@ -482,6 +494,11 @@ func printLadder(w io.Writer, r *ladderReport) {
 		fmt.Fprintf(w, "| %d | %s | %.2f / %.2f / %.2f | %.2f / %.2f / %.2f | %.0f, %.0f | %.0f, %.0f | %.0f, %.0f | %.0f |\n",
 			x.Memories, imp, x.Unscoped.P50, x.Unscoped.P95, x.Unscoped.P99, x.Scoped.P50, x.Scoped.P95, x.Scoped.P99,
 			x.FirstRecall, x.FirstRecallRSS, x.Unsnapshotted, x.UnsnapshottedRSS, x.Recollect, x.RecollectRSS, float64(x.DBBytes)/(1<<20))
+	}
+	for _, x := range r.Rungs {
+		if x.VectorIndexSeconds > 0 {
+			fmt.Fprintf(w, "\n%d: the HNSW index of the profile's embeddings took %.1f s to build after the import.\n", x.Memories, x.VectorIndexSeconds)
+		}
 	}
 	fmt.Fprintln(w, "\nmean per stage (ms; legs run concurrently, so they overlap):")
 	for _, x := range r.Rungs {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/mnemo-dev/mnemo"
+	"github.com/mnemo-dev/mnemo/store/postgres"
 )
 
 // cmdMigrate creates a database or brings its schema to this mnemo's
@@ -12,13 +13,17 @@ import (
 func cmdMigrate(ctx context.Context, a *app, args []string) error {
 	fs := newFlags(a, "migrate")
 	db := fs.String("db", "", "database: a SQLite file or a postgres:// URL (default $MNEMO_DB, else $MNEMO_HOME/mnemo.db)")
+	index := fs.Bool("index-vectors", true, "on Postgres with pgvector, build the HNSW index of every profile of 20,000 embedded memories or more")
 	fs.Usage = func() {
-		fmt.Fprintln(a.stderr, `usage: mnemo migrate [--db DB]
+		fmt.Fprintln(a.stderr, `usage: mnemo migrate [--db DB] [--index-vectors=false]
 
 Creates the database (or, on Postgres, the schema) if there is none, and
 applies the schema migrations it lacks, one process at a time. Every
 command does so when it opens a database; run it to upgrade before
-starting servers.`)
+starting servers. On Postgres it also creates the vector extension
+(pgvector) when the server has it and the role may, so that recalls rank
+embeddings in SQL, and builds the HNSW index of each profile of 20,000
+embedded memories or more (mnemo serve does so too, in the background).`)
 		fs.PrintDefaults()
 	}
 	pos, err := parseInterleaved(fs, args)
@@ -48,5 +53,28 @@ starting servers.`)
 		return fmt.Errorf("migrate: %w", err)
 	}
 	fmt.Fprintf(a.stdout, "%s: schema version %d\n", redact(path), n)
+	ps, ok := st.(*postgres.Store)
+	if !ok {
+		return nil
+	}
+	if ok, why := ps.Vectors(); !ok {
+		fmt.Fprintf(a.stdout, "dense leg: in each process (pgvector unused: %s)\n", why)
+		return nil
+	}
+	fmt.Fprintln(a.stdout, "dense leg: in SQL (pgvector)")
+	if !*index {
+		return nil
+	}
+	ix, err := ps.IndexVectors(ctx, 0)
+	for _, x := range ix {
+		verb := "has"
+		if x.Built {
+			verb = "built"
+		}
+		fmt.Fprintf(a.stdout, "profile %q: %s HNSW index %s (%d-d)\n", x.Profile, verb, x.Name, x.Dim)
+	}
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
 	return nil
 }

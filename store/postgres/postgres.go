@@ -19,6 +19,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -68,6 +69,18 @@ type Options struct {
 	// (default DefaultReplicaWait), else by the primary.
 	Replicas    []string
 	ReplicaWait time.Duration
+	// NoVectors leaves pgvector unused for ranking (Store.Dense is nil:
+	// the engine ranks embeddings in process) and, on a database without
+	// the store's vector column, does not add it. By default Open creates
+	// the vector extension when the server has it and the role may (a
+	// superuser on PostgreSQL 15), and keeps a vector column beside each
+	// memory's embedding.
+	NoVectors bool
+	// ExactBelow is the size of scope below which the dense leg in SQL
+	// scans exactly (default DefaultExactBelow); EfSearch is the least
+	// hnsw.ef_search of its HNSW searches (default DefaultEfSearch).
+	ExactBelow int
+	EfSearch   int
 }
 
 // DefaultContextTurns is how many previous turns of its session a memory
@@ -101,6 +114,13 @@ type Store struct {
 	replicas           []*replica
 	nextReplica        atomic.Uint32
 	replicaWait        time.Duration
+	// vec is set when memories has its vector column (see dense.go), which
+	// every write then keeps; noSearch (Options.NoVectors) leaves it
+	// unused for ranking; noVectors says why there is none.
+	vec                  *vectors
+	noSearch             bool
+	noVectors            string
+	exactBelow, efSearch int
 }
 
 var _ store.Store = (*Store)(nil)
@@ -108,11 +128,15 @@ var _ store.Store = (*Store)(nil)
 // Open connects to the database at dsn (a postgres:// URL or a key=value
 // connection string) and migrates the store's schema to the current
 // version. A URL's query parameter schema names the schema when
-// Options.Schema does not.
+// Options.Schema does not; dense=process sets Options.NoVectors.
 func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
-	dsn, schema, err := SplitSchema(dsn)
+	dsn, params, err := splitParams(dsn)
 	if err != nil {
 		return nil, err
+	}
+	schema := params.schema
+	if params.dense == "process" {
+		opt.NoVectors = true
 	}
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
@@ -149,6 +173,7 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 	if s.rareBudget == 0 {
 		s.rareBudget = DefaultRareTermBudget
 	}
+	s.noSearch, s.exactBelow, s.efSearch = opt.NoVectors, cmp.Or(max(opt.ExactBelow, 0), DefaultExactBelow), cmp.Or(max(opt.EfSearch, 0), DefaultEfSearch)
 	if err := s.migrate(ctx, opt); err != nil {
 		pool.Close()
 		return nil, err
@@ -170,28 +195,48 @@ func IsDSN(db string) bool {
 	return strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://")
 }
 
-// SplitSchema takes the query parameter schema (mnemo's, not PostgreSQL's)
-// out of a postgres:// URL and returns the URL without it and the schema
-// ("" when absent). Other connection strings are returned as they are.
+// SplitSchema takes mnemo's own query parameters (schema, dense) out of a
+// postgres:// URL and returns the URL without them and the schema ("" when
+// absent). Other connection strings are returned as they are.
 func SplitSchema(dsn string) (string, string, error) {
+	dsn, p, err := splitParams(dsn)
+	return dsn, p.schema, err
+}
+
+// urlParams are mnemo's own query parameters of a postgres:// URL: schema
+// (Options.Schema) and dense ("sql", the default, or "process":
+// Options.NoVectors).
+type urlParams struct {
+	schema, dense string
+}
+
+func splitParams(dsn string) (string, urlParams, error) {
+	var p urlParams
 	if !IsDSN(dsn) {
-		return dsn, "", nil
+		return dsn, p, nil
 	}
 	u, err := url.Parse(dsn)
 	if err != nil {
-		return "", "", mnemotype.Invalidf("postgres URL: %v", err)
+		return "", p, mnemotype.Invalidf("postgres URL: %v", err)
 	}
 	q := u.Query()
-	schema := q.Get("schema")
-	if !q.Has("schema") {
-		return dsn, "", nil
+	if !q.Has("schema") && !q.Has("dense") {
+		return dsn, p, nil
 	}
-	if schema == "" {
-		return "", "", mnemotype.Invalidf("postgres URL: schema is empty")
+	if q.Has("schema") {
+		if p.schema = q.Get("schema"); p.schema == "" {
+			return "", p, mnemotype.Invalidf("postgres URL: schema is empty")
+		}
+	}
+	if q.Has("dense") {
+		if p.dense = q.Get("dense"); p.dense != "sql" && p.dense != "process" {
+			return "", p, mnemotype.Invalidf("postgres URL: dense=%q: want sql (rank embeddings in PostgreSQL with pgvector) or process (in each mnemo process)", p.dense)
+		}
 	}
 	q.Del("schema")
+	q.Del("dense")
 	u.RawQuery = q.Encode()
-	return u.String(), schema, nil
+	return u.String(), p, nil
 }
 
 // DropSchema removes a store's schema and everything in it (an evaluation's
@@ -389,6 +434,10 @@ var migrations = []string{
 	);
 	CREATE INDEX api_keys_profile ON api_keys (profile, created_at, id);
 	INSERT INTO meta (key, value) VALUES ('context_turns', '-1');`,
+	// 2: the type of the vector column that pgvector's dense leg adds to
+	// memories (see dense.go), '' while there is none; every writer reads
+	// it. The column itself is added when the extension is there.
+	`INSERT INTO meta (key, value) VALUES ('vector_type', '');`,
 }
 
 // migrate creates the schema if needed and applies the migrations it
@@ -460,6 +509,9 @@ func (s *Store) migrate(ctx context.Context, opt Options) error {
 		if err := s.rebuildIndex(ctx, tx, turns); err != nil {
 			return err
 		}
+	}
+	if err := s.setupVectors(ctx, tx, opt); err != nil {
+		return err
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("migrate: commit: %w", err)

@@ -184,25 +184,36 @@ func (s *Store) insert(ctx context.Context, mems []mnemotype.Memory) error {
 		// Tokens hold letters and digits only: a space separates them.
 		cols.terms = append(cols.terms, strings.Join(docs[i].lexemes, " "))
 	}
+	// With the vector column, each embedding also goes as pgvector's text
+	// (an array parameter cannot hold one vector per row).
+	vecCol, vecVal, vecArg, vecName := "", "", "", ""
+	params := []any{cols.profile, cols.id, cols.project, cols.session, cols.seq, cols.actor, cols.kind, cols.content, cols.importance,
+		cols.occ, cols.occNS, cols.cre, cols.creNS, cols.acc, cols.accNS, cols.count, cols.meta, cols.metaNull, cols.emb, cols.model, cols.dim,
+		cols.lens[0], cols.lens[1], cols.lens[2], cols.lens[3], cols.terms}
+	if ix.vecType != "" {
+		texts := make([]*string, len(mems))
+		for i := range mems {
+			texts[i] = vectorText(mems[i].Embedding)
+		}
+		vecCol, vecVal, vecArg, vecName = ", vec", ", vt::"+ix.vecType, ", $27::text[]", ", vt"
+		params = append(params, texts)
+	}
 	rows, err := tx.Query(ctx, `INSERT INTO memories (profile, id, project, session, session_seq, actor, kind, content, importance,
 			occurred_at, occurred_ns, created_at, created_ns, accessed_at, accessed_ns, access_count, metadata,
-			embedding, embedding_model, embedding_dim, lens, terms)
+			embedding, embedding_model, embedding_dim, lens, terms`+vecCol+`)
 		SELECT profile, id, project, session, session_seq, actor, kind, content, importance,
 			occurred_at, occurred_ns, created_at, created_ns, accessed_at, accessed_ns, access_count,
 			CASE WHEN meta_null THEN NULL ELSE meta::json END,
 			CASE WHEN dim IS NULL THEN NULL ELSE embedding END, CASE WHEN dim IS NULL THEN NULL ELSE model END, dim,
-			ARRAY[lc, la, lt, lx], string_to_array(te, ' ')
+			ARRAY[lc, la, lt, lx], string_to_array(te, ' ')`+vecVal+`
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[], $7::text[], $8::text[], $9::float8[],
 			$10::timestamptz[], $11::smallint[], $12::timestamptz[], $13::smallint[], $14::timestamptz[], $15::smallint[], $16::bigint[],
-			$17::text[], $18::bool[], $19::bytea[], $20::text[], $21::int[], $22::int[], $23::int[], $24::int[], $25::int[], $26::text[])
+			$17::text[], $18::bool[], $19::bytea[], $20::text[], $21::int[], $22::int[], $23::int[], $24::int[], $25::int[], $26::text[]`+vecArg+`)
 			WITH ORDINALITY
 			AS u(profile, id, project, session, session_seq, actor, kind, content, importance, occurred_at, occurred_ns, created_at, created_ns,
-				accessed_at, accessed_ns, access_count, meta, meta_null, embedding, model, dim, lc, la, lt, lx, te, ord)
+				accessed_at, accessed_ns, access_count, meta, meta_null, embedding, model, dim, lc, la, lt, lx, te`+vecName+`, ord)
 		ORDER BY ord
-		RETURNING profile, id, rid`,
-		cols.profile, cols.id, cols.project, cols.session, cols.seq, cols.actor, cols.kind, cols.content, cols.importance,
-		cols.occ, cols.occNS, cols.cre, cols.creNS, cols.acc, cols.accNS, cols.count, cols.meta, cols.metaNull, cols.emb, cols.model, cols.dim,
-		cols.lens[0], cols.lens[1], cols.lens[2], cols.lens[3], cols.terms)
+		RETURNING profile, id, rid`, params...)
 	if err != nil {
 		return fmt.Errorf("insert memories: %w", mapErr(err))
 	}
@@ -438,12 +449,21 @@ func (s *Store) update(ctx context.Context, p store.UpdateParams) (mnemotype.Mem
 		meta = &ms
 	}
 	occ, occNS := splitTime(m.OccurredAt)
+	params := []any{p.Profile, p.ID, m.Content, string(m.Kind), m.Project, m.Session, m.Seq, m.Actor, occ, occNS, m.Importance, meta,
+		newBlob, model, dim}
+	ix, err := s.newIndexer(ctx, tx)
+	if err != nil {
+		return mnemotype.Memory{}, fmt.Errorf("update memory %s: %w", p.ID, err)
+	}
+	vecSet := ""
+	if ix.vecType != "" {
+		vecSet = ", vec = $16::text::" + ix.vecType
+		params = append(params, vectorText(m.Embedding))
+	}
 	if _, err := tx.Exec(ctx, `UPDATE memories SET content = $3, kind = $4, project = $5, session = $6, session_seq = $7, actor = $8,
 			occurred_at = $9, occurred_ns = $10, importance = $11, metadata = $12::json, embedding = $13, embedding_model = $14,
-			embedding_dim = $15, seq = nextval('changes')
-		WHERE profile = $1 AND id = $2`,
-		p.Profile, p.ID, m.Content, string(m.Kind), m.Project, m.Session, m.Seq, m.Actor, occ, occNS, m.Importance, meta,
-		newBlob, model, dim); err != nil {
+			embedding_dim = $15, seq = nextval('changes')`+vecSet+`
+		WHERE profile = $1 AND id = $2`, params...); err != nil {
 		return mnemotype.Memory{}, fmt.Errorf("update memory %s: %w", p.ID, mapErr(err))
 	}
 	if m.Content != old.Content || m.Kind != old.Kind || m.Project != old.Project || m.Session != old.Session ||
@@ -453,10 +473,6 @@ func (s *Store) update(ctx context.Context, p store.UpdateParams) (mnemotype.Mem
 			if t.Session != "" {
 				turns = append(turns, turn{t.Session, t.Seq})
 			}
-		}
-		ix, err := s.newIndexer(ctx, tx)
-		if err != nil {
-			return mnemotype.Memory{}, fmt.Errorf("update memory %s: %w", p.ID, err)
 		}
 		if err := ix.reindex(ctx, p.Profile, []string{p.ID}, turns); err != nil {
 			return mnemotype.Memory{}, fmt.Errorf("update memory %s: %w", p.ID, err)
@@ -675,15 +691,20 @@ type indexer struct {
 	tx    pgx.Tx
 	turns int
 	tk    ftstoken.Tokenizer
+	// vecType is the vector column's type ("" when memories has none).
+	vecType string
 }
 
-// newIndexer returns the indexer of write transaction tx, with the
-// number of context turns the database is indexed with now (another
-// process may have opened it with another number and rebuilt the index).
+// newIndexer returns the indexer of write transaction tx, with what the
+// database is indexed with now, whatever this process opened it with: the
+// number of context turns (another process may have rebuilt the index
+// with another) and the vector column's type (another process may have
+// added the column; every writer must then fill it).
 func (s *Store) newIndexer(ctx context.Context, tx pgx.Tx) (*indexer, error) {
 	ix := &indexer{tx: tx}
-	if err := tx.QueryRow(ctx, `SELECT greatest(value::int, 0) FROM meta WHERE key = 'context_turns'`).Scan(&ix.turns); err != nil {
-		return nil, fmt.Errorf("read the index's context turns: %w", err)
+	if err := tx.QueryRow(ctx, `SELECT greatest(value::int, 0), (SELECT value FROM meta WHERE key = 'vector_type')
+		FROM meta WHERE key = 'context_turns'`).Scan(&ix.turns, &ix.vecType); err != nil {
+		return nil, fmt.Errorf("read how the index is built: %w", err)
 	}
 	return ix, nil
 }

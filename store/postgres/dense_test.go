@@ -1,0 +1,325 @@
+package postgres_test
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"sync/atomic"
+	"testing"
+
+	"github.com/mnemo-dev/mnemo/dense"
+	"github.com/mnemo-dev/mnemo/dense/densetest"
+	"github.com/mnemo-dev/mnemo/internal/pgtest"
+	"github.com/mnemo-dev/mnemo/mnemotype"
+	"github.com/mnemo-dev/mnemo/store"
+	"github.com/mnemo-dev/mnemo/store/postgres"
+	"github.com/mnemo-dev/mnemo/vector"
+)
+
+// TestDense_Conformance runs the dense port's conformance suite on the
+// dense leg in SQL (exact scans: the suite's scopes are small).
+func TestDense_Conformance(t *testing.T) {
+	t.Parallel()
+	c := pgtest.Start(t)
+	var n atomic.Int64
+	densetest.Exercise(t, func(t *testing.T) (store.Store, densetest.Port) {
+		s, err := postgres.Open(t.Context(), c.DSN("postgres"), postgres.Options{Schema: fmt.Sprintf("d%d", n.Add(1)), MaxConns: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		d := s.Dense()
+		if d == nil {
+			_, why := s.Vectors()
+			t.Fatalf("Dense() = nil: %s", why)
+		}
+		return s, d
+	})
+}
+
+// annCorpus writes n memories of profile "big" (32-d vectors around 40
+// centres, 12 sessions, projects p0 and p1 alternating) and 300 of
+// "small", all near the centres (so that a leak between profiles shows),
+// and returns big's.
+func annCorpus(t *testing.T, s *postgres.Store, n int) []mnemotype.Memory {
+	t.Helper()
+	r := rand.New(rand.NewPCG(7, 7))
+	centres := make([][]float32, 40)
+	for i := range centres {
+		centres[i] = gauss(r, nil, 1)
+	}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	mem := func(profile string, i int, v []float32) mnemotype.Memory {
+		return mnemotype.Memory{ID: fmt.Sprintf("%s%05d", profile[:1], i), Profile: profile, Content: "memory", Kind: mnemotype.KindEpisodic,
+			Project: fmt.Sprintf("p%d", i%2), Session: fmt.Sprintf("s%02d", i%12), Importance: mnemotype.DefaultImportance,
+			CreatedAt: t0, OccurredAt: t0, AccessedAt: t0, Embedding: v, EmbeddingModel: "m"}
+	}
+	var big []mnemotype.Memory
+	for i := range n {
+		big = append(big, mem("big", i, gauss(r, centres[r.IntN(len(centres))], 0.35)))
+	}
+	var small []mnemotype.Memory
+	for i := range 300 {
+		small = append(small, mem("small", i, gauss(r, centres[i%len(centres)], 0.05)))
+	}
+	for batch := range slices.Chunk(append(slices.Clone(big), small...), 1000) {
+		if err := s.Insert(t.Context(), batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return big
+}
+
+// gauss returns centre plus Gaussian noise of deviation sd (centre nil:
+// the origin), 32-d.
+func gauss(r *rand.Rand, centre []float32, sd float64) []float32 {
+	v := make([]float32, 32)
+	for i := range v {
+		v[i] = float32(r.NormFloat64() * sd)
+		if centre != nil {
+			v[i] += centre[i]
+		}
+	}
+	return v
+}
+
+// exactTop is the brute-force top k of mems in scope (project and
+// sessions only) for v.
+func exactTop(mems []mnemotype.Memory, v []float32, project string, sessions []string, k int) []string {
+	var hits []mnemotype.Hit
+	for _, m := range mems {
+		if (project != "" && m.Project != project) || (len(sessions) > 0 && !slices.Contains(sessions, m.Session)) {
+			continue
+		}
+		if sc, ok := vector.Cosine(v, m.Embedding); ok {
+			hits = append(hits, mnemotype.Hit{ID: m.ID, Score: sc})
+		}
+	}
+	slices.SortFunc(hits, func(a, b mnemotype.Hit) int {
+		if a.Score != b.Score {
+			if a.Score > b.Score {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	out := make([]string, 0, k)
+	for _, h := range hits[:min(k, len(hits))] {
+		out = append(out, h.ID)
+	}
+	return out
+}
+
+// TestDense_HNSW: a profile above the threshold gets an HNSW index
+// (IndexVectors), broad scopes walk it — finding ≥ 98% of the exact top
+// 10, only in scope, never short of k under a filter — narrow scopes are
+// still scanned exactly, and the index goes with its profile.
+func TestDense_HNSW(t *testing.T) {
+	t.Parallel()
+	c := pgtest.Start(t)
+	ctx := t.Context()
+	s, err := postgres.Open(ctx, c.DSN("postgres"), postgres.Options{Schema: "ann", ExactBelow: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	big := annCorpus(t, s, 6000)
+	ix, err := s.IndexVectors(ctx, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ix) != 1 || ix[0].Profile != "big" || ix[0].Dim != 32 || !ix[0].Built {
+		t.Fatalf("IndexVectors = %+v, want one index built, of big's 32-d embeddings", ix)
+	}
+	if again, err := s.IndexVectors(ctx, 1000); err != nil || len(again) != 1 || again[0].Built || again[0].Name != ix[0].Name {
+		t.Fatalf("IndexVectors again = %+v, %v; want the same index, not built again", again, err)
+	}
+	d := s.Dense()
+	r := rand.New(rand.NewPCG(3, 3))
+	type scope struct {
+		name      string
+		project   string
+		sessions  []string
+		k         int
+		minRecall float64
+	}
+	for _, sc := range []scope{
+		{"Profile", "", nil, 10, 0.98},
+		{"Project", "p0", nil, 10, 0.95},                      // 3,000 rows: the graph, filtered
+		{"TwoSessions", "", []string{"s03", "s07"}, 50, 0.95}, // 1,000 rows: the graph, a sixth of it
+		{"Session", "", []string{"s05"}, 10, 1},               // 500 rows: exact
+	} {
+		t.Run(sc.name, func(t *testing.T) {
+			found, total := 0, 0
+			for range 40 {
+				v := gauss(r, big[r.IntN(len(big))].Embedding, 0.3)
+				q := dense.Query{Vector: v, Model: "m", K: sc.k,
+					Scope: mnemotype.Scope{Profile: "big", Project: sc.project, Sessions: sc.sessions}}
+				got, err := d.Search(ctx, q)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(got) != sc.k {
+					t.Fatalf("%d hits, want %d (a filtered walk must not starve)", len(got), sc.k)
+				}
+				want := exactTop(big, v, sc.project, sc.sessions, sc.k)
+				for i, h := range got {
+					if i > 0 && h.Score > got[i-1].Score {
+						t.Fatalf("hits not best first: %v", got)
+					}
+					if !strings.HasPrefix(h.ID, "b") {
+						t.Fatalf("hit %s of another profile", h.ID)
+					}
+					n, _ := strconv.Atoi(h.ID[1:])
+					m := big[n]
+					if (sc.project != "" && m.Project != sc.project) || (len(sc.sessions) > 0 && !slices.Contains(sc.sessions, m.Session)) {
+						t.Fatalf("hit %s (%s, %s) outside the scope", h.ID, m.Project, m.Session)
+					}
+					if want, _ := vector.Cosine(v, m.Embedding); math.Abs(want-h.Score) > 1e-5 {
+						t.Fatalf("hit %s scored %v, its cosine is %v", h.ID, h.Score, want)
+					}
+					if slices.Contains(want, h.ID) {
+						found++
+					}
+				}
+				total += len(want)
+			}
+			recall := float64(found) / float64(total)
+			t.Logf("recall@%d against the exact search: %.3f", sc.k, recall)
+			if recall < sc.minRecall {
+				t.Fatalf("recall@%d against the exact search = %.3f, want ≥ %.2f", sc.k, recall, sc.minRecall)
+			}
+		})
+	}
+	// The broad searches walked the index (its scans are counted once the
+	// searching connections report their statistics, within a second or so).
+	conn, err := pgx.Connect(ctx, c.DSN("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var scans int64
+	for deadline := time.Now().Add(15 * time.Second); scans == 0 && time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if err := conn.QueryRow(ctx, `SELECT coalesce(sum(idx_scan), 0) FROM pg_stat_user_indexes WHERE schemaname = 'ann' AND indexrelname = $1`,
+			ix[0].Name).Scan(&scans); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if scans == 0 {
+		t.Errorf("the HNSW index %s was never scanned", ix[0].Name)
+	}
+	// Exclusions hold on the graph's path too.
+	q := dense.Query{Vector: big[0].Embedding, Model: "m", K: 10, Scope: mnemotype.Scope{Profile: "big"}}
+	top, err := d.Search(ctx, q)
+	if err != nil || len(top) == 0 || top[0].ID != "b00000" {
+		t.Fatalf("search for b00000's own vector = %v, %v", top, err)
+	}
+	q.Scope.Exclude = []string{"b00000"}
+	if got, err := d.Search(ctx, q); err != nil || len(got) != 10 || slices.ContainsFunc(got, func(h mnemotype.Hit) bool { return h.ID == "b00000" }) {
+		t.Fatalf("search excluding b00000 = %v, %v", got, err)
+	}
+	// The index goes with its profile.
+	if _, err := s.DeleteProfile(ctx, "big"); err != nil {
+		t.Fatal(err)
+	}
+	if ix, err := s.IndexVectors(ctx, 1000); err != nil || len(ix) != 0 {
+		t.Fatalf("IndexVectors after deleting the profile = %+v, %v; want none", ix, err)
+	}
+	var left int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_indexes WHERE schemaname = 'ann' AND indexname LIKE 'memories_hnsw%'`).Scan(&left); err != nil || left != 0 {
+		t.Fatalf("%d HNSW indexes left after the profile's deletion (%v)", left, err)
+	}
+}
+
+// TestDense_VectorColumn: a store opened with NoVectors ranks in process
+// and adds no vector column; opened again without, it adds the column,
+// filled from the stored embeddings; a process with NoVectors on a store
+// that has the column still keeps it up to date; and a role that may not
+// create the extension gets a store without it, saying why.
+func TestDense_VectorColumn(t *testing.T) {
+	t.Parallel()
+	c := pgtest.Start(t)
+	ctx := t.Context()
+	plain, err := postgres.Open(ctx, c.DSN("postgres"), postgres.Options{Schema: "col", NoVectors: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, why := plain.Vectors(); ok || plain.Dense() != nil || why == "" {
+		t.Fatalf("NoVectors: Vectors() = %v, %q; Dense() = %v", ok, why, plain.Dense())
+	}
+	r := rand.New(rand.NewPCG(5, 5))
+	var mems []mnemotype.Memory
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range 50 {
+		mems = append(mems, mnemotype.Memory{ID: fmt.Sprintf("b%05d", i), Profile: "big", Content: "x", Kind: mnemotype.KindEpisodic,
+			Importance: 0.5, CreatedAt: t0, OccurredAt: t0, AccessedAt: t0, Embedding: gauss(r, nil, 1), EmbeddingModel: "m"})
+	}
+	if err := plain.Insert(ctx, mems[:40]); err != nil {
+		t.Fatal(err)
+	}
+	withVec, err := postgres.Open(ctx, c.DSN("postgres"), postgres.Options{Schema: "col"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer withVec.Close()
+	d := withVec.Dense()
+	if d == nil {
+		_, why := withVec.Vectors()
+		t.Fatalf("Dense() = nil after migrating: %s", why)
+	}
+	// The process that opened the store without vectors writes the rest.
+	if err := plain.Insert(ctx, mems[40:]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := plain.Update(ctx, store.UpdateParams{Profile: "big", ID: "b00001", Embedding: mems[45].Embedding, EmbeddingModel: "m"}); err != nil {
+		t.Fatal(err)
+	}
+	mems[1].Embedding = mems[45].Embedding
+	plain.Close()
+	for _, m := range []int{0, 1, 45, 49} {
+		q := dense.Query{Vector: mems[m].Embedding, Model: "m", K: 50, Scope: mnemotype.Scope{Profile: "big"}}
+		got, err := d.Search(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := exactTop(mems, mems[m].Embedding, "", nil, 50)
+		if len(got) != len(want) {
+			t.Fatalf("query %d: %d hits, want %d", m, len(got), len(want))
+		}
+		for i := range got {
+			if got[i].ID != want[i] && math.Abs(got[i].Score-got[min(i+1, len(got)-1)].Score) > 1e-6 && math.Abs(got[i].Score-got[max(i-1, 0)].Score) > 1e-6 {
+				t.Fatalf("query %d: hit %d = %s, want %s", m, i, got[i].ID, want[i])
+			}
+		}
+	}
+	// A role that may not create the extension, in a database without it.
+	admin, err := pgx.Connect(ctx, c.DSN("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	for _, q := range []string{`CREATE ROLE plain LOGIN`, `CREATE DATABASE plaindb OWNER plain`} {
+		if _, err := admin.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dsn := strings.Replace(c.DSN("plaindb"), "mnemo@", "plain@", 1)
+	s, err := postgres.Open(ctx, dsn, postgres.Options{})
+	if err != nil {
+		t.Fatalf("Open as a role that may not create extensions: %v", err)
+	}
+	defer s.Close()
+	if ok, why := s.Vectors(); ok || !strings.Contains(why, "CREATE EXTENSION") {
+		t.Fatalf("Vectors() = %v, %q; want false, saying CREATE EXTENSION failed", ok, why)
+	}
+	if err := s.Insert(ctx, mems[:3]); err != nil {
+		t.Fatalf("Insert without pgvector: %v", err)
+	}
+}
