@@ -219,7 +219,7 @@ func (e *Engine) Update(ctx context.Context, profile, id string, p Patch) (Memor
 // itself (see Engine.IndexVectors).
 type VectorIndex = postgres.VectorIndex
 
-// IndexVectors gives every profile large enough for one (20,000 embedded
+// IndexVectors gives every profile large enough for one (5,000 embedded
 // memories) an ANN index, when the engine's dense leg is its store's own
 // (Postgres with pgvector: an HNSW index per profile), and drops those of
 // profiles that no longer need one; below that size, and until an index

@@ -13,7 +13,7 @@ import (
 func cmdMigrate(ctx context.Context, a *app, args []string) error {
 	fs := newFlags(a, "migrate")
 	db := fs.String("db", "", "database: a SQLite file or a postgres:// URL (default $MNEMO_DB, else $MNEMO_HOME/mnemo.db)")
-	index := fs.Bool("index-vectors", true, "on Postgres with pgvector, build the HNSW index of every profile of 20,000 embedded memories or more")
+	index := fs.Bool("index-vectors", true, "on Postgres with pgvector, build the HNSW index of every profile of 5,000 embedded memories or more")
 	fs.Usage = func() {
 		fmt.Fprintln(a.stderr, `usage: mnemo migrate [--db DB] [--index-vectors=false]
 
@@ -22,7 +22,7 @@ applies the schema migrations it lacks, one process at a time. Every
 command does so when it opens a database; run it to upgrade before
 starting servers. On Postgres it also creates the vector extension
 (pgvector) when the server has it and the role may, so that recalls rank
-embeddings in SQL, and builds the HNSW index of each profile of 20,000
+embeddings in SQL, and builds the HNSW index of each profile of 5,000
 embedded memories or more (mnemo serve does so too, in the background).`)
 		fs.PrintDefaults()
 	}

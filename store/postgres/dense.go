@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -31,7 +33,7 @@ const (
 	// scans the scope's rows exactly instead of walking an HNSW graph,
 	// and the number of embedded memories from which IndexVectors gives
 	// a profile an HNSW index.
-	DefaultExactBelow = 20000
+	DefaultExactBelow = 5000
 	// DefaultEfSearch is the least hnsw.ef_search of an HNSW search (it
 	// is raised to twice the hits asked for).
 	DefaultEfSearch = 100
@@ -199,12 +201,13 @@ func (s *Store) Vectors() (ok bool, why string) {
 // nil when the store cannot rank embeddings itself (see Vectors); the
 // engine then ranks them in process.
 //
-// A scope holding fewer than ExactBelow embedded memories of the query's
-// dimension is scanned exactly (an index on the scope's fields finds its
-// rows; every cosine is computed). A larger one is searched through its
-// profile's HNSW index (IndexVectors makes them) with iterative scans, so
-// that a filtered scope still fills its k; a search the index cannot fill
-// falls back to the exact scan. Each query's form pins its plan: the
+// A profile without an HNSW index (IndexVectors gives one to each profile
+// of ExactBelow embedded memories or more), or a scope of it holding fewer
+// than ExactBelow, is scanned exactly: an index on the scope's fields
+// finds its rows, every cosine is computed. A larger scope walks its
+// profile's HNSW index with iterative scans, so that a filtered scope
+// still fills its k; a search the walk cannot fill falls back to the
+// exact scan. Each query's form pins its plan: the
 // exact scan orders by an expression no index holds, the HNSW search by
 // the indexed expression with sorting disabled.
 func (s *Store) Dense() *Dense {
@@ -234,22 +237,27 @@ func (d *Dense) Search(ctx context.Context, q dense.Query) ([]mnemotype.Hit, err
 		return nil, nil
 	}
 	db := s.reader(ctx)
-	broad, err := s.broadScope(ctx, db, q)
+	indexed, err := s.hasANN(ctx, db, q.Scope.Profile, len(q.Vector))
 	if err != nil {
 		return nil, err
 	}
-	var hits []mnemotype.Hit
-	if broad {
-		if hits, err = s.annSearch(ctx, db, q); err != nil {
+	if indexed {
+		broad, err := s.broadScope(ctx, db, q)
+		if err != nil {
 			return nil, err
 		}
-		if len(hits) == q.K {
-			return hits, nil
+		if broad {
+			hits, err := s.annSearch(ctx, db, q)
+			if err != nil || len(hits) == q.K {
+				return hits, err
+			}
+			// Fewer than asked: the scope may hold fewer, or the walk
+			// ended (hnsw.max_scan_tuples) before finding them; the exact
+			// scan says.
 		}
-		// Fewer than asked: the scope may hold fewer, or the walk ended
-		// (hnsw.max_scan_tuples) before finding them; the exact scan says.
 	}
-	if hits, err = s.exactSearch(ctx, db, q); err != nil {
+	hits, err := s.exactSearch(ctx, db, q)
+	if err != nil {
 		return nil, err
 	}
 	if len(hits) == 0 {
@@ -258,20 +266,19 @@ func (d *Dense) Search(ctx context.Context, q dense.Query) ([]mnemotype.Hit, err
 	return hits, nil
 }
 
-// broadScope reports whether q's scope holds at least ExactBelow embedded
-// memories of its dimension: the profile's count when the scope is the
-// whole profile, else a count that stops there.
+// broadScope reports whether q's scope, in a profile with an HNSW index,
+// holds at least ExactBelow embedded memories of its dimension: the whole
+// profile does (it got the index for its size); another scope is counted,
+// up to that number.
 func (s *Store) broadScope(ctx context.Context, db *pgxpool.Pool, q dense.Query) (bool, error) {
+	if wholeProfile(q.Scope) {
+		return true, nil
+	}
 	var a args
 	var n int64
-	var err error
-	if wholeProfile(q.Scope) {
-		err = db.QueryRow(ctx, `SELECT coalesce((SELECT docs FROM profiles WHERE name = `+a.add(q.Scope.Profile)+`), 0)`, a...).Scan(&n)
-	} else {
-		cond := scopeSQL(&a, "m", q.Scope)
-		err = db.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM memories m WHERE `+cond+` AND m.embedding_dim = `+
-			a.add(len(q.Vector))+` LIMIT `+a.add(s.exactBelow)+`) x`, a...).Scan(&n)
-	}
+	cond := scopeSQL(&a, "m", q.Scope)
+	err := db.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM memories m WHERE `+cond+` AND m.embedding_dim = `+
+		a.add(len(q.Vector))+` LIMIT `+a.add(s.exactBelow)+`) x`, a...).Scan(&n)
 	if err != nil {
 		return false, fmt.Errorf("dense search: size of scope: %w", err)
 	}
@@ -311,31 +318,74 @@ func (s *Store) annSearch(ctx context.Context, db *pgxpool.Pool, q dense.Query) 
 		FROM memories m WHERE ` + cond + ` AND m.embedding_dim = ` + strconv.Itoa(len(q.Vector)) + ` AND m.embedding_model = ` + a.add(q.Model) + `
 		ORDER BY m.vec::` + typ + ` ` + s.vec.op + ` ` + qv + ` LIMIT ` + a.add(q.K)
 	ef := min(max(s.efSearch, 2*q.K), 1000) // pgvector's bounds: 1-1000
-	var hits []mnemotype.Hit
-	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
-		b := &pgx.Batch{}
-		b.Queue(`SELECT set_config('enable_sort', 'off', true), set_config('hnsw.iterative_scan', 'relaxed_order', true),
-			set_config('hnsw.ef_search', $1, true)`, strconv.Itoa(ef))
-		b.Queue(sql, a...)
-		br := tx.SendBatch(ctx, b)
-		defer br.Close()
-		if _, err := br.Exec(); err != nil {
-			return err
+	// One round trip: the transaction, its settings, the search. A batch
+	// that fails leaves its connection in a transaction, and the pool
+	// closes such a connection instead of reusing it.
+	b := &pgx.Batch{}
+	b.Queue(`BEGIN READ ONLY`)
+	b.Queue(`SELECT set_config('enable_sort', 'off', true), set_config('hnsw.iterative_scan', 'relaxed_order', true),
+		set_config('hnsw.ef_search', $1, true)`, strconv.Itoa(ef))
+	b.Queue(sql, a...)
+	b.Queue(`COMMIT`)
+	br := db.SendBatch(ctx, b)
+	defer br.Close()
+	hits, err := func() ([]mnemotype.Hit, error) {
+		for range 2 {
+			if _, err := br.Exec(); err != nil {
+				return nil, err
+			}
 		}
 		rows, err := br.Query()
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if hits, err = scanHits(rows); err != nil {
-			return err
+		hits, err := scanHits(rows)
+		if err != nil {
+			return nil, err
 		}
-		return br.Close()
-	})
+		if _, err := br.Exec(); err != nil {
+			return nil, err
+		}
+		return hits, br.Close()
+	}()
 	if err != nil {
 		return nil, fmt.Errorf("dense search (hnsw): %w", err)
 	}
 	sortHits(hits)
 	return hits, nil
+}
+
+// annCacheFor is how long a store trusts its list of HNSW indexes: an
+// index another process builds is used within that time.
+const annCacheFor = 5 * time.Second
+
+// annCache holds the names of the valid HNSW indexes, as last read.
+type annCache struct {
+	mu    sync.Mutex
+	at    time.Time
+	valid map[string]bool
+}
+
+// hasANN reports whether profile has a valid HNSW index of dim-dimensional
+// embeddings, from a list read at most annCacheFor ago.
+func (s *Store) hasANN(ctx context.Context, db *pgxpool.Pool, profile string, dim int) (bool, error) {
+	c := &s.ann
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.valid == nil || time.Since(c.at) > annCacheFor {
+		all, err := vectorIndexes(ctx, db)
+		if err != nil {
+			return false, fmt.Errorf("dense search: %w", err)
+		}
+		c.valid = map[string]bool{}
+		for name, ok := range all {
+			if ok {
+				c.valid[name] = true
+			}
+		}
+		c.at = time.Now()
+	}
+	return c.valid[vectorIndexName(profile, dim)], nil
 }
 
 // Score implements the dense-retrieval port: the cosine of each of ids
@@ -463,10 +513,15 @@ func (s *Store) IndexVectors(ctx context.Context, minRows int) ([]VectorIndex, e
 	if minRows <= 0 {
 		minRows = DefaultExactBelow
 	}
-	existing, err := s.vectorIndexes(ctx)
+	existing, err := vectorIndexes(ctx, s.pool)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("index vectors: %w", err)
 	}
+	defer func() { // the next search reads the list again
+		s.ann.mu.Lock()
+		s.ann.valid = nil
+		s.ann.mu.Unlock()
+	}()
 	rows, err := s.pool.Query(ctx, `SELECT profile, embedding_dim, count(*) FROM memories WHERE embedding_dim IS NOT NULL
 		GROUP BY profile, embedding_dim HAVING count(*) >= $1 ORDER BY profile, embedding_dim`, minRows)
 	if err != nil {
@@ -526,12 +581,12 @@ func (s *Store) IndexVectors(ctx context.Context, minRows int) ([]VectorIndex, e
 
 // vectorIndexes returns the store's HNSW indexes by name, and whether
 // each is valid (an interrupted concurrent build leaves an invalid one).
-func (s *Store) vectorIndexes(ctx context.Context) (map[string]bool, error) {
-	rows, err := s.pool.Query(ctx, `SELECT c.relname, i.indisvalid FROM pg_index i
+func vectorIndexes(ctx context.Context, db querier) (map[string]bool, error) {
+	rows, err := db.Query(ctx, `SELECT c.relname, i.indisvalid FROM pg_index i
 		JOIN pg_class c ON c.oid = i.indexrelid
 		WHERE i.indrelid = 'memories'::regclass AND c.relname LIKE 'memories\_hnsw\_%'`)
 	if err != nil {
-		return nil, fmt.Errorf("index vectors: list indexes: %w", err)
+		return nil, fmt.Errorf("list HNSW indexes: %w", err)
 	}
 	defer rows.Close()
 	out := map[string]bool{}
@@ -539,7 +594,7 @@ func (s *Store) vectorIndexes(ctx context.Context) (map[string]bool, error) {
 		var name string
 		var valid bool
 		if err := rows.Scan(&name, &valid); err != nil {
-			return nil, fmt.Errorf("index vectors: list indexes: %w", err)
+			return nil, fmt.Errorf("list HNSW indexes: %w", err)
 		}
 		out[name] = valid
 	}

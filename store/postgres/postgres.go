@@ -118,6 +118,7 @@ type Store struct {
 	// every write then keeps; noSearch (Options.NoVectors) leaves it
 	// unused for ranking; noVectors says why there is none.
 	vec                  *vectors
+	ann                  annCache
 	noSearch             bool
 	noVectors            string
 	exactBelow, efSearch int
