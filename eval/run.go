@@ -755,6 +755,13 @@ func ingest(ctx context.Context, ds *Dataset, at place, o Options) error {
 			o.Progress(Progress{Stage: "ingest", Done: start + len(docs), Total: len(ds.Docs)})
 		}
 	}
+	// As a deployment would (mnemo migrate, mnemo serve): a store that
+	// ranks embeddings itself gets its ANN indexes, which the evaluation
+	// then measures.
+	if _, _, err := e.IndexVectors(ctx); err != nil {
+		e.Close()
+		return fmt.Errorf("eval: index vectors: %w", err)
+	}
 	return e.Close()
 }
 
