@@ -36,7 +36,10 @@ const (
 	DefaultExactBelow = 5000
 	// DefaultEfSearch is the least hnsw.ef_search of an HNSW search (it
 	// is raised to twice the hits asked for).
-	DefaultEfSearch = 100
+	DefaultEfSearch = 200
+	// hnswM and hnswEfConstruction build the HNSW indexes: pgvector's m,
+	// and twice its ef_construction (docs/bench.md has the trade-off).
+	hnswM, hnswEfConstruction = 16, 128
 )
 
 // vectors is what the store knows of pgvector in its database.
@@ -496,7 +499,7 @@ func vectorIndexName(profile string, dim int) string {
 
 // IndexVectors gives every profile holding at least minRows embedded
 // memories (0: DefaultExactBelow) an HNSW index of its embeddings (cosine;
-// pgvector's defaults m = 16, ef_construction = 64), built without
+// m = 16, ef_construction = 128), built without
 // blocking writes (CREATE INDEX CONCURRENTLY: it takes a while, and waits
 // for transactions in flight), and drops the indexes of profiles that
 // hold none of those embeddings any more. It returns the profiles' indexes.
@@ -563,6 +566,7 @@ func (s *Store) IndexVectors(ctx context.Context, minRows int) ([]VectorIndex, e
 		d := strconv.Itoa(w.dim)
 		ddl := `CREATE INDEX CONCURRENTLY ` + pgx.Identifier{name}.Sanitize() + ` ON memories
 			USING hnsw ((vec::` + s.vec.typ + `(` + d + `)) ` + s.vec.schema + `.vector_cosine_ops)
+			WITH (m = ` + strconv.Itoa(hnswM) + `, ef_construction = ` + strconv.Itoa(hnswEfConstruction) + `)
 			WHERE profile = ` + quoteLiteral(w.profile) + ` AND embedding_dim = ` + d
 		if _, err := s.pool.Exec(ctx, ddl); err != nil {
 			return out, fmt.Errorf("index vectors of profile %q: %w", w.profile, mapErr(err))
