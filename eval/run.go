@@ -758,7 +758,7 @@ func ingest(ctx context.Context, ds *Dataset, at place, o Options) error {
 	// As a deployment would (mnemo migrate, mnemo serve): a store that
 	// ranks embeddings itself gets its ANN indexes, which the evaluation
 	// then measures.
-	if _, _, err := e.IndexVectors(ctx); err != nil {
+	if _, _, err := e.IndexVectors(ctx, nil); err != nil {
 		e.Close()
 		return fmt.Errorf("eval: index vectors: %w", err)
 	}

@@ -28,8 +28,9 @@ func startBackfill(e *mnemo.Engine, every time.Duration, log *slog.Logger) (stop
 		defer close(done)
 		t := time.NewTicker(every)
 		defer t.Stop()
+		quiet := quietProfiles{}
 		for {
-			backfill(ctx, e, log)
+			backfill(ctx, e, log, quiet)
 			select {
 			case <-ctx.Done():
 				return
@@ -44,10 +45,11 @@ func startBackfill(e *mnemo.Engine, every time.Duration, log *slog.Logger) (stop
 }
 
 // backfill embeds, in every profile that has some, the memories stored
-// without an embedding. Failures are logged: the next run tries again.
+// without an embedding, then builds the ANN indexes profiles need
+// (indexVectors). Failures are logged: the next run tries again.
 // Among servers sharing a database, one runs it at a time (Engine.Lead);
 // the others skip their turn.
-func backfill(ctx context.Context, e *mnemo.Engine, log *slog.Logger) {
+func backfill(ctx context.Context, e *mnemo.Engine, log *slog.Logger, quiet quietProfiles) {
 	release, lead, err := e.Lead(ctx, "backfill")
 	if err != nil || !lead {
 		if err != nil && ctx.Err() == nil && !errors.Is(err, mnemo.ErrClosed) {
@@ -63,7 +65,7 @@ func backfill(ctx context.Context, e *mnemo.Engine, log *slog.Logger) {
 		}
 		return
 	}
-	defer indexVectors(ctx, e, log)
+	defer indexVectors(ctx, e, log, quiet)
 	for _, c := range counts {
 		if c.Dim != 0 || c.Count == 0 {
 			continue
@@ -91,11 +93,30 @@ func backfill(ctx context.Context, e *mnemo.Engine, log *slog.Logger) {
 	}
 }
 
+// quietProfiles remembers the change number each profile needing an ANN
+// index had at the previous run.
+type quietProfiles map[string]int64
+
+// ready reports whether profile has not changed since the previous run
+// asked: an index is built for a profile once its writes pause, not in
+// the middle of an import (a write to an indexed profile costs a few
+// milliseconds more; building the index once costs less).
+func (q quietProfiles) ready(ctx context.Context, e *mnemo.Engine, profile string) bool {
+	seq, err := e.Sequence(ctx, profile)
+	if err != nil {
+		return false
+	}
+	prev, seen := q[profile]
+	q[profile] = seq
+	return seen && prev == seq
+}
+
 // indexVectors builds the ANN indexes profiles have grown into (Postgres
-// with pgvector; see Engine.IndexVectors), under backfill's lease.
-func indexVectors(ctx context.Context, e *mnemo.Engine, log *slog.Logger) {
+// with pgvector; see Engine.IndexVectors) once they are quiet, under
+// backfill's lease.
+func indexVectors(ctx context.Context, e *mnemo.Engine, log *slog.Logger, quiet quietProfiles) {
 	start := time.Now()
-	ix, _, err := e.IndexVectors(ctx)
+	ix, _, err := e.IndexVectors(ctx, func(profile string) bool { return quiet.ready(ctx, e, profile) })
 	if err != nil {
 		if ctx.Err() == nil && !errors.Is(err, mnemo.ErrClosed) {
 			log.Warn("index vectors: an ANN index is left for the next run", "err", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/mnemo-dev/mnemo"
 	"github.com/mnemo-dev/mnemo/embed"
+	"github.com/mnemo-dev/mnemo/internal/pgtest"
 )
 
 // TestServe_ReembedsInTheBackground: memories stored while the provider
@@ -113,4 +115,54 @@ func (h *hangingEmbedder) Embed(ctx context.Context, texts []string) ([][]float3
 	h.once.Do(func() { close(h.called) })
 	<-ctx.Done()
 	return nil, ctx.Err()
+}
+
+// TestIndexVectors_WaitsForQuiet: mnemo serve's leader builds a profile's
+// HNSW index (Postgres with pgvector) only once the profile has not
+// changed between two runs, not while it is being written.
+func TestIndexVectors_WaitsForQuiet(t *testing.T) {
+	t.Parallel()
+	cl := pgtest.Start(t)
+	ctx := t.Context()
+	e, err := mnemo.Open(cl.DSN("postgres")+"&schema=quiet", &mnemo.Config{Embedder: embed.NewHash(32), AccessFlushInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	add := func(from, n int) {
+		t.Helper()
+		ins := make([]mnemo.Input, n)
+		for i := range ins {
+			ins[i] = mnemo.Input{ID: fmt.Sprintf("m%05d", from+i), Profile: "big", Content: fmt.Sprintf("memory number %d", from+i)}
+		}
+		if _, err := e.RememberBatch(ctx, ins); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 5000; i += 1000 {
+		add(i, 1000)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	quiet := quietProfiles{}
+	built := func() bool {
+		t.Helper()
+		ix, own, err := e.IndexVectors(ctx, func(string) bool { return false })
+		if err != nil || !own {
+			t.Fatalf("IndexVectors = %v, %v", own, err)
+		}
+		return len(ix) == 1
+	}
+	indexVectors(ctx, e, log, quiet) // first sight of the profile
+	if built() {
+		t.Fatal("the index was built at the first run")
+	}
+	add(5000, 1)
+	indexVectors(ctx, e, log, quiet) // written since
+	if built() {
+		t.Fatal("the index was built while the profile was written")
+	}
+	indexVectors(ctx, e, log, quiet) // quiet since the previous run
+	if !built() {
+		t.Fatal("no index once the profile was quiet")
+	}
 }

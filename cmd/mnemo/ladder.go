@@ -263,7 +263,7 @@ func (l *ladder) rung(ctx context.Context, path string, size int) (ladderRow, er
 		row.ImportSeconds, row.Import = d.Seconds(), float64(size)/d.Seconds()
 	}
 	t := time.Now()
-	ix, _, err := e.IndexVectors(ctx)
+	ix, _, err := e.IndexVectors(ctx, nil)
 	if err != nil {
 		return row, err
 	}

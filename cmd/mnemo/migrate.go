@@ -65,7 +65,7 @@ embedded memories or more (mnemo serve does so too, in the background).`)
 	if !*index {
 		return nil
 	}
-	ix, err := ps.IndexVectors(ctx, 0)
+	ix, err := ps.IndexVectors(ctx, 0, nil)
 	for _, x := range ix {
 		verb := "has"
 		if x.Built {

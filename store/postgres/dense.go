@@ -498,14 +498,15 @@ func vectorIndexName(profile string, dim int) string {
 }
 
 // IndexVectors gives every profile holding at least minRows embedded
-// memories (0: DefaultExactBelow) an HNSW index of its embeddings (cosine;
-// m = 16, ef_construction = 128), built without
+// memories (0: DefaultExactBelow) for which build returns true (nil: every
+// one) an HNSW index of its embeddings (cosine; m = 16, ef_construction =
+// 128), built without
 // blocking writes (CREATE INDEX CONCURRENTLY: it takes a while, and waits
 // for transactions in flight), and drops the indexes of profiles that
 // hold none of those embeddings any more. It returns the profiles' indexes.
 // Run it from one process at a time (Engine.Lead); an index left invalid by
 // an interrupted build is built again.
-func (s *Store) IndexVectors(ctx context.Context, minRows int) ([]VectorIndex, error) {
+func (s *Store) IndexVectors(ctx context.Context, minRows int, build func(profile string) bool) ([]VectorIndex, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
@@ -556,6 +557,9 @@ func (s *Store) IndexVectors(ctx context.Context, minRows int) ([]VectorIndex, e
 		valid, ok := existing[name]
 		if ok && valid {
 			out = append(out, VectorIndex{Profile: w.profile, Dim: w.dim, Name: name})
+			continue
+		}
+		if build != nil && !build(w.profile) {
 			continue
 		}
 		if ok {

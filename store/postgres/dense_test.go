@@ -131,14 +131,17 @@ func TestDense_HNSW(t *testing.T) {
 	}
 	defer s.Close()
 	big := annCorpus(t, s, 6000)
-	ix, err := s.IndexVectors(ctx, 1000)
+	if ix, err := s.IndexVectors(ctx, 1000, func(p string) bool { return p != "big" }); err != nil || len(ix) != 0 {
+		t.Fatalf("IndexVectors building none = %+v, %v", ix, err)
+	}
+	ix, err := s.IndexVectors(ctx, 1000, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(ix) != 1 || ix[0].Profile != "big" || ix[0].Dim != 32 || !ix[0].Built {
 		t.Fatalf("IndexVectors = %+v, want one index built, of big's 32-d embeddings", ix)
 	}
-	if again, err := s.IndexVectors(ctx, 1000); err != nil || len(again) != 1 || again[0].Built || again[0].Name != ix[0].Name {
+	if again, err := s.IndexVectors(ctx, 1000, nil); err != nil || len(again) != 1 || again[0].Built || again[0].Name != ix[0].Name {
 		t.Fatalf("IndexVectors again = %+v, %v; want the same index, not built again", again, err)
 	}
 	d := s.Dense()
@@ -229,7 +232,7 @@ func TestDense_HNSW(t *testing.T) {
 	if _, err := s.DeleteProfile(ctx, "big"); err != nil {
 		t.Fatal(err)
 	}
-	if ix, err := s.IndexVectors(ctx, 1000); err != nil || len(ix) != 0 {
+	if ix, err := s.IndexVectors(ctx, 1000, nil); err != nil || len(ix) != 0 {
 		t.Fatalf("IndexVectors after deleting the profile = %+v, %v; want none", ix, err)
 	}
 	var left int
