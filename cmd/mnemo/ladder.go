@@ -11,6 +11,7 @@ import (
 	"io"
 	"io/fs"
 	"math/rand/v2"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -216,17 +217,17 @@ type ladder struct {
 	dir         string
 }
 
-// withSchema returns the postgres:// URL u naming schema.
+// withSchema returns the postgres:// URL u naming schema (its other
+// parameters, dense= among them, kept).
 func withSchema(u, schema string) string {
-	base, _, err := postgres.SplitSchema(u)
+	p, err := url.Parse(u)
 	if err != nil {
 		return u
 	}
-	sep := "?"
-	if strings.Contains(base, "?") {
-		sep = "&"
-	}
-	return base + sep + "schema=" + schema
+	q := p.Query()
+	q.Set("schema", schema)
+	p.RawQuery = q.Encode()
+	return p.String()
 }
 
 // rung builds (or reuses) the database of size memories at path and
