@@ -224,13 +224,14 @@ type VectorIndex = postgres.VectorIndex
 // (Postgres with pgvector: an HNSW index per profile), and drops those of
 // profiles that no longer need one; below that size, and until an index
 // is built, the store scans a scope's embeddings exactly. build, when not
-// nil, chooses the profiles that get a new index now. It returns the
-// indexes and reports whether the store has them at all: false, and
-// nothing done, on SQLite and on Postgres without pgvector, whose dense
-// index is this process's. Building an index takes a while (about half a
-// second per thousand memories here) without blocking writes; keeping one
-// makes each write of its profile slower (docs/postgres.md).
-func (e *Engine) IndexVectors(ctx context.Context, build func(profile string) bool) ([]VectorIndex, bool, error) {
+// nil, chooses the profiles that get a new index now (rows: the embedded
+// memories the index would hold). It returns the indexes and reports
+// whether the store has them at all: false, and nothing done, on SQLite and
+// on Postgres without pgvector, whose dense index is this process's.
+// Building an index takes a while (about half a second per thousand
+// memories here) without blocking writes; keeping one makes each write of
+// its profile's embeddings slower (docs/postgres.md).
+func (e *Engine) IndexVectors(ctx context.Context, build func(profile string, rows int) bool) ([]VectorIndex, bool, error) {
 	done, err := e.enter()
 	if err != nil {
 		return nil, false, err
@@ -241,17 +242,6 @@ func (e *Engine) IndexVectors(ctx context.Context, build func(profile string) bo
 	}
 	ix, err := e.st.(*postgres.Store).IndexVectors(ctx, 0, build)
 	return ix, true, err
-}
-
-// Sequence returns the number of profile's last change: equal numbers
-// read at two times mean no write in between.
-func (e *Engine) Sequence(ctx context.Context, profile string) (int64, error) {
-	done, err := e.enter()
-	if err != nil {
-		return 0, err
-	}
-	defer done()
-	return e.st.Sequence(ctx, profile)
 }
 
 // leader is a store shared by processes that elects one of them to run a

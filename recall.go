@@ -13,6 +13,7 @@ import (
 	"github.com/mnemo-dev/mnemo/mnemotype"
 	"github.com/mnemo-dev/mnemo/recall"
 	"github.com/mnemo-dev/mnemo/store"
+	"github.com/mnemo-dev/mnemo/store/postgres"
 )
 
 // Query is one recall request.
@@ -307,6 +308,9 @@ func (e *Engine) foreignDim(ctx context.Context, profile string, vec recall.Dens
 			return 0, err
 		}
 		return s.ForeignDim, nil
+	}
+	if own, ok := vec.(*postgres.Dense); ok {
+		return own.ForeignDim(ctx, profile, e.emb.Dim())
 	}
 	d, err := e.st.EmbeddingDim(ctx, profile)
 	if err != nil || d == e.emb.Dim() {

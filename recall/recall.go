@@ -39,9 +39,13 @@ type Source interface {
 // (package dense's Catalog and Scan; a store that ranks embeddings itself)
 // run package densetest's conformance suite, which checks this contract:
 //
-//   - Search returns the exact top q.K memories of q.Scope (every field
+//   - Search returns the top q.K memories of q.Scope (every field
 //     honoured, metadata included) among those embedded by q.Model, most
-//     similar first, ties by id, Rank unset;
+//     similar first, ties by id, Rank unset: exactly, except that an
+//     implementation may walk an approximate index for scopes above a
+//     size it documents (the Postgres store's HNSW indexes: about 98% of
+//     the exact top 10 at 100k memories), never returning a memory
+//     outside the scope nor fewer than q.K when the scope holds them;
 //   - Score returns the similarity of each of ids that belongs to
 //     q.Scope.Profile and is embedded by q.Model, best first, and leaves out
 //     the rest; the rest of the scope is not read;
@@ -67,7 +71,7 @@ type CandidatePolicy string
 
 // Candidate policies.
 const (
-	// PolicyScope searches every embedded memory in the scope (exact cosine)
+	// PolicyScope searches every embedded memory in the scope (see Dense)
 	// and the lexical leg's top limit×fetch_multiplier. The default.
 	PolicyScope CandidatePolicy = "scope"
 	// PolicyPool is seed 001's two-stage pool: the lexical leg's top

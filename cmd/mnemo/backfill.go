@@ -93,22 +93,19 @@ func backfill(ctx context.Context, e *mnemo.Engine, log *slog.Logger, quiet quie
 	}
 }
 
-// quietProfiles remembers the change number each profile needing an ANN
-// index had at the previous run.
-type quietProfiles map[string]int64
+// quietProfiles remembers how many embedded memories each profile needing
+// an ANN index held at the previous run.
+type quietProfiles map[string]int
 
-// ready reports whether profile has not changed since the previous run
-// asked: an index is built for a profile once its writes pause, not in
-// the middle of an import (a write to an indexed profile costs a few
-// milliseconds more; building the index once costs less).
-func (q quietProfiles) ready(ctx context.Context, e *mnemo.Engine, profile string) bool {
-	seq, err := e.Sequence(ctx, profile)
-	if err != nil {
-		return false
-	}
+// ready reports whether profile, holding rows embedded memories, grew by
+// less than 2% (and 100 memories) since the previous run asked: its index
+// is built once an import into it ends, not in the middle of it (a write
+// to an indexed profile costs a few milliseconds more; building the index
+// once costs less), while a profile that only trickles gets one.
+func (q quietProfiles) ready(profile string, rows int) bool {
 	prev, seen := q[profile]
-	q[profile] = seq
-	return seen && prev == seq
+	q[profile] = rows
+	return seen && rows-prev < max(100, rows/50)
 }
 
 // indexVectors builds the ANN indexes profiles have grown into (Postgres
@@ -116,7 +113,7 @@ func (q quietProfiles) ready(ctx context.Context, e *mnemo.Engine, profile strin
 // backfill's lease.
 func indexVectors(ctx context.Context, e *mnemo.Engine, log *slog.Logger, quiet quietProfiles) {
 	start := time.Now()
-	ix, _, err := e.IndexVectors(ctx, func(profile string) bool { return quiet.ready(ctx, e, profile) })
+	ix, _, err := e.IndexVectors(ctx, quiet.ready)
 	if err != nil {
 		if ctx.Err() == nil && !errors.Is(err, mnemo.ErrClosed) {
 			log.Warn("index vectors: an ANN index is left for the next run", "err", err)

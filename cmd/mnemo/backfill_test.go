@@ -118,8 +118,8 @@ func (h *hangingEmbedder) Embed(ctx context.Context, texts []string) ([][]float3
 }
 
 // TestIndexVectors_WaitsForQuiet: mnemo serve's leader builds a profile's
-// HNSW index (Postgres with pgvector) only once the profile has not
-// changed between two runs, not while it is being written.
+// HNSW index (Postgres with pgvector) once the profile grows by less than
+// 2% between two runs, not in the middle of an import.
 func TestIndexVectors_WaitsForQuiet(t *testing.T) {
 	t.Parallel()
 	cl := pgtest.Start(t)
@@ -146,7 +146,7 @@ func TestIndexVectors_WaitsForQuiet(t *testing.T) {
 	quiet := quietProfiles{}
 	built := func() bool {
 		t.Helper()
-		ix, own, err := e.IndexVectors(ctx, func(string) bool { return false })
+		ix, own, err := e.IndexVectors(ctx, func(string, int) bool { return false })
 		if err != nil || !own {
 			t.Fatalf("IndexVectors = %v, %v", own, err)
 		}
@@ -156,13 +156,36 @@ func TestIndexVectors_WaitsForQuiet(t *testing.T) {
 	if built() {
 		t.Fatal("the index was built at the first run")
 	}
-	add(5000, 1)
-	indexVectors(ctx, e, log, quiet) // written since
+	add(5000, 1000)
+	indexVectors(ctx, e, log, quiet) // an import goes on
 	if built() {
-		t.Fatal("the index was built while the profile was written")
+		t.Fatal("the index was built while the profile grew by a sixth")
 	}
-	indexVectors(ctx, e, log, quiet) // quiet since the previous run
+	add(6000, 10)
+	indexVectors(ctx, e, log, quiet) // trickling
 	if !built() {
-		t.Fatal("no index once the profile was quiet")
+		t.Fatal("no index once the import was over")
+	}
+}
+
+func TestQuietProfiles(t *testing.T) {
+	t.Parallel()
+	q := quietProfiles{}
+	for i, c := range []struct {
+		profile string
+		rows    int
+		want    bool
+	}{
+		{"a", 10000, false}, // first seen
+		{"a", 10150, true},  // +150 < 2%
+		{"a", 10500, false}, // +350 ≥ 2%
+		{"a", 10599, true},  // +99 < 100
+		{"b", 5000, false},
+		{"b", 5200, false}, // +200 ≥ 2%
+		{"b", 5200, true},
+	} {
+		if got := q.ready(c.profile, c.rows); got != c.want {
+			t.Errorf("step %d: ready(%s, %d) = %v, want %v", i, c.profile, c.rows, got, c.want)
+		}
 	}
 }

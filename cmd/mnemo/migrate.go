@@ -62,6 +62,13 @@ embedded memories or more (mnemo serve does so too, in the background).`)
 		return nil
 	}
 	fmt.Fprintln(a.stdout, "dense leg: in SQL (pgvector)")
+	repaired, err := ps.RepairVectors(ctx)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	if repaired > 0 {
+		fmt.Fprintf(a.stdout, "added the vectors of %d memories written without them (by an older mnemo)\n", repaired)
+	}
 	if !*index {
 		return nil
 	}

@@ -5,7 +5,10 @@
 //
 //   - Search returns the exact top K of the scope by cosine similarity to
 //     the query among the memories embedded by the query's model, best
-//     first, ties by id; every field of the scope is honoured (project,
+//     first (the suite's scopes are small: an implementation walking an
+//     approximate index above a size scans them exactly); ties by id,
+//     except that scores equal to 1e-6 may come in either order (an
+//     implementation may compute cosines in another precision); every field of the scope is honoured (project,
 //     sessions, kinds, actors, time range, exclusions, metadata), and no
 //     memory of another profile is ever returned;
 //   - Score returns the cosine of each id of the profile embedded by the

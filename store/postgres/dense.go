@@ -22,8 +22,10 @@ import (
 	"github.com/mnemo-dev/mnemo/store"
 )
 
-// This file holds the dense leg in SQL, on pgvector: a column vec of type
-// vector beside each memory's embedding (kept from the same write), an
+// This file holds the dense leg in SQL, on pgvector: table memory_vectors
+// holds each embedded memory's vector (written with the memory, deleted
+// with it by its foreign key), apart from memories so that the frequent
+// updates of a memory's access statistics never touch an HNSW index; an
 // exact scan of the scope's rows for small scopes, and a partial HNSW
 // index per large profile (IndexVectors) searched with iterative scans.
 
@@ -50,47 +52,72 @@ type vectors struct {
 	schema, typ, op string
 }
 
-// vectorSchema returns the schema the vector extension is installed in,
-// or "" when it is not.
-func vectorSchema(ctx context.Context, q querier) (string, error) {
-	var ns string
-	err := q.QueryRow(ctx, `SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
-		WHERE e.extname = 'vector'`).Scan(&ns)
+// vectorExtension returns the schema the vector extension is installed
+// in and its version, or "" when it is not installed.
+func vectorExtension(ctx context.Context, q querier) (schema, version string, err error) {
+	err = q.QueryRow(ctx, `SELECT n.nspname, e.extversion FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
+		WHERE e.extname = 'vector'`).Scan(&schema, &version)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return "", nil
+		return "", "", nil
 	}
-	return ns, err
+	return schema, version, err
 }
 
-// setupVectors gives the store its column of pgvector vectors when the
-// extension is installed or can be (CREATE EXTENSION needs a superuser on
-// PostgreSQL 15: without one, a DBA creates it and the next migrate adds
-// the column), filling it from the stored embeddings; s.vec is set when
-// the column exists. It runs inside migrate's transaction, under its lock.
+// minVectorVersion is the oldest pgvector the SQL leg runs on: 0.8 brought
+// iterative index scans, without which a filtered HNSW search can return
+// a handful of rows instead of k.
+var minVectorVersion = [2]int{0, 8}
+
+// versionAtLeast reports whether a version such as "0.8.0" is at least
+// want (major, minor).
+func versionAtLeast(v string, want [2]int) bool {
+	parts := strings.Split(v, ".")
+	if len(parts) < 2 {
+		return false
+	}
+	var got [2]int
+	for i := range got {
+		n, err := strconv.Atoi(parts[i])
+		if err != nil {
+			return false
+		}
+		got[i] = n
+	}
+	return got[0] > want[0] || (got[0] == want[0] && got[1] >= want[1])
+}
+
+// setupVectors gives the store its table of pgvector vectors when the
+// extension (0.8 or later) is installed or can be, filling it from the
+// stored embeddings; s.vec is set when the table exists. CREATE EXTENSION
+// needs a superuser on PostgreSQL 15 and the table the schema's owner:
+// without them the store runs without the SQL leg and says why (Vectors),
+// and a later migrate by a role that may completes it. It runs inside
+// migrate's transaction, under its lock.
 func (s *Store) setupVectors(ctx context.Context, tx pgx.Tx, opt Options) error {
-	ns, err := vectorSchema(ctx, tx)
+	ns, version, err := vectorExtension(ctx, tx)
 	if err != nil {
 		return fmt.Errorf("migrate: find pgvector: %w", err)
 	}
 	if ns == "" && !opt.NoVectors {
-		var available bool
-		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'vector')`).Scan(&available); err != nil {
+		var available, super bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'vector'),
+			(SELECT rolsuper FROM pg_roles WHERE rolname = current_user)`).Scan(&available, &super); err != nil {
 			return fmt.Errorf("migrate: find pgvector: %w", err)
 		}
-		if !available {
+		switch {
+		case !available:
 			s.noVectors = "the vector extension (pgvector) is not installed on the server"
-		} else {
-			sp, err := tx.Begin(ctx)
+		case !super:
+			s.noVectors = "the vector extension is not created in the database, and only a superuser may create it (CREATE EXTENSION vector; then mnemo migrate)"
+		default:
+			err := savepoint(ctx, tx, func(sp pgx.Tx) error {
+				_, err := sp.Exec(ctx, `CREATE EXTENSION IF NOT EXISTS vector SCHEMA public`)
+				return err
+			})
 			if err != nil {
-				return fmt.Errorf("migrate: %w", err)
+				s.noVectors = fmt.Sprintf("CREATE EXTENSION vector: %v", err)
 			}
-			if _, err := sp.Exec(ctx, `CREATE EXTENSION IF NOT EXISTS vector SCHEMA public`); err != nil {
-				_ = sp.Rollback(ctx)
-				s.noVectors = fmt.Sprintf("CREATE EXTENSION vector: %v (a superuser can create it; then run mnemo migrate)", err)
-			} else if err := sp.Commit(ctx); err != nil {
-				return fmt.Errorf("migrate: %w", err)
-			}
-			if ns, err = vectorSchema(ctx, tx); err != nil {
+			if ns, version, err = vectorExtension(ctx, tx); err != nil {
 				return fmt.Errorf("migrate: find pgvector: %w", err)
 			}
 		}
@@ -98,22 +125,41 @@ func (s *Store) setupVectors(ctx context.Context, tx pgx.Tx, opt Options) error 
 	if ns == "" {
 		return nil
 	}
+	if !versionAtLeast(version, minVectorVersion) {
+		s.noVectors = fmt.Sprintf("pgvector %s is older than 0.8 (iterative index scans): ALTER EXTENSION vector UPDATE", version)
+		return nil
+	}
 	schema := pgx.Identifier{ns}.Sanitize()
 	v := &vectors{schema: schema, typ: schema + ".vector", op: "OPERATOR(" + schema + ".<=>)"}
 	var has bool
-	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'memories'::regclass
-		AND attname = 'vec' AND NOT attisdropped)`).Scan(&has); err != nil {
+	if err := tx.QueryRow(ctx, `SELECT to_regclass('memory_vectors') IS NOT NULL`).Scan(&has); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	if !has {
 		if opt.NoVectors {
 			return nil
 		}
-		if _, err := tx.Exec(ctx, `ALTER TABLE memories ADD COLUMN vec `+v.typ); err != nil {
-			return fmt.Errorf("migrate: add the vector column: %w", err)
-		}
-		if err := fillVectors(ctx, tx, v); err != nil {
+		err := savepoint(ctx, tx, func(sp pgx.Tx) error {
+			if _, err := sp.Exec(ctx, `CREATE TABLE memory_vectors (
+				profile text COLLATE "C" NOT NULL,
+				id      text COLLATE "C" NOT NULL,
+				model   text NOT NULL,
+				dim     integer NOT NULL,
+				vec     `+v.typ+` NOT NULL,
+				PRIMARY KEY (profile, id),
+				FOREIGN KEY (profile, id) REFERENCES memories (profile, id) ON DELETE CASCADE
+			)`); err != nil {
+				return err
+			}
+			_, err := addMissingVectors(ctx, sp, v)
 			return err
+		})
+		if sqlState(err) == codeInsufficientPrivilege {
+			s.noVectors = fmt.Sprintf("creating table memory_vectors: %v (run mnemo migrate as the schema's owner)", err)
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("migrate: create the vectors' table: %w", err)
 		}
 	}
 	if _, err := tx.Exec(ctx, `UPDATE meta SET value = $1 WHERE key = 'vector_type' AND value IS DISTINCT FROM $1`, v.typ); err != nil {
@@ -123,47 +169,90 @@ func (s *Store) setupVectors(ctx context.Context, tx pgx.Tx, opt Options) error 
 	return nil
 }
 
-// fillVectors sets the vector column of every embedded memory from its
-// embedding, in pages.
-func fillVectors(ctx context.Context, tx pgx.Tx, v *vectors) error {
+// savepoint runs f in a savepoint of tx, rolled back when f fails (the
+// transaction goes on).
+func savepoint(ctx context.Context, tx pgx.Tx, f func(pgx.Tx) error) error {
+	sp, err := tx.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	if err := f(sp); err != nil {
+		_ = sp.Rollback(ctx)
+		return err
+	}
+	return sp.Commit(ctx)
+}
+
+// addMissingVectors adds to memory_vectors the vector of every embedded
+// memory that has none there, in pages; it returns how many it added.
+func addMissingVectors(ctx context.Context, tx pgx.Tx, v *vectors) (int, error) {
 	const page = 2000
 	var afterProfile, afterID string
+	added := 0
 	for {
-		rows, err := tx.Query(ctx, `SELECT profile, id, embedding FROM memories
-			WHERE embedding IS NOT NULL AND (profile, id) > ($1, $2) ORDER BY profile, id LIMIT `+strconv.Itoa(page), afterProfile, afterID)
+		rows, err := tx.Query(ctx, `SELECT m.profile, m.id, m.embedding, m.embedding_model FROM memories m
+			WHERE m.embedding IS NOT NULL AND (m.profile, m.id) > ($1, $2)
+				AND NOT EXISTS (SELECT 1 FROM memory_vectors v WHERE v.profile = m.profile AND v.id = m.id)
+			ORDER BY m.profile, m.id LIMIT `+strconv.Itoa(page), afterProfile, afterID)
 		if err != nil {
-			return fmt.Errorf("migrate: fill the vector column: %w", err)
+			return added, fmt.Errorf("fill the vectors' table: %w", err)
 		}
-		var profiles, ids []string
-		var texts []*string
+		var mems []mnemotype.Memory
 		for rows.Next() {
-			var p, id string
+			var m mnemotype.Memory
 			var blob []byte
-			if err := rows.Scan(&p, &id, &blob); err != nil {
+			var model *string
+			if err := rows.Scan(&m.Profile, &m.ID, &blob, &model); err != nil {
 				rows.Close()
-				return fmt.Errorf("migrate: fill the vector column: %w", err)
+				return added, fmt.Errorf("fill the vectors' table: %w", err)
 			}
-			vec, err := store.DecodeVector(blob)
-			if err != nil {
+			if m.Embedding, err = store.DecodeVector(blob); err != nil {
 				rows.Close()
-				return fmt.Errorf("migrate: memory %s of profile %q: %w", id, p, err)
+				return added, fmt.Errorf("fill the vectors' table: memory %s of profile %q: %w", m.ID, m.Profile, err)
 			}
-			profiles, ids, texts = append(profiles, p), append(ids, id), append(texts, vectorText(vec))
+			if model != nil {
+				m.EmbeddingModel = *model
+			}
+			mems = append(mems, m)
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
-			return fmt.Errorf("migrate: fill the vector column: %w", err)
+			return added, fmt.Errorf("fill the vectors' table: %w", err)
 		}
-		if len(ids) == 0 {
-			return nil
+		if len(mems) == 0 {
+			return added, nil
 		}
-		if _, err := tx.Exec(ctx, `UPDATE memories m SET vec = u.v::`+v.typ+`
-			FROM unnest($1::text[], $2::text[], $3::text[]) AS u(p, i, v) WHERE m.profile = u.p AND m.id = u.i`,
-			profiles, ids, texts); err != nil {
-			return fmt.Errorf("migrate: fill the vector column: %w", err)
+		ix := &indexer{tx: tx, vecType: v.typ}
+		if err := ix.insertVectors(ctx, mems); err != nil {
+			return added, err
 		}
-		afterProfile, afterID = profiles[len(profiles)-1], ids[len(ids)-1]
+		added += len(mems)
+		last := mems[len(mems)-1]
+		afterProfile, afterID = last.Profile, last.ID
 	}
+}
+
+// RepairVectors adds to memory_vectors the vectors of embedded memories
+// that have none there — written, during an upgrade, by a process of an
+// older mnemo that knew nothing of the table — and returns how many. mnemo
+// migrate runs it.
+func (s *Store) RepairVectors(ctx context.Context) (int, error) {
+	if err := s.check(); err != nil {
+		return 0, err
+	}
+	if s.vec == nil {
+		return 0, nil
+	}
+	var n int
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		n, err = addMissingVectors(ctx, tx, s.vec)
+		return err
+	})
+	if err != nil {
+		return n, fmt.Errorf("repair vectors: %w", err)
+	}
+	return n, nil
 }
 
 // vectorText is v in pgvector's text form, every float32 written so that
@@ -185,19 +274,19 @@ func vectorText(v []float32) *string {
 	return &s
 }
 
-// Vectors reports whether the store ranks embeddings itself (pgvector is
-// installed and the store's vector column exists), and when not, why.
+// Vectors reports whether the store ranks embeddings itself (pgvector 0.8
+// or later is installed and the store's table of vectors exists), and
+// when not, why.
 func (s *Store) Vectors() (ok bool, why string) {
-	if s.vec != nil && !s.noSearch {
+	switch {
+	case s.vec != nil && !s.noSearch:
 		return true, ""
+	case s.vec != nil:
+		return false, "dense=process (Options.NoVectors)"
+	case s.noVectors != "":
+		return false, s.noVectors
 	}
-	if s.vec != nil {
-		return false, "Options.NoVectors"
-	}
-	if s.noVectors == "" {
-		return false, "the database has no vector column (Options.NoVectors when it was migrated)"
-	}
-	return false, s.noVectors
+	return false, "the store has no table of vectors (it was migrated with dense=process)"
 }
 
 // Dense is the dense-retrieval port (recall.Dense) in SQL, on pgvector:
@@ -281,7 +370,7 @@ func (s *Store) broadScope(ctx context.Context, db *pgxpool.Pool, q dense.Query)
 	var n int64
 	cond := scopeSQL(&a, "m", q.Scope)
 	err := db.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM memories m WHERE `+cond+` AND m.embedding_dim = `+
-		a.add(len(q.Vector))+` LIMIT `+a.add(s.exactBelow)+`) x`, a...).Scan(&n)
+		strconv.Itoa(len(q.Vector))+` LIMIT `+a.add(s.exactBelow)+`) x`, a...).Scan(&n)
 	if err != nil {
 		return false, fmt.Errorf("dense search: size of scope: %w", err)
 	}
@@ -295,16 +384,28 @@ func wholeProfile(sc mnemotype.Scope) bool {
 }
 
 // exactSearch computes the cosine of every embedded memory of q's scope.
-// It orders by vec's distance, an expression no HNSW index holds (those
-// hold vec cast to its dimension), so no plan can walk a graph.
+// It orders by the vectors' distance, an expression no HNSW index holds
+// (those hold the vectors cast to their dimension), so no plan can walk a
+// graph.
 func (s *Store) exactSearch(ctx context.Context, db *pgxpool.Pool, q dense.Query) ([]mnemotype.Hit, error) {
 	var a args
-	cond := scopeSQL(&a, "m", q.Scope)
 	qv := a.add(q.Vector) + `::real[]::` + s.vec.typ
-	sql := `SELECT m.id, 1 - (m.vec ` + s.vec.op + ` ` + qv + `) AS score FROM memories m WHERE ` + cond +
-		` AND m.embedding_model = ` + a.add(q.Model) + ` AND m.embedding_dim = ` + a.add(len(q.Vector)) + ` AND m.vec IS NOT NULL
-		ORDER BY m.vec ` + s.vec.op + ` ` + qv + `, m.id LIMIT ` + a.add(q.K)
+	from, cond := s.vectorsIn(&a, q)
+	sql := `SELECT v.id, 1 - (v.vec ` + s.vec.op + ` ` + qv + `) AS score FROM ` + from + ` WHERE ` + cond + `
+		ORDER BY v.vec ` + s.vec.op + ` ` + qv + `, v.id LIMIT ` + a.add(q.K)
 	return denseHits(ctx, db, sql, a, "dense search")
+}
+
+// vectorsIn returns the FROM list and the conditions selecting the rows
+// of memory_vectors (alias v) in q's scope, of q's model and dimension:
+// memory_vectors alone for a whole profile, joined to memories (alias m)
+// for a narrower scope.
+func (s *Store) vectorsIn(a *args, q dense.Query) (from, cond string) {
+	cond = `v.profile = ` + a.add(q.Scope.Profile) + ` AND v.dim = ` + strconv.Itoa(len(q.Vector)) + ` AND v.model = ` + a.add(q.Model)
+	if wholeProfile(q.Scope) {
+		return `memory_vectors v`, cond
+	}
+	return `memory_vectors v JOIN memories m ON m.profile = v.profile AND m.id = v.id`, cond + ` AND ` + scopeSQL(a, "m", q.Scope)
 }
 
 // annSearch walks q's profile's HNSW index (IndexVectors), in one round
@@ -316,17 +417,19 @@ func (s *Store) annSearch(ctx context.Context, db *pgxpool.Pool, q dense.Query) 
 	var a args
 	typ := s.vec.schema + ".vector(" + strconv.Itoa(len(q.Vector)) + ")"
 	qv := a.add(q.Vector) + `::real[]::` + typ
-	cond := scopeSQL(&a, "m", q.Scope)
-	sql := `SELECT m.id, 1 - (m.vec::` + typ + ` ` + s.vec.op + ` ` + qv + `) AS score
-		FROM memories m WHERE ` + cond + ` AND m.embedding_dim = ` + strconv.Itoa(len(q.Vector)) + ` AND m.embedding_model = ` + a.add(q.Model) + `
-		ORDER BY m.vec::` + typ + ` ` + s.vec.op + ` ` + qv + ` LIMIT ` + a.add(q.K)
+	from, cond := s.vectorsIn(&a, q)
+	sql := `SELECT v.id, 1 - (v.vec::` + typ + ` ` + s.vec.op + ` ` + qv + `) AS score FROM ` + from + ` WHERE ` + cond + `
+		ORDER BY v.vec::` + typ + ` ` + s.vec.op + ` ` + qv + ` LIMIT ` + a.add(q.K)
 	ef := min(max(s.efSearch, 2*q.K), 1000) // pgvector's bounds: 1-1000
 	// One round trip: the transaction, its settings, the search. A batch
 	// that fails leaves its connection in a transaction, and the pool
 	// closes such a connection instead of reusing it.
 	b := &pgx.Batch{}
 	b.Queue(`BEGIN READ ONLY`)
-	b.Queue(`SELECT set_config('enable_sort', 'off', true), set_config('hnsw.iterative_scan', 'relaxed_order', true),
+	// No sort, and for a scope that joins memories no hash or merge join:
+	// the index's order, each row's memory looked up in turn.
+	b.Queue(`SELECT set_config('enable_sort', 'off', true), set_config('enable_hashjoin', 'off', true),
+		set_config('enable_mergejoin', 'off', true), set_config('hnsw.iterative_scan', 'relaxed_order', true),
 		set_config('hnsw.ef_search', $1, true)`, strconv.Itoa(ef))
 	b.Queue(sql, a...)
 	b.Queue(`COMMIT`)
@@ -406,9 +509,9 @@ func (d *Dense) Score(ctx context.Context, q dense.Query, ids []string) ([]mnemo
 	}
 	db := s.reader(ctx)
 	var a args
-	sql := `SELECT m.id, 1 - (m.vec ` + s.vec.op + ` ` + a.add(q.Vector) + `::real[]::` + s.vec.typ + `) FROM memories m
-		WHERE m.profile = ` + a.add(q.Scope.Profile) + ` AND m.id = ANY(` + a.add(ids) + `) AND m.embedding_model = ` + a.add(q.Model) +
-		` AND m.embedding_dim = ` + a.add(len(q.Vector)) + ` AND m.vec IS NOT NULL`
+	sql := `SELECT v.id, 1 - (v.vec ` + s.vec.op + ` ` + a.add(q.Vector) + `::real[]::` + s.vec.typ + `) FROM memory_vectors v
+		WHERE v.profile = ` + a.add(q.Scope.Profile) + ` AND v.id = ANY(` + a.add(ids) + `) AND v.model = ` + a.add(q.Model) +
+		` AND v.dim = ` + strconv.Itoa(len(q.Vector))
 	hits, err := denseHits(ctx, db, sql, a, "dense score")
 	if err != nil {
 		return nil, err
@@ -418,6 +521,29 @@ func (d *Dense) Score(ctx context.Context, q dense.Query, ids []string) ([]mnemo
 	}
 	sortHits(hits)
 	return hits, nil
+}
+
+// ForeignDim returns the dimension of profile's embeddings when none of
+// them has dim dimensions (the profile was embedded by another model and
+// not re-embedded: the dense leg cannot answer), else 0.
+func (d *Dense) ForeignDim(ctx context.Context, profile string, dim int) (int, error) {
+	s := d.s
+	if err := s.check(); err != nil {
+		return 0, err
+	}
+	db := s.reader(ctx)
+	var some bool
+	if err := db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM memory_vectors WHERE profile = $1 AND dim = $2)`, profile, dim).Scan(&some); err != nil {
+		return 0, fmt.Errorf("embedding dimension of profile %q: %w", profile, err)
+	}
+	if some {
+		return 0, nil
+	}
+	other, err := embeddingDim(ctx, db, profile)
+	if err != nil || other == dim {
+		return 0, err
+	}
+	return other, nil
 }
 
 // checkDim returns an error wrapping ErrDimensionMismatch when q's
@@ -494,19 +620,26 @@ type VectorIndex struct {
 // embeddings: profile names are free text, so a hash of it.
 func vectorIndexName(profile string, dim int) string {
 	h := sha256.Sum256([]byte(profile))
-	return "memories_hnsw_" + hex.EncodeToString(h[:8]) + "_" + strconv.Itoa(dim)
+	return "memory_vectors_hnsw_" + hex.EncodeToString(h[:8]) + "_" + strconv.Itoa(dim)
 }
 
+// maxHNSWDim is the most dimensions pgvector indexes a vector with:
+// larger embeddings are always scanned exactly.
+const maxHNSWDim = 2000
+
 // IndexVectors gives every profile holding at least minRows embedded
-// memories (0: DefaultExactBelow) for which build returns true (nil: every
-// one) an HNSW index of its embeddings (cosine; m = 16, ef_construction =
-// 128), built without
+// memories of one dimension (0: the store's ExactBelow) for which build
+// returns true (nil: every one; rows is how many it holds) an HNSW index of
+// those embeddings (cosine; m = 16, ef_construction = 128), built without
 // blocking writes (CREATE INDEX CONCURRENTLY: it takes a while, and waits
-// for transactions in flight), and drops the indexes of profiles that
-// hold none of those embeddings any more. It returns the profiles' indexes.
-// Run it from one process at a time (Engine.Lead); an index left invalid by
-// an interrupted build is built again.
-func (s *Store) IndexVectors(ctx context.Context, minRows int, build func(profile string) bool) ([]VectorIndex, error) {
+// for transactions in flight), and drops the indexes of profiles that no
+// longer hold minRows. It returns the profiles' indexes. One process at a
+// time builds and drops them (an advisory lock: another process's call
+// returns the valid indexes at once); an index left invalid by an
+// interrupted build is built again. A profile's failure does not stop the
+// others': the errors are joined. Embeddings of more than 2,000 dimensions
+// (pgvector's limit) get no index.
+func (s *Store) IndexVectors(ctx context.Context, minRows int, build func(profile string, rows int) bool) ([]VectorIndex, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
@@ -515,41 +648,57 @@ func (s *Store) IndexVectors(ctx context.Context, minRows int, build func(profil
 		return nil, fmt.Errorf("index vectors: %s", why)
 	}
 	if minRows <= 0 {
-		minRows = DefaultExactBelow
-	}
-	existing, err := vectorIndexes(ctx, s.pool)
-	if err != nil {
-		return nil, fmt.Errorf("index vectors: %w", err)
+		minRows = s.exactBelow
 	}
 	defer func() { // the next search reads the list again
 		s.ann.mu.Lock()
 		s.ann.valid = nil
 		s.ann.mu.Unlock()
 	}()
-	rows, err := s.pool.Query(ctx, `SELECT profile, embedding_dim, count(*) FROM memories WHERE embedding_dim IS NOT NULL
-		GROUP BY profile, embedding_dim HAVING count(*) >= $1 ORDER BY profile, embedding_dim`, minRows)
+	type want struct {
+		profile   string
+		dim, rows int
+	}
+	var wants []want
+	// Only profiles that large may need an index: the others' rows are
+	// not counted.
+	profiles, err := s.ids(ctx, `SELECT name FROM profiles WHERE docs >= $1 ORDER BY name`, args{minRows}, "index vectors")
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range profiles {
+		rows, err := s.pool.Query(ctx, `SELECT dim, count(*) FROM memory_vectors WHERE profile = $1 GROUP BY dim HAVING count(*) >= $2 ORDER BY dim`, p, minRows)
+		if err != nil {
+			return nil, fmt.Errorf("index vectors: %w", err)
+		}
+		for rows.Next() {
+			w := want{profile: p}
+			if err := rows.Scan(&w.dim, &w.rows); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("index vectors: %w", err)
+			}
+			if w.dim <= maxHNSWDim {
+				wants = append(wants, w)
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("index vectors: %w", err)
+		}
+	}
+	release, lead, err := s.Lead(ctx, "index vectors")
+	if err != nil {
+		return nil, err
+	}
+	if lead {
+		defer release()
+	}
+	existing, err := vectorIndexes(ctx, s.pool)
 	if err != nil {
 		return nil, fmt.Errorf("index vectors: %w", err)
 	}
-	type want struct {
-		profile string
-		dim     int
-	}
-	var wants []want
-	for rows.Next() {
-		var w want
-		var n int64
-		if err := rows.Scan(&w.profile, &w.dim, &n); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("index vectors: %w", err)
-		}
-		wants = append(wants, w)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("index vectors: %w", err)
-	}
 	var out []VectorIndex
+	var errs []error
 	keep := map[string]bool{}
 	for _, w := range wants {
 		name := vectorIndexName(w.profile, w.dim)
@@ -559,32 +708,39 @@ func (s *Store) IndexVectors(ctx context.Context, minRows int, build func(profil
 			out = append(out, VectorIndex{Profile: w.profile, Dim: w.dim, Name: name})
 			continue
 		}
-		if build != nil && !build(w.profile) {
+		if !lead || (build != nil && !build(w.profile, w.rows)) {
 			continue
 		}
 		if ok {
 			if err := s.dropIndex(ctx, name); err != nil {
-				return out, err
+				errs = append(errs, err)
+				continue
 			}
 		}
 		d := strconv.Itoa(w.dim)
-		ddl := `CREATE INDEX CONCURRENTLY ` + pgx.Identifier{name}.Sanitize() + ` ON memories
+		ddl := `CREATE INDEX CONCURRENTLY ` + pgx.Identifier{name}.Sanitize() + ` ON memory_vectors
 			USING hnsw ((vec::` + s.vec.typ + `(` + d + `)) ` + s.vec.schema + `.vector_cosine_ops)
 			WITH (m = ` + strconv.Itoa(hnswM) + `, ef_construction = ` + strconv.Itoa(hnswEfConstruction) + `)
-			WHERE profile = ` + quoteLiteral(w.profile) + ` AND embedding_dim = ` + d
+			WHERE profile = ` + quoteLiteral(w.profile) + ` AND dim = ` + d
 		if _, err := s.pool.Exec(ctx, ddl); err != nil {
-			return out, fmt.Errorf("index vectors of profile %q: %w", w.profile, mapErr(err))
+			errs = append(errs, fmt.Errorf("index vectors of profile %q: %w", w.profile, mapErr(err)))
+			if ctx.Err() != nil {
+				break
+			}
+			continue
 		}
 		out = append(out, VectorIndex{Profile: w.profile, Dim: w.dim, Name: name, Built: true})
 	}
-	for name := range existing {
-		if !keep[name] {
-			if err := s.dropIndex(ctx, name); err != nil {
-				return out, err
+	if lead && ctx.Err() == nil {
+		for name := range existing {
+			if !keep[name] {
+				if err := s.dropIndex(ctx, name); err != nil {
+					errs = append(errs, err)
+				}
 			}
 		}
 	}
-	return out, nil
+	return out, errors.Join(errs...)
 }
 
 // vectorIndexes returns the store's HNSW indexes by name, and whether
@@ -592,7 +748,7 @@ func (s *Store) IndexVectors(ctx context.Context, minRows int, build func(profil
 func vectorIndexes(ctx context.Context, db querier) (map[string]bool, error) {
 	rows, err := db.Query(ctx, `SELECT c.relname, i.indisvalid FROM pg_index i
 		JOIN pg_class c ON c.oid = i.indexrelid
-		WHERE i.indrelid = 'memories'::regclass AND c.relname LIKE 'memories\_hnsw\_%'`)
+		WHERE i.indrelid = 'memory_vectors'::regclass AND c.relname LIKE 'memory\_vectors\_hnsw\_%'`)
 	if err != nil {
 		return nil, fmt.Errorf("list HNSW indexes: %w", err)
 	}

@@ -131,7 +131,7 @@ func TestDense_HNSW(t *testing.T) {
 	}
 	defer s.Close()
 	big := annCorpus(t, s, 6000)
-	if ix, err := s.IndexVectors(ctx, 1000, func(p string) bool { return p != "big" }); err != nil || len(ix) != 0 {
+	if ix, err := s.IndexVectors(ctx, 1000, func(p string, _ int) bool { return p != "big" }); err != nil || len(ix) != 0 {
 		t.Fatalf("IndexVectors building none = %+v, %v", ix, err)
 	}
 	ix, err := s.IndexVectors(ctx, 1000, nil)
@@ -241,12 +241,13 @@ func TestDense_HNSW(t *testing.T) {
 	}
 }
 
-// TestDense_VectorColumn: a store opened with NoVectors ranks in process
-// and adds no vector column; opened again without, it adds the column,
-// filled from the stored embeddings; a process with NoVectors on a store
-// that has the column still keeps it up to date; and a role that may not
-// create the extension gets a store without it, saying why.
-func TestDense_VectorColumn(t *testing.T) {
+// TestDense_VectorTable: a store opened with NoVectors ranks in process
+// and creates no table of vectors; opened again without, it creates it,
+// filled from the stored embeddings; a process that opened the store
+// before (with NoVectors) still writes its vectors; RepairVectors adds
+// those missing; and a role that may not create the extension gets a
+// store without it, saying why.
+func TestDense_VectorTable(t *testing.T) {
 	t.Parallel()
 	c := pgtest.Start(t)
 	ctx := t.Context()
@@ -296,18 +297,29 @@ func TestDense_VectorColumn(t *testing.T) {
 		if len(got) != len(want) {
 			t.Fatalf("query %d: %d hits, want %d", m, len(got), len(want))
 		}
-		for i := range got {
-			if got[i].ID != want[i] && math.Abs(got[i].Score-got[min(i+1, len(got)-1)].Score) > 1e-6 && math.Abs(got[i].Score-got[max(i-1, 0)].Score) > 1e-6 {
-				t.Fatalf("query %d: hit %d = %s, want %s", m, i, got[i].ID, want[i])
-			}
-		}
+		sameTop(t, got, want, mems, mems[m].Embedding)
 	}
-	// A role that may not create the extension, in a database without it.
+	// A memory whose vector a process of an older mnemo did not write
+	// (it knew nothing of the table) is found again after RepairVectors.
 	admin, err := pgx.Connect(ctx, c.DSN("postgres"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer admin.Close(ctx)
+	if _, err := admin.Exec(ctx, `DELETE FROM col.memory_vectors WHERE profile = 'big' AND id = 'b00007'`); err != nil {
+		t.Fatal(err)
+	}
+	q := dense.Query{Vector: mems[7].Embedding, Model: "m", K: 1, Scope: mnemotype.Scope{Profile: "big"}}
+	if got, err := d.Search(ctx, q); err != nil || len(got) != 1 || got[0].ID == "b00007" {
+		t.Fatalf("search for b00007's vector without its row = %v, %v", got, err)
+	}
+	if n, err := withVec.RepairVectors(ctx); err != nil || n != 1 {
+		t.Fatalf("RepairVectors = %d, %v; want 1", n, err)
+	}
+	if got, err := d.Search(ctx, q); err != nil || len(got) != 1 || got[0].ID != "b00007" {
+		t.Fatalf("search for b00007's vector after the repair = %v, %v", got, err)
+	}
+	// A role that may not create the extension, in a database without it.
 	for _, q := range []string{`CREATE ROLE plain LOGIN`, `CREATE DATABASE plaindb OWNER plain`} {
 		if _, err := admin.Exec(ctx, q); err != nil {
 			t.Fatal(err)
@@ -320,9 +332,27 @@ func TestDense_VectorColumn(t *testing.T) {
 	}
 	defer s.Close()
 	if ok, why := s.Vectors(); ok || !strings.Contains(why, "CREATE EXTENSION") {
-		t.Fatalf("Vectors() = %v, %q; want false, saying CREATE EXTENSION failed", ok, why)
+		t.Fatalf("Vectors() = %v, %q; want false, saying to CREATE EXTENSION", ok, why)
 	}
 	if err := s.Insert(ctx, mems[:3]); err != nil {
 		t.Fatalf("Insert without pgvector: %v", err)
+	}
+}
+
+// sameTop fails t unless got holds the exact top of want's length (ids
+// want, from mems' vectors and v), in order up to ties within 1e-6.
+func sameTop(t *testing.T, got []mnemotype.Hit, want []string, mems []mnemotype.Memory, v []float32) {
+	t.Helper()
+	cos := map[string]float64{}
+	for _, m := range mems {
+		cos[m.ID], _ = vector.Cosine(v, m.Embedding)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d hits, want %d", len(got), len(want))
+	}
+	for i, h := range got {
+		if math.Abs(h.Score-cos[h.ID]) > 1e-5 || (h.ID != want[i] && math.Abs(cos[h.ID]-cos[want[i]]) > 1e-6) {
+			t.Fatalf("hit %d = %s (%v), want %s (%v)", i, h.ID, h.Score, want[i], cos[want[i]])
+		}
 	}
 }

@@ -280,15 +280,16 @@ func (s *Store) check() error {
 
 // SQLSTATEs the store maps (never by message text).
 const (
-	codeUniqueViolation = "23505"
-	codeDiskFull        = "53100"
-	codeOutOfMemory     = "53200"
-	codeTooManyConns    = "53300"
-	codeReadOnlyTx      = "25006"
-	codeInvalidSchema   = "3F000"
-	codeUndefinedTable  = "42P01"
-	codeDeadlock        = "40P01"
-	codeSerialization   = "40001"
+	codeUniqueViolation       = "23505"
+	codeDiskFull              = "53100"
+	codeOutOfMemory           = "53200"
+	codeTooManyConns          = "53300"
+	codeReadOnlyTx            = "25006"
+	codeInvalidSchema         = "3F000"
+	codeUndefinedTable        = "42P01"
+	codeDeadlock              = "40P01"
+	codeSerialization         = "40001"
+	codeInsufficientPrivilege = "42501"
 )
 
 // retry runs a write transaction, f, again when PostgreSQL aborted it to

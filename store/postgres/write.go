@@ -184,36 +184,25 @@ func (s *Store) insert(ctx context.Context, mems []mnemotype.Memory) error {
 		// Tokens hold letters and digits only: a space separates them.
 		cols.terms = append(cols.terms, strings.Join(docs[i].lexemes, " "))
 	}
-	// With the vector column, each embedding also goes as pgvector's text
-	// (an array parameter cannot hold one vector per row).
-	vecCol, vecVal, vecArg, vecName := "", "", "", ""
-	params := []any{cols.profile, cols.id, cols.project, cols.session, cols.seq, cols.actor, cols.kind, cols.content, cols.importance,
-		cols.occ, cols.occNS, cols.cre, cols.creNS, cols.acc, cols.accNS, cols.count, cols.meta, cols.metaNull, cols.emb, cols.model, cols.dim,
-		cols.lens[0], cols.lens[1], cols.lens[2], cols.lens[3], cols.terms}
-	if ix.vecType != "" {
-		texts := make([]*string, len(mems))
-		for i := range mems {
-			texts[i] = vectorText(mems[i].Embedding)
-		}
-		vecCol, vecVal, vecArg, vecName = ", vec", ", vt::"+ix.vecType, ", $27::text[]", ", vt"
-		params = append(params, texts)
-	}
 	rows, err := tx.Query(ctx, `INSERT INTO memories (profile, id, project, session, session_seq, actor, kind, content, importance,
 			occurred_at, occurred_ns, created_at, created_ns, accessed_at, accessed_ns, access_count, metadata,
-			embedding, embedding_model, embedding_dim, lens, terms`+vecCol+`)
+			embedding, embedding_model, embedding_dim, lens, terms)
 		SELECT profile, id, project, session, session_seq, actor, kind, content, importance,
 			occurred_at, occurred_ns, created_at, created_ns, accessed_at, accessed_ns, access_count,
 			CASE WHEN meta_null THEN NULL ELSE meta::json END,
 			CASE WHEN dim IS NULL THEN NULL ELSE embedding END, CASE WHEN dim IS NULL THEN NULL ELSE model END, dim,
-			ARRAY[lc, la, lt, lx], string_to_array(te, ' ')`+vecVal+`
+			ARRAY[lc, la, lt, lx], string_to_array(te, ' ')
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[], $7::text[], $8::text[], $9::float8[],
 			$10::timestamptz[], $11::smallint[], $12::timestamptz[], $13::smallint[], $14::timestamptz[], $15::smallint[], $16::bigint[],
-			$17::text[], $18::bool[], $19::bytea[], $20::text[], $21::int[], $22::int[], $23::int[], $24::int[], $25::int[], $26::text[]`+vecArg+`)
+			$17::text[], $18::bool[], $19::bytea[], $20::text[], $21::int[], $22::int[], $23::int[], $24::int[], $25::int[], $26::text[])
 			WITH ORDINALITY
 			AS u(profile, id, project, session, session_seq, actor, kind, content, importance, occurred_at, occurred_ns, created_at, created_ns,
-				accessed_at, accessed_ns, access_count, meta, meta_null, embedding, model, dim, lc, la, lt, lx, te`+vecName+`, ord)
+				accessed_at, accessed_ns, access_count, meta, meta_null, embedding, model, dim, lc, la, lt, lx, te, ord)
 		ORDER BY ord
-		RETURNING profile, id, rid`, params...)
+		RETURNING profile, id, rid`,
+		cols.profile, cols.id, cols.project, cols.session, cols.seq, cols.actor, cols.kind, cols.content, cols.importance,
+		cols.occ, cols.occNS, cols.cre, cols.creNS, cols.acc, cols.accNS, cols.count, cols.meta, cols.metaNull, cols.emb, cols.model, cols.dim,
+		cols.lens[0], cols.lens[1], cols.lens[2], cols.lens[3], cols.terms)
 	if err != nil {
 		return fmt.Errorf("insert memories: %w", mapErr(err))
 	}
@@ -236,6 +225,9 @@ func (s *Store) insert(ctx context.Context, mems []mnemotype.Memory) error {
 	}
 	for i := range docs {
 		docs[i].rid = rids[[2]string{mems[i].Profile, mems[i].ID}]
+	}
+	if err := ix.insertVectors(ctx, mems); err != nil {
+		return fmt.Errorf("insert memories: %w", err)
 	}
 	for _, p := range profiles {
 		added := make([]doc, 0, len(byProfile[p]))
@@ -449,22 +441,24 @@ func (s *Store) update(ctx context.Context, p store.UpdateParams) (mnemotype.Mem
 		meta = &ms
 	}
 	occ, occNS := splitTime(m.OccurredAt)
-	params := []any{p.Profile, p.ID, m.Content, string(m.Kind), m.Project, m.Session, m.Seq, m.Actor, occ, occNS, m.Importance, meta,
-		newBlob, model, dim}
+	if _, err := tx.Exec(ctx, `UPDATE memories SET content = $3, kind = $4, project = $5, session = $6, session_seq = $7, actor = $8,
+			occurred_at = $9, occurred_ns = $10, importance = $11, metadata = $12::json, embedding = $13, embedding_model = $14,
+			embedding_dim = $15, seq = nextval('changes')
+		WHERE profile = $1 AND id = $2`,
+		p.Profile, p.ID, m.Content, string(m.Kind), m.Project, m.Session, m.Seq, m.Actor, occ, occNS, m.Importance, meta,
+		newBlob, model, dim); err != nil {
+		return mnemotype.Memory{}, fmt.Errorf("update memory %s: %w", p.ID, mapErr(err))
+	}
 	ix, err := s.newIndexer(ctx, tx)
 	if err != nil {
 		return mnemotype.Memory{}, fmt.Errorf("update memory %s: %w", p.ID, err)
 	}
-	vecSet := ""
-	if ix.vecType != "" {
-		vecSet = ", vec = $16::text::" + ix.vecType
-		params = append(params, vectorText(m.Embedding))
-	}
-	if _, err := tx.Exec(ctx, `UPDATE memories SET content = $3, kind = $4, project = $5, session = $6, session_seq = $7, actor = $8,
-			occurred_at = $9, occurred_ns = $10, importance = $11, metadata = $12::json, embedding = $13, embedding_model = $14,
-			embedding_dim = $15, seq = nextval('changes')`+vecSet+`
-		WHERE profile = $1 AND id = $2`, params...); err != nil {
-		return mnemotype.Memory{}, fmt.Errorf("update memory %s: %w", p.ID, mapErr(err))
+	// The vector's row changes only with the embedding: its HNSW index is
+	// costly to write.
+	if m.EmbeddingModel != old.EmbeddingModel || !slices.Equal(m.Embedding, old.Embedding) {
+		if err := ix.replaceVector(ctx, m); err != nil {
+			return mnemotype.Memory{}, fmt.Errorf("update memory %s: %w", p.ID, err)
+		}
 	}
 	if m.Content != old.Content || m.Kind != old.Kind || m.Project != old.Project || m.Session != old.Session ||
 		m.Actor != old.Actor || m.Seq != old.Seq || !m.OccurredAt.Equal(old.OccurredAt) {
@@ -691,15 +685,16 @@ type indexer struct {
 	tx    pgx.Tx
 	turns int
 	tk    ftstoken.Tokenizer
-	// vecType is the vector column's type ("" when memories has none).
+	// vecType is the type of memory_vectors' vectors ("" when the store
+	// has no such table).
 	vecType string
 }
 
 // newIndexer returns the indexer of write transaction tx, with what the
 // database is indexed with now, whatever this process opened it with: the
 // number of context turns (another process may have rebuilt the index
-// with another) and the vector column's type (another process may have
-// added the column; every writer must then fill it).
+// with another) and the type of the vectors of table memory_vectors
+// (another process may have created it; every writer must then fill it).
 func (s *Store) newIndexer(ctx context.Context, tx pgx.Tx) (*indexer, error) {
 	ix := &indexer{tx: tx}
 	if err := tx.QueryRow(ctx, `SELECT greatest(value::int, 0), (SELECT value FROM meta WHERE key = 'vector_type')
@@ -952,6 +947,53 @@ func (s *Store) rebuildIndex(ctx context.Context, tx pgx.Tx, turns int) error {
 	}
 	if _, err := tx.Exec(ctx, `UPDATE meta SET value = $1 WHERE key = 'context_turns'`, fmt.Sprint(turns)); err != nil {
 		return fmt.Errorf("rebuild the full-text index: %w", err)
+	}
+	return nil
+}
+
+// insertVectors adds the vectors of mems, just inserted, to memory_vectors
+// (when the store has it): pgvector's text form, one row per embedding.
+func (ix *indexer) insertVectors(ctx context.Context, mems []mnemotype.Memory) error {
+	if ix.vecType == "" {
+		return nil
+	}
+	var profiles, ids, models, texts []string
+	var dims []int32
+	for i := range mems {
+		m := &mems[i]
+		if len(m.Embedding) == 0 {
+			continue
+		}
+		profiles, ids, models = append(profiles, m.Profile), append(ids, m.ID), append(models, m.EmbeddingModel)
+		dims, texts = append(dims, int32(len(m.Embedding))), append(texts, *vectorText(m.Embedding))
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	if _, err := ix.tx.Exec(ctx, `INSERT INTO memory_vectors (profile, id, model, dim, vec)
+		SELECT p, i, mo, d, v::`+ix.vecType+` FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::text[]) AS u(p, i, mo, d, v)`,
+		profiles, ids, models, dims, texts); err != nil {
+		return fmt.Errorf("write vectors: %w", mapErr(err))
+	}
+	return nil
+}
+
+// replaceVector sets m's row of memory_vectors (when the store has it) to
+// its embedding, or removes it when m has none.
+func (ix *indexer) replaceVector(ctx context.Context, m mnemotype.Memory) error {
+	if ix.vecType == "" {
+		return nil
+	}
+	if len(m.Embedding) == 0 {
+		if _, err := ix.tx.Exec(ctx, `DELETE FROM memory_vectors WHERE profile = $1 AND id = $2`, m.Profile, m.ID); err != nil {
+			return fmt.Errorf("write vector: %w", mapErr(err))
+		}
+		return nil
+	}
+	if _, err := ix.tx.Exec(ctx, `INSERT INTO memory_vectors (profile, id, model, dim, vec) VALUES ($1, $2, $3, $4, $5::text::`+ix.vecType+`)
+		ON CONFLICT (profile, id) DO UPDATE SET model = excluded.model, dim = excluded.dim, vec = excluded.vec`,
+		m.Profile, m.ID, m.EmbeddingModel, len(m.Embedding), vectorText(m.Embedding)); err != nil {
+		return fmt.Errorf("write vector: %w", mapErr(err))
 	}
 	return nil
 }
