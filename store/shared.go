@@ -90,14 +90,19 @@ func EncodeVector(v []float32) []byte {
 
 // DecodeVector decodes EncodeVector's form.
 func DecodeVector(b []byte) ([]float32, error) {
+	return DecodeVectorInto(make([]float32, 0, len(b)/4), b)
+}
+
+// DecodeVectorInto is DecodeVector appending to dst (dst[:0] reuses its
+// memory).
+func DecodeVectorInto(dst []float32, b []byte) ([]float32, error) {
 	if len(b)%4 != 0 {
 		return nil, fmt.Errorf("embedding of %d bytes is not a float32 vector", len(b))
 	}
-	v := make([]float32, len(b)/4)
-	for i := range v {
-		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	for i := 0; i < len(b); i += 4 {
+		dst = append(dst, math.Float32frombits(binary.LittleEndian.Uint32(b[i:])))
 	}
-	return v, nil
+	return dst, nil
 }
 
 // Rows is a result set as database/sql and pgx both give it.

@@ -20,6 +20,7 @@ import (
 	"github.com/mnemo-dev/mnemo/dense"
 	"github.com/mnemo-dev/mnemo/mnemotype"
 	"github.com/mnemo-dev/mnemo/store"
+	"github.com/mnemo-dev/mnemo/vector"
 )
 
 // This file holds the dense leg in SQL, on pgvector: table memory_vectors
@@ -160,6 +161,10 @@ func (s *Store) setupVectors(ctx context.Context, tx pgx.Tx, opt Options) error 
 		}
 		if err != nil {
 			return fmt.Errorf("migrate: create the vectors' table: %w", err)
+		}
+		// Planned without statistics, a lookup in the new table scanned it.
+		if _, err := tx.Exec(ctx, `ANALYZE memory_vectors`); err != nil {
+			return fmt.Errorf("migrate: %w", err)
 		}
 	}
 	if _, err := tx.Exec(ctx, `UPDATE meta SET value = $1 WHERE key = 'vector_type' AND value IS DISTINCT FROM $1`, v.typ); err != nil {
@@ -384,16 +389,54 @@ func wholeProfile(sc mnemotype.Scope) bool {
 }
 
 // exactSearch computes the cosine of every embedded memory of q's scope.
-// It orders by the vectors' distance, an expression no HNSW index holds
-// (those hold the vectors cast to their dimension), so no plan can walk a
-// graph.
+// A whole profile's vectors are scanned in SQL, ordered by their distance,
+// an expression no HNSW index holds (those hold the vectors cast to their
+// dimension), so no plan can walk a graph. A narrower scope's memories are
+// found through the scope's indexes on memories, and their embeddings
+// scored here (as the in-process index scores them): looking each one's
+// vector up in memory_vectors cost more than reading its embedding.
 func (s *Store) exactSearch(ctx context.Context, db *pgxpool.Pool, q dense.Query) ([]mnemotype.Hit, error) {
+	if !wholeProfile(q.Scope) {
+		return exactScoped(ctx, db, q)
+	}
 	var a args
 	qv := a.add(q.Vector) + `::real[]::` + s.vec.typ
 	from, cond := s.vectorsIn(&a, q)
 	sql := `SELECT v.id, 1 - (v.vec ` + s.vec.op + ` ` + qv + `) AS score FROM ` + from + ` WHERE ` + cond + `
 		ORDER BY v.vec ` + s.vec.op + ` ` + qv + `, v.id LIMIT ` + a.add(q.K)
 	return denseHits(ctx, db, sql, a, "dense search")
+}
+
+// exactScoped is exactSearch of a scope narrower than a profile.
+func exactScoped(ctx context.Context, db *pgxpool.Pool, q dense.Query) ([]mnemotype.Hit, error) {
+	var a args
+	cond := scopeSQL(&a, "m", q.Scope)
+	rows, err := db.Query(ctx, `SELECT m.id, m.embedding FROM memories m WHERE `+cond+` AND m.embedding_model = `+a.add(q.Model)+
+		` AND m.embedding_dim = `+strconv.Itoa(len(q.Vector)), a...)
+	if err != nil {
+		return nil, fmt.Errorf("dense search: %w", err)
+	}
+	defer rows.Close()
+	var hits []mnemotype.Hit
+	var emb []float32
+	for rows.Next() {
+		var id string
+		var blob []byte
+		if err := rows.Scan(&id, &blob); err != nil {
+			return nil, fmt.Errorf("dense search: %w", err)
+		}
+		if emb, err = store.DecodeVectorInto(emb[:0], blob); err != nil {
+			return nil, fmt.Errorf("dense search: memory %s: %w", id, err)
+		}
+		if sc, ok := vector.Cosine(q.Vector, emb); ok {
+			hits = append(hits, mnemotype.Hit{ID: id, Score: sc})
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("dense search: %w", err)
+	}
+	sortHits(hits)
+	return hits[:min(len(hits), q.K)], nil
 }
 
 // vectorsIn returns the FROM list and the conditions selecting the rows

@@ -270,7 +270,11 @@ func (s *Store) grew(ctx context.Context, n int) {
 	if s.inserted < max(analyzeMin, s.analyzed) {
 		return
 	}
-	if _, err := s.pool.Exec(ctx, `ANALYZE memories, lex_blocks`); err != nil {
+	tables := "memories, lex_blocks"
+	if s.vec != nil {
+		tables += ", memory_vectors"
+	}
+	if _, err := s.pool.Exec(ctx, `ANALYZE `+tables); err != nil {
 		return // autovacuum will
 	}
 	_ = s.pool.QueryRow(ctx, `SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = 'memories'::regclass`).Scan(&s.analyzed)
