@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -41,6 +42,94 @@ func TestDense_Conformance(t *testing.T) {
 		}
 		return s, d
 	})
+}
+
+// TestDense_ConformanceHNSW runs the conformance suite with every
+// profile indexed and every scope of one memory or more walking its HNSW
+// index (ExactBelow 1): on the suite's small corpora (at most a few
+// hundred memories; ef_search at least 200) a walk is exact, so the suite
+// checks that the HNSW path honours every field of the scope, the model,
+// exclusions and other profiles as the exact path does.
+func TestDense_ConformanceHNSW(t *testing.T) {
+	t.Parallel()
+	c := pgtest.Start(t)
+	var n atomic.Int64
+	densetest.Exercise(t, func(t *testing.T) (store.Store, densetest.Port) {
+		s, err := postgres.Open(t.Context(), c.DSN("postgres"), postgres.Options{Schema: fmt.Sprintf("h%d", n.Add(1)), MaxConns: 4, ExactBelow: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		return s, indexing{s, s.Dense()}
+	})
+}
+
+// indexing is the SQL leg with the store's HNSW indexes built before each
+// search (IndexVectors builds only what is missing).
+type indexing struct {
+	s *postgres.Store
+	*postgres.Dense
+}
+
+func (x indexing) Search(ctx context.Context, q dense.Query) ([]mnemotype.Hit, error) {
+	if _, err := x.s.IndexVectors(ctx, 1, nil); err != nil && ctx.Err() == nil {
+		return nil, err
+	}
+	return x.Dense.Search(ctx, q)
+}
+
+// TestDense_AccessLeavesVectors: recording accesses, and editing a
+// memory's text, do not rewrite its row of memory_vectors (whose HNSW
+// index is costly to write); changing its embedding does.
+func TestDense_AccessLeavesVectors(t *testing.T) {
+	t.Parallel()
+	c := pgtest.Start(t)
+	ctx := t.Context()
+	s, err := postgres.Open(ctx, c.DSN("postgres"), postgres.Options{Schema: "acc"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	m := mnemotype.Memory{ID: "a", Profile: "p", Content: "first", Kind: mnemotype.KindEpisodic, Importance: 0.5,
+		CreatedAt: t0, OccurredAt: t0, AccessedAt: t0, Embedding: []float32{1, 2, 3}, EmbeddingModel: "m"}
+	if err := s.Insert(ctx, []mnemotype.Memory{m}); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, c.DSN("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	version := func() string {
+		t.Helper()
+		var x string
+		if err := conn.QueryRow(ctx, `SELECT xmin::text FROM acc.memory_vectors WHERE profile = 'p' AND id = 'a'`).Scan(&x); err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
+	before := version()
+	if err := s.RecordAccess(ctx, []store.Access{{Profile: "p", ID: "a", At: t0.Add(time.Hour), Count: 3}}); err != nil {
+		t.Fatal(err)
+	}
+	text := "second"
+	if _, err := s.Update(ctx, store.UpdateParams{Profile: "p", ID: "a", Content: &text}); err != nil {
+		t.Fatal(err)
+	}
+	if after := version(); after != before {
+		t.Fatalf("memory_vectors' row rewritten (xmin %s, then %s) by an access and an edit of the text", before, after)
+	}
+	if _, err := s.Update(ctx, store.UpdateParams{Profile: "p", ID: "a", Embedding: []float32{3, 2, 1}, EmbeddingModel: "m"}); err != nil {
+		t.Fatal(err)
+	}
+	if after := version(); after == before {
+		t.Fatal("memory_vectors' row left as it was by a new embedding")
+	}
+	got, err := s.Dense().Score(ctx, dense.Query{Vector: []float32{3, 2, 1}, Model: "m", Scope: mnemotype.Scope{Profile: "p"}}, []string{"a"})
+	if err != nil || len(got) != 1 || math.Abs(got[0].Score-1) > 1e-6 {
+		t.Fatalf("Score after the new embedding = %v, %v; want cosine 1", got, err)
+	}
 }
 
 // annCorpus writes n memories of profile "big" (32-d vectors around 40
