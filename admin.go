@@ -225,13 +225,14 @@ type VectorIndex = postgres.VectorIndex
 // profiles that no longer need one; below that size, and until an index
 // is built, the store scans a scope's embeddings exactly. build, when not
 // nil, chooses the profiles that get a new index now (rows: the embedded
-// memories the index would hold). It returns the indexes and reports
-// whether the store has them at all: false, and nothing done, on SQLite and
-// on Postgres without pgvector, whose dense index is this process's.
+// memories of dimension dim the index would hold). It returns the indexes
+// and reports whether the store has them at all: false, and nothing done,
+// on SQLite, and on Postgres without pgvector or with dense=process, whose
+// dense index is this process's.
 // Building an index takes a while (about half a second per thousand
 // memories here) without blocking writes; keeping one makes each write of
 // its profile's embeddings slower (docs/postgres.md).
-func (e *Engine) IndexVectors(ctx context.Context, build func(profile string, rows int) bool) ([]VectorIndex, bool, error) {
+func (e *Engine) IndexVectors(ctx context.Context, build func(profile string, dim, rows int) bool) ([]VectorIndex, bool, error) {
 	done, err := e.enter()
 	if err != nil {
 		return nil, false, err

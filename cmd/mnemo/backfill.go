@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/mnemo-dev/mnemo"
@@ -93,18 +94,20 @@ func backfill(ctx context.Context, e *mnemo.Engine, log *slog.Logger, quiet quie
 	}
 }
 
-// quietProfiles remembers how many embedded memories each profile needing
-// an ANN index held at the previous run.
+// quietProfiles remembers how many embedded memories of each dimension
+// each profile needing an ANN index held at the previous run.
 type quietProfiles map[string]int
 
-// ready reports whether profile, holding rows embedded memories, grew by
-// less than 2% (and 100 memories) since the previous run asked: its index
-// is built once an import into it ends, not in the middle of it (a write
-// to an indexed profile costs a few milliseconds more; building the index
-// once costs less), while a profile that only trickles gets one.
-func (q quietProfiles) ready(profile string, rows int) bool {
-	prev, seen := q[profile]
-	q[profile] = rows
+// ready reports whether profile, holding rows embedded memories of
+// dimension dim, grew by fewer than max(100, 2%) of them since the
+// previous run asked: its index is built once an import into it ends, not
+// in the middle of it (a write to an indexed profile costs a few
+// milliseconds more; building the index once costs less), while a profile
+// that only trickles gets one.
+func (q quietProfiles) ready(profile string, dim, rows int) bool {
+	key := profile + "\x00" + strconv.Itoa(dim)
+	prev, seen := q[key]
+	q[key] = rows
 	return seen && rows-prev < max(100, rows/50)
 }
 

@@ -146,7 +146,7 @@ func TestIndexVectors_WaitsForQuiet(t *testing.T) {
 	quiet := quietProfiles{}
 	built := func() bool {
 		t.Helper()
-		ix, own, err := e.IndexVectors(ctx, func(string, int) bool { return false })
+		ix, own, err := e.IndexVectors(ctx, func(string, int, int) bool { return false })
 		if err != nil || !own {
 			t.Fatalf("IndexVectors = %v, %v", own, err)
 		}
@@ -184,8 +184,12 @@ func TestQuietProfiles(t *testing.T) {
 		{"b", 5200, false}, // +200 ≥ 2%
 		{"b", 5200, true},
 	} {
-		if got := q.ready(c.profile, c.rows); got != c.want {
+		if got := q.ready(c.profile, 100, c.rows); got != c.want {
 			t.Errorf("step %d: ready(%s, %d) = %v, want %v", i, c.profile, c.rows, got, c.want)
 		}
+	}
+	// Each dimension of a profile counts apart.
+	if q.ready("a", 384, 10599) {
+		t.Error("a profile's 384-d embeddings ready at their first sight")
 	}
 }

@@ -57,18 +57,18 @@ embedded memories or more (mnemo serve does so too, in the background).`)
 	if !ok {
 		return nil
 	}
-	if ok, why := ps.Vectors(); !ok {
-		fmt.Fprintf(a.stdout, "dense leg: in each process (pgvector unused: %s)\n", why)
-		return nil
-	}
-	fmt.Fprintln(a.stdout, "dense leg: in SQL (pgvector)")
 	repaired, err := ps.RepairVectors(ctx)
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	if repaired > 0 {
-		fmt.Fprintf(a.stdout, "added the vectors of %d memories written without them (by an older mnemo)\n", repaired)
+		fmt.Fprintf(a.stdout, "memory_vectors: %d rows added or removed to match the memories' embeddings (written by an older mnemo)\n", repaired)
 	}
+	if ok, why := ps.Vectors(); !ok {
+		fmt.Fprintf(a.stdout, "dense leg: in each process (pgvector unused: %s)\n", why)
+		return nil
+	}
+	fmt.Fprintln(a.stdout, "dense leg: in SQL (pgvector)")
 	if !*index {
 		return nil
 	}

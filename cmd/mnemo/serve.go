@@ -62,7 +62,7 @@ func cmdServe(ctx context.Context, a *app, args []string) error {
 	accessLog := fs.Bool("access-log", false, "log every request to stderr")
 	var replicas repeatFlag
 	fs.Var(&replicas, "replica", "postgres:// URL of a streaming replica of the database to send recalls to (repeatable; default $MNEMO_REPLICAS, comma-separated); a recall carrying a write's Mnemo-Consistency header sees that write")
-	reembedEvery := fs.Duration("reembed-every", defaultReembedEvery, "how often to embed memories stored without an embedding (the embedder was failing); 0 never")
+	reembedEvery := fs.Duration("reembed-every", defaultReembedEvery, "how often to embed memories stored without an embedding (the embedder was failing) and, on Postgres with pgvector, build the HNSW indexes profiles have grown into; 0 never")
 	fs.Usage = func() {
 		fmt.Fprintln(a.stderr, `usage: mnemo serve [--addr 127.0.0.1:7077] [--profile P] [--max-body 1MiB] [--require-keys | --single-user] [--access-log]
 

@@ -90,10 +90,11 @@ func versionAtLeast(v string, want [2]int) bool {
 // setupVectors gives the store its table of pgvector vectors when the
 // extension (0.8 or later) is installed or can be, filling it from the
 // stored embeddings; s.vec is set when the table exists. CREATE EXTENSION
-// needs a superuser on PostgreSQL 15 and the table the schema's owner:
-// without them the store runs without the SQL leg and says why (Vectors),
-// and a later migrate by a role that may completes it. It runs inside
-// migrate's transaction, under its lock.
+// needs a superuser on stock PostgreSQL 15, and the table a role that may
+// create it in the schema and reference memories (the owner; building its
+// HNSW indexes needs the owner too): without them the store runs without
+// the SQL leg and says why (Vectors), and a later migrate by a role that
+// may completes it. It runs inside migrate's transaction, under its lock.
 func (s *Store) setupVectors(ctx context.Context, tx pgx.Tx, opt Options) error {
 	ns, version, err := vectorExtension(ctx, tx)
 	if err != nil {
@@ -102,20 +103,22 @@ func (s *Store) setupVectors(ctx context.Context, tx pgx.Tx, opt Options) error 
 	if ns == "" && !opt.NoVectors {
 		var available, super bool
 		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'vector'),
-			(SELECT rolsuper FROM pg_roles WHERE rolname = current_user)`).Scan(&available, &super); err != nil {
+			coalesce((SELECT rolsuper FROM pg_roles WHERE rolname = current_user), false)`).Scan(&available, &super); err != nil {
 			return fmt.Errorf("migrate: find pgvector: %w", err)
 		}
-		switch {
-		case !available:
+		if !available {
 			s.noVectors = "the vector extension (pgvector) is not installed on the server"
-		case !super:
-			s.noVectors = "the vector extension is not created in the database, and only a superuser may create it (CREATE EXTENSION vector; then mnemo migrate)"
-		default:
+		} else {
+			// Tried whatever the role: managed services let roles that are
+			// not superusers create it.
 			err := savepoint(ctx, tx, func(sp pgx.Tx) error {
 				_, err := sp.Exec(ctx, `CREATE EXTENSION IF NOT EXISTS vector SCHEMA public`)
 				return err
 			})
-			if err != nil {
+			switch {
+			case err != nil && !super:
+				s.noVectors = fmt.Sprintf("CREATE EXTENSION vector: %v (on stock PostgreSQL only a superuser may: run CREATE EXTENSION vector as one, then mnemo migrate)", err)
+			case err != nil:
 				s.noVectors = fmt.Sprintf("CREATE EXTENSION vector: %v", err)
 			}
 			if ns, version, err = vectorExtension(ctx, tx); err != nil {
@@ -133,7 +136,7 @@ func (s *Store) setupVectors(ctx context.Context, tx pgx.Tx, opt Options) error 
 	schema := pgx.Identifier{ns}.Sanitize()
 	v := &vectors{schema: schema, typ: schema + ".vector", op: "OPERATOR(" + schema + ".<=>)"}
 	var has bool
-	if err := tx.QueryRow(ctx, `SELECT to_regclass('memory_vectors') IS NOT NULL`).Scan(&has); err != nil {
+	if err := tx.QueryRow(ctx, `SELECT to_regclass(quote_ident($1) || '.memory_vectors') IS NOT NULL`, s.schema).Scan(&has); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	if !has {
@@ -141,6 +144,13 @@ func (s *Store) setupVectors(ctx context.Context, tx pgx.Tx, opt Options) error 
 			return nil
 		}
 		err := savepoint(ctx, tx, func(sp pgx.Tx) error {
+			// Writers wait until the table is there and full: one that
+			// read no vector type before it existed would leave its
+			// memories out, or the fill would copy an embedding it
+			// replaces.
+			if _, err := sp.Exec(ctx, `LOCK TABLE profiles, memories IN EXCLUSIVE MODE`); err != nil {
+				return err
+			}
 			if _, err := sp.Exec(ctx, `CREATE TABLE memory_vectors (
 				profile text COLLATE "C" NOT NULL,
 				id      text COLLATE "C" NOT NULL,
@@ -149,14 +159,15 @@ func (s *Store) setupVectors(ctx context.Context, tx pgx.Tx, opt Options) error 
 				vec     `+v.typ+` NOT NULL,
 				PRIMARY KEY (profile, id),
 				FOREIGN KEY (profile, id) REFERENCES memories (profile, id) ON DELETE CASCADE
-			)`); err != nil {
+			);
+			CREATE INDEX memory_vectors_model ON memory_vectors (profile, model, dim)`); err != nil {
 				return err
 			}
 			_, err := addMissingVectors(ctx, sp, v)
 			return err
 		})
 		if sqlState(err) == codeInsufficientPrivilege {
-			s.noVectors = fmt.Sprintf("creating table memory_vectors: %v (run mnemo migrate as the schema's owner)", err)
+			s.noVectors = fmt.Sprintf("creating table memory_vectors: %v (run mnemo migrate as a role that may create tables in the schema and reference memories: its owner)", err)
 			return nil
 		}
 		if err != nil {
@@ -198,7 +209,7 @@ func addMissingVectors(ctx context.Context, tx pgx.Tx, v *vectors) (int, error) 
 		rows, err := tx.Query(ctx, `SELECT m.profile, m.id, m.embedding, m.embedding_model FROM memories m
 			WHERE m.embedding IS NOT NULL AND (m.profile, m.id) > ($1, $2)
 				AND NOT EXISTS (SELECT 1 FROM memory_vectors v WHERE v.profile = m.profile AND v.id = m.id)
-			ORDER BY m.profile, m.id LIMIT `+strconv.Itoa(page), afterProfile, afterID)
+			ORDER BY m.profile, m.id LIMIT `+strconv.Itoa(page)+` FOR KEY SHARE OF m`, afterProfile, afterID)
 		if err != nil {
 			return added, fmt.Errorf("fill the vectors' table: %w", err)
 		}
@@ -237,10 +248,12 @@ func addMissingVectors(ctx context.Context, tx pgx.Tx, v *vectors) (int, error) 
 	}
 }
 
-// RepairVectors adds to memory_vectors the vectors of embedded memories
-// that have none there — written, during an upgrade, by a process of an
-// older mnemo that knew nothing of the table — and returns how many. mnemo
-// migrate runs it.
+// RepairVectors brings memory_vectors in step with the memories'
+// embeddings — a process of an older mnemo, which knew nothing of the
+// table, may have written during an upgrade: it removes the rows whose
+// memory has no embedding now, or another (by model, dimension or value),
+// and adds the vectors of embedded memories without a row. It returns how
+// many rows it added or removed. mnemo migrate runs it.
 func (s *Store) RepairVectors(ctx context.Context) (int, error) {
 	if err := s.check(); err != nil {
 		return 0, err
@@ -250,14 +263,83 @@ func (s *Store) RepairVectors(ctx context.Context) (int, error) {
 	}
 	var n int
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		var err error
-		n, err = addMissingVectors(ctx, tx, s.vec)
+		removed, err := removeStaleVectors(ctx, tx)
+		if err != nil {
+			return err
+		}
+		added, err := addMissingVectors(ctx, tx, s.vec)
+		n = removed + added
 		return err
 	})
 	if err != nil {
 		return n, fmt.Errorf("repair vectors: %w", err)
 	}
 	return n, nil
+}
+
+// removeStaleVectors deletes the rows of memory_vectors that differ from
+// their memory's embedding, in pages.
+func removeStaleVectors(ctx context.Context, tx pgx.Tx) (int, error) {
+	const page = 2000
+	var afterProfile, afterID string
+	removed := 0
+	for {
+		rows, err := tx.Query(ctx, `SELECT v.profile, v.id, m.embedding, m.embedding_model, v.model, v.vec::real[]
+			FROM memory_vectors v JOIN memories m ON m.profile = v.profile AND m.id = v.id
+			WHERE (v.profile, v.id) > ($1, $2) ORDER BY v.profile, v.id LIMIT `+strconv.Itoa(page), afterProfile, afterID)
+		if err != nil {
+			return removed, fmt.Errorf("compare vectors: %w", err)
+		}
+		var stale [2][]string
+		n := 0
+		var emb []float32
+		for rows.Next() {
+			var p, id, vmodel string
+			var blob []byte
+			var model *string
+			var vec []float32
+			if err := rows.Scan(&p, &id, &blob, &model, &vmodel, &vec); err != nil {
+				rows.Close()
+				return removed, fmt.Errorf("compare vectors: %w", err)
+			}
+			n++
+			afterProfile, afterID = p, id
+			if emb, err = store.DecodeVectorInto(emb[:0], blob); err != nil {
+				rows.Close()
+				return removed, fmt.Errorf("compare vectors: memory %s of profile %q: %w", id, p, err)
+			}
+			if len(blob) == 0 || model == nil || *model != vmodel || !sameBits(emb, vec) {
+				stale[0], stale[1] = append(stale[0], p), append(stale[1], id)
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return removed, fmt.Errorf("compare vectors: %w", err)
+		}
+		if len(stale[1]) > 0 {
+			if _, err := tx.Exec(ctx, `DELETE FROM memory_vectors v USING unnest($1::text[], $2::text[]) AS u(p, i)
+				WHERE v.profile = u.p AND v.id = u.i`, stale[0], stale[1]); err != nil {
+				return removed, fmt.Errorf("remove stale vectors: %w", err)
+			}
+			removed += len(stale[1])
+		}
+		if n < page {
+			return removed, nil
+		}
+	}
+}
+
+// sameBits reports whether a and b hold the same floats, bit for bit.
+func sameBits(a, b []float32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // vectorText is v in pgvector's text form, every float32 written so that
@@ -300,13 +382,12 @@ func (s *Store) Vectors() (ok bool, why string) {
 //
 // A profile without an HNSW index (IndexVectors gives one to each profile
 // of ExactBelow embedded memories or more), or a scope of it holding fewer
-// than ExactBelow, is scanned exactly: an index on the scope's fields
-// finds its rows, every cosine is computed. A larger scope walks its
-// profile's HNSW index with iterative scans, so that a filtered scope
-// still fills its k; a search the walk cannot fill falls back to the
-// exact scan. Each query's form pins its plan: the
-// exact scan orders by an expression no index holds, the HNSW search by
-// the indexed expression with sorting disabled.
+// than ExactBelow, is searched exactly (see exactSearch). A larger scope
+// walks its profile's HNSW index with iterative scans, so that a filtered
+// scope still fills its k; a search the walk cannot fill falls back to
+// the exact search. Each query's form pins its plan: the exact scan orders
+// by an expression no index holds, the HNSW search by the indexed
+// expression with sorts and hash and merge joins disabled.
 func (s *Store) Dense() *Dense {
 	if ok, _ := s.Vectors(); !ok {
 		return nil
@@ -338,11 +419,13 @@ func (d *Dense) Search(ctx context.Context, q dense.Query) ([]mnemotype.Hit, err
 	if err != nil {
 		return nil, err
 	}
+	narrow := false // the scope is known to hold fewer than ExactBelow
 	if indexed {
 		broad, err := s.broadScope(ctx, db, q)
 		if err != nil {
 			return nil, err
 		}
+		narrow = !broad
 		if broad {
 			hits, err := s.annSearch(ctx, db, q)
 			if err != nil || len(hits) == q.K {
@@ -353,7 +436,7 @@ func (d *Dense) Search(ctx context.Context, q dense.Query) ([]mnemotype.Hit, err
 			// scan says.
 		}
 	}
-	hits, err := s.exactSearch(ctx, db, q)
+	hits, err := s.exactSearch(ctx, db, q, narrow)
 	if err != nil {
 		return nil, err
 	}
@@ -388,15 +471,17 @@ func wholeProfile(sc mnemotype.Scope) bool {
 		sc.After.IsZero() && sc.Before.IsZero() && len(sc.Metadata) == 0
 }
 
-// exactSearch computes the cosine of every embedded memory of q's scope.
-// A whole profile's vectors are scanned in SQL, ordered by their distance,
-// an expression no HNSW index holds (those hold the vectors cast to their
-// dimension), so no plan can walk a graph. A narrower scope's memories are
-// found through the scope's indexes on memories, and their embeddings
-// scored here (as the in-process index scores them): looking each one's
-// vector up in memory_vectors cost more than reading its embedding.
-func (s *Store) exactSearch(ctx context.Context, db *pgxpool.Pool, q dense.Query) ([]mnemotype.Hit, error) {
-	if !wholeProfile(q.Scope) {
+// exactSearch computes the cosine of every embedded memory of q's scope
+// and returns the best q.K. A scope known to be narrow (narrow: fewer than
+// ExactBelow memories) is found through its indexes on memories, and its
+// embeddings scored here, as the in-process index scores them: looking
+// each one's vector up in memory_vectors cost more than reading its
+// embedding. Another scope's vectors are scanned in SQL (joined to their
+// memories for a scope narrower than the profile), ordered by their
+// distance, an expression no HNSW index holds (those hold the vectors cast
+// to their dimension), so no plan can walk a graph; only K rows come back.
+func (s *Store) exactSearch(ctx context.Context, db *pgxpool.Pool, q dense.Query, narrow bool) ([]mnemotype.Hit, error) {
+	if narrow && !wholeProfile(q.Scope) {
 		return exactScoped(ctx, db, q)
 	}
 	var a args
@@ -522,7 +607,7 @@ func (s *Store) hasANN(ctx context.Context, db *pgxpool.Pool, profile string, di
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.valid == nil || time.Since(c.at) > annCacheFor {
-		all, err := vectorIndexes(ctx, db)
+		all, err := vectorIndexes(ctx, db, s.schema)
 		if err != nil {
 			return false, fmt.Errorf("dense search: %w", err)
 		}
@@ -672,7 +757,8 @@ const maxHNSWDim = 2000
 
 // IndexVectors gives every profile holding at least minRows embedded
 // memories of one dimension (0: the store's ExactBelow) for which build
-// returns true (nil: every one; rows is how many it holds) an HNSW index of
+// returns true (nil: every one; rows is how many it holds of dimension
+// dim) an HNSW index of
 // those embeddings (cosine; m = 16, ef_construction = 128), built without
 // blocking writes (CREATE INDEX CONCURRENTLY: it takes a while, and waits
 // for transactions in flight), and drops the indexes of profiles that no
@@ -682,7 +768,7 @@ const maxHNSWDim = 2000
 // interrupted build is built again. A profile's failure does not stop the
 // others': the errors are joined. Embeddings of more than 2,000 dimensions
 // (pgvector's limit) get no index.
-func (s *Store) IndexVectors(ctx context.Context, minRows int, build func(profile string, rows int) bool) ([]VectorIndex, error) {
+func (s *Store) IndexVectors(ctx context.Context, minRows int, build func(profile string, dim, rows int) bool) ([]VectorIndex, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
@@ -736,7 +822,7 @@ func (s *Store) IndexVectors(ctx context.Context, minRows int, build func(profil
 	if lead {
 		defer release()
 	}
-	existing, err := vectorIndexes(ctx, s.pool)
+	existing, err := vectorIndexes(ctx, s.pool, s.schema)
 	if err != nil {
 		return nil, fmt.Errorf("index vectors: %w", err)
 	}
@@ -751,7 +837,7 @@ func (s *Store) IndexVectors(ctx context.Context, minRows int, build func(profil
 			out = append(out, VectorIndex{Profile: w.profile, Dim: w.dim, Name: name})
 			continue
 		}
-		if !lead || (build != nil && !build(w.profile, w.rows)) {
+		if !lead || (build != nil && !build(w.profile, w.dim, w.rows)) {
 			continue
 		}
 		if ok {
@@ -788,10 +874,10 @@ func (s *Store) IndexVectors(ctx context.Context, minRows int, build func(profil
 
 // vectorIndexes returns the store's HNSW indexes by name, and whether
 // each is valid (an interrupted concurrent build leaves an invalid one).
-func vectorIndexes(ctx context.Context, db querier) (map[string]bool, error) {
+func vectorIndexes(ctx context.Context, db querier, schema string) (map[string]bool, error) {
 	rows, err := db.Query(ctx, `SELECT c.relname, i.indisvalid FROM pg_index i
 		JOIN pg_class c ON c.oid = i.indexrelid
-		WHERE i.indrelid = 'memory_vectors'::regclass AND c.relname LIKE 'memory\_vectors\_hnsw\_%'`)
+		WHERE i.indrelid = (quote_ident($1) || '.memory_vectors')::regclass AND c.relname LIKE 'memory\_vectors\_hnsw\_%'`, schema)
 	if err != nil {
 		return nil, fmt.Errorf("list HNSW indexes: %w", err)
 	}

@@ -220,7 +220,7 @@ func TestDense_HNSW(t *testing.T) {
 	}
 	defer s.Close()
 	big := annCorpus(t, s, 6000)
-	if ix, err := s.IndexVectors(ctx, 1000, func(p string, _ int) bool { return p != "big" }); err != nil || len(ix) != 0 {
+	if ix, err := s.IndexVectors(ctx, 1000, func(p string, _, _ int) bool { return p != "big" }); err != nil || len(ix) != 0 {
 		t.Fatalf("IndexVectors building none = %+v, %v", ix, err)
 	}
 	ix, err := s.IndexVectors(ctx, 1000, nil)
@@ -325,7 +325,7 @@ func TestDense_HNSW(t *testing.T) {
 		t.Fatalf("IndexVectors after deleting the profile = %+v, %v; want none", ix, err)
 	}
 	var left int
-	if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_indexes WHERE schemaname = 'ann' AND indexname LIKE 'memories_hnsw%'`).Scan(&left); err != nil || left != 0 {
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_indexes WHERE schemaname = 'ann' AND indexname LIKE 'memory\_vectors\_hnsw%'`).Scan(&left); err != nil || left != 0 {
 		t.Fatalf("%d HNSW indexes left after the profile's deletion (%v)", left, err)
 	}
 }
@@ -402,11 +402,24 @@ func TestDense_VectorTable(t *testing.T) {
 	if got, err := d.Search(ctx, q); err != nil || len(got) != 1 || got[0].ID == "b00007" {
 		t.Fatalf("search for b00007's vector without its row = %v, %v", got, err)
 	}
-	if n, err := withVec.RepairVectors(ctx); err != nil || n != 1 {
-		t.Fatalf("RepairVectors = %d, %v; want 1", n, err)
+	// And one whose vector an older process left stale (it changed the
+	// embedding only).
+	if _, err := admin.Exec(ctx, `UPDATE col.memory_vectors SET vec = (SELECT vec FROM col.memory_vectors WHERE id = 'b00010')
+		WHERE profile = 'big' AND id = 'b00009'`); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := withVec.RepairVectors(ctx); err != nil || n != 3 {
+		t.Fatalf("RepairVectors = %d, %v; want 3 (b00007 added, b00009 removed and added)", n, err)
 	}
 	if got, err := d.Search(ctx, q); err != nil || len(got) != 1 || got[0].ID != "b00007" {
 		t.Fatalf("search for b00007's vector after the repair = %v, %v", got, err)
+	}
+	q.Vector = mems[9].Embedding
+	if got, err := d.Search(ctx, q); err != nil || len(got) != 1 || got[0].ID != "b00009" || math.Abs(got[0].Score-1) > 1e-6 {
+		t.Fatalf("search for b00009's vector after the repair = %v, %v", got, err)
+	}
+	if n, err := withVec.RepairVectors(ctx); err != nil || n != 0 {
+		t.Fatalf("RepairVectors again = %d, %v; want 0", n, err)
 	}
 	// A role that may not create the extension, in a database without it.
 	for _, q := range []string{`CREATE ROLE plain LOGIN`, `CREATE DATABASE plaindb OWNER plain`} {

@@ -71,10 +71,10 @@ type Options struct {
 	ReplicaWait time.Duration
 	// NoVectors leaves pgvector unused for ranking (Store.Dense is nil:
 	// the engine ranks embeddings in process) and, on a database without
-	// the store's vector column, does not add it. By default Open creates
-	// the vector extension when the server has it and the role may (a
-	// superuser on PostgreSQL 15), and keeps a vector column beside each
-	// memory's embedding.
+	// the store's table of vectors, does not create it. By default Open
+	// creates the vector extension when the server has it and the role may
+	// (a superuser on stock PostgreSQL 15), and keeps each memory's vector
+	// in table memory_vectors (see Dense).
 	NoVectors bool
 	// ExactBelow is the size of scope below which the dense leg in SQL
 	// scans exactly (default DefaultExactBelow); EfSearch is the least
@@ -114,8 +114,8 @@ type Store struct {
 	replicas           []*replica
 	nextReplica        atomic.Uint32
 	replicaWait        time.Duration
-	// vec is set when memories has its vector column (see dense.go), which
-	// every write then keeps; noSearch (Options.NoVectors) leaves it
+	// vec is set when the store has its table of vectors (see dense.go),
+	// which every write then keeps; noSearch (Options.NoVectors) leaves it
 	// unused for ranking; noVectors says why there is none.
 	vec                  *vectors
 	ann                  annCache
@@ -436,9 +436,9 @@ var migrations = []string{
 	);
 	CREATE INDEX api_keys_profile ON api_keys (profile, created_at, id);
 	INSERT INTO meta (key, value) VALUES ('context_turns', '-1');`,
-	// 2: the type of the vector column that pgvector's dense leg adds to
-	// memories (see dense.go), '' while there is none; every writer reads
-	// it. The column itself is added when the extension is there.
+	// 2: the type of the vectors of table memory_vectors, which pgvector's
+	// dense leg adds (see dense.go), '' while there is none; every writer
+	// reads it. The table itself is created when the extension is there.
 	`INSERT INTO meta (key, value) VALUES ('vector_type', '');`,
 }
 

@@ -956,7 +956,8 @@ func (s *Store) rebuildIndex(ctx context.Context, tx pgx.Tx, turns int) error {
 }
 
 // insertVectors adds the vectors of mems, just inserted, to memory_vectors
-// (when the store has it): pgvector's text form, one row per embedding.
+// (when the store has it): pgvector's text form, one row per embedding;
+// a memory that has its row already (a repair meeting a writer) keeps it.
 func (ix *indexer) insertVectors(ctx context.Context, mems []mnemotype.Memory) error {
 	if ix.vecType == "" {
 		return nil
@@ -975,7 +976,8 @@ func (ix *indexer) insertVectors(ctx context.Context, mems []mnemotype.Memory) e
 		return nil
 	}
 	if _, err := ix.tx.Exec(ctx, `INSERT INTO memory_vectors (profile, id, model, dim, vec)
-		SELECT p, i, mo, d, v::`+ix.vecType+` FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::text[]) AS u(p, i, mo, d, v)`,
+		SELECT p, i, mo, d, v::`+ix.vecType+` FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::text[]) AS u(p, i, mo, d, v)
+		ON CONFLICT (profile, id) DO NOTHING`,
 		profiles, ids, models, dims, texts); err != nil {
 		return fmt.Errorf("write vectors: %w", mapErr(err))
 	}
