@@ -381,11 +381,12 @@ func (s *Store) Vectors() (ok bool, why string) {
 // engine then ranks them in process.
 //
 // A profile without an HNSW index (IndexVectors gives one to each profile
-// of ExactBelow embedded memories or more), or a scope of it holding fewer
-// than ExactBelow, is searched exactly (see exactSearch). A larger scope
-// walks its profile's HNSW index with iterative scans, so that a filtered
-// scope still fills its k; a search the walk cannot fill falls back to
-// the exact search. Each query's form pins its plan: the exact scan orders
+// of ExactBelow embedded memories or more) is searched exactly in SQL
+// (exactSearch). In a profile with one, a scope holding fewer than
+// ExactBelow has its embeddings read and scored here (exactScoped, which
+// stops reading at ExactBelow); a larger one walks the profile's HNSW
+// index with iterative scans, so that a filtered scope still fills its k,
+// and a search the walk cannot fill falls back to the exact search. Each query's form pins its plan: the exact scan orders
 // by an expression no index holds, the HNSW search by the indexed
 // expression with sorts and hash and merge joins disabled.
 func (s *Store) Dense() *Dense {
@@ -419,24 +420,29 @@ func (d *Dense) Search(ctx context.Context, q dense.Query) ([]mnemotype.Hit, err
 	if err != nil {
 		return nil, err
 	}
-	narrow := false // the scope is known to hold fewer than ExactBelow
 	if indexed {
-		broad, err := s.broadScope(ctx, db, q)
-		if err != nil {
-			return nil, err
-		}
-		narrow = !broad
-		if broad {
-			hits, err := s.annSearch(ctx, db, q)
-			if err != nil || len(hits) == q.K {
-				return hits, err
+		if !wholeProfile(q.Scope) {
+			// Read the scope's embeddings, unless it holds ExactBelow or
+			// more: one round trip settles a narrow scope.
+			hits, all, err := exactScoped(ctx, db, q, s.exactBelow)
+			if err != nil {
+				return nil, err
 			}
-			// Fewer than asked: the scope may hold fewer, or the walk
-			// ended (hnsw.max_scan_tuples) before finding them; the exact
-			// scan says.
+			if all {
+				if len(hits) == 0 {
+					return nil, s.checkDim(ctx, db, q)
+				}
+				return hits, nil
+			}
 		}
+		hits, err := s.annSearch(ctx, db, q)
+		if err != nil || len(hits) == q.K {
+			return hits, err
+		}
+		// Fewer than asked: the scope may hold fewer, or the walk ended
+		// (hnsw.max_scan_tuples) before finding them; the exact scan says.
 	}
-	hits, err := s.exactSearch(ctx, db, q, narrow)
+	hits, err := s.exactSearch(ctx, db, q)
 	if err != nil {
 		return nil, err
 	}
@@ -446,25 +452,6 @@ func (d *Dense) Search(ctx context.Context, q dense.Query) ([]mnemotype.Hit, err
 	return hits, nil
 }
 
-// broadScope reports whether q's scope, in a profile with an HNSW index,
-// holds at least ExactBelow embedded memories of its dimension: the whole
-// profile does (it got the index for its size); another scope is counted,
-// up to that number.
-func (s *Store) broadScope(ctx context.Context, db *pgxpool.Pool, q dense.Query) (bool, error) {
-	if wholeProfile(q.Scope) {
-		return true, nil
-	}
-	var a args
-	var n int64
-	cond := scopeSQL(&a, "m", q.Scope)
-	err := db.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM memories m WHERE `+cond+` AND m.embedding_dim = `+
-		strconv.Itoa(len(q.Vector))+` LIMIT `+a.add(s.exactBelow)+`) x`, a...).Scan(&n)
-	if err != nil {
-		return false, fmt.Errorf("dense search: size of scope: %w", err)
-	}
-	return n >= int64(s.exactBelow), nil
-}
-
 // wholeProfile reports whether sc names a profile and nothing more.
 func wholeProfile(sc mnemotype.Scope) bool {
 	return sc.Project == "" && len(sc.Sessions) == 0 && len(sc.Kinds) == 0 && len(sc.Exclude) == 0 && len(sc.Actors) == 0 &&
@@ -472,18 +459,11 @@ func wholeProfile(sc mnemotype.Scope) bool {
 }
 
 // exactSearch computes the cosine of every embedded memory of q's scope
-// and returns the best q.K. A scope known to be narrow (narrow: fewer than
-// ExactBelow memories) is found through its indexes on memories, and its
-// embeddings scored here, as the in-process index scores them: looking
-// each one's vector up in memory_vectors cost more than reading its
-// embedding. Another scope's vectors are scanned in SQL (joined to their
-// memories for a scope narrower than the profile), ordered by their
-// distance, an expression no HNSW index holds (those hold the vectors cast
-// to their dimension), so no plan can walk a graph; only K rows come back.
-func (s *Store) exactSearch(ctx context.Context, db *pgxpool.Pool, q dense.Query, narrow bool) ([]mnemotype.Hit, error) {
-	if narrow && !wholeProfile(q.Scope) {
-		return exactScoped(ctx, db, q)
-	}
+// in SQL (joined to their memories for a scope narrower than the profile)
+// and returns the best q.K. It orders by the vectors' distance, an
+// expression no HNSW index holds (those hold the vectors cast to their
+// dimension), so no plan can walk a graph.
+func (s *Store) exactSearch(ctx context.Context, db *pgxpool.Pool, q dense.Query) ([]mnemotype.Hit, error) {
 	var a args
 	qv := a.add(q.Vector) + `::real[]::` + s.vec.typ
 	from, cond := s.vectorsIn(&a, q)
@@ -492,36 +472,45 @@ func (s *Store) exactSearch(ctx context.Context, db *pgxpool.Pool, q dense.Query
 	return denseHits(ctx, db, sql, a, "dense search")
 }
 
-// exactScoped is exactSearch of a scope narrower than a profile.
-func exactScoped(ctx context.Context, db *pgxpool.Pool, q dense.Query) ([]mnemotype.Hit, error) {
+// exactScoped reads the embeddings of q's scope through the scope's
+// indexes on memories and scores them here, as the in-process index
+// scores them — looking each memory's vector up in memory_vectors cost
+// more than reading its embedding — and returns the best q.K, with all
+// true, when the scope holds fewer than limit; else it stops reading at
+// limit and returns all false.
+func exactScoped(ctx context.Context, db *pgxpool.Pool, q dense.Query, limit int) (hits []mnemotype.Hit, all bool, err error) {
 	var a args
 	cond := scopeSQL(&a, "m", q.Scope)
 	rows, err := db.Query(ctx, `SELECT m.id, m.embedding FROM memories m WHERE `+cond+` AND m.embedding_model = `+a.add(q.Model)+
-		` AND m.embedding_dim = `+strconv.Itoa(len(q.Vector)), a...)
+		` AND m.embedding_dim = `+strconv.Itoa(len(q.Vector))+` LIMIT `+a.add(limit), a...)
 	if err != nil {
-		return nil, fmt.Errorf("dense search: %w", err)
+		return nil, false, fmt.Errorf("dense search: %w", err)
 	}
 	defer rows.Close()
-	var hits []mnemotype.Hit
 	var emb []float32
+	n := 0
 	for rows.Next() {
 		var id string
 		var blob []byte
 		if err := rows.Scan(&id, &blob); err != nil {
-			return nil, fmt.Errorf("dense search: %w", err)
+			return nil, false, fmt.Errorf("dense search: %w", err)
 		}
+		n++
 		if emb, err = store.DecodeVectorInto(emb[:0], blob); err != nil {
-			return nil, fmt.Errorf("dense search: memory %s: %w", id, err)
+			return nil, false, fmt.Errorf("dense search: memory %s: %w", id, err)
 		}
 		if sc, ok := vector.Cosine(q.Vector, emb); ok {
 			hits = append(hits, mnemotype.Hit{ID: id, Score: sc})
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("dense search: %w", err)
+		return nil, false, fmt.Errorf("dense search: %w", err)
+	}
+	if n >= limit {
+		return nil, false, nil
 	}
 	sortHits(hits)
-	return hits[:min(len(hits), q.K)], nil
+	return hits[:min(len(hits), q.K)], true, nil
 }
 
 // vectorsIn returns the FROM list and the conditions selecting the rows
