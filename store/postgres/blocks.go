@@ -230,15 +230,21 @@ func (ix *indexer) apply(ctx context.Context, profile string, c indexChange, len
 			return fmt.Errorf("delete postings: %w", mapErr(err))
 		}
 	}
+	// Every term whose blocks changed gets a new version (postingCache),
+	// its document frequencies their change, if any.
+	for k := range keys {
+		dfOf(k.term)
+	}
 	dfTerms := slices.Sorted(maps.Keys(df))
 	contents, all := make([]int64, 0, len(dfTerms)), make([]int64, 0, len(dfTerms))
 	for _, t := range dfTerms {
 		contents, all = append(contents, df[t].content), append(all, df[t].docs)
 	}
 	if len(dfTerms) > 0 {
-		if _, err := ix.tx.Exec(ctx, `INSERT INTO lex_terms AS t (profile, term, content_docs, docs)
-			SELECT $1, term, c, d FROM unnest($2::text[], $3::bigint[], $4::bigint[]) AS u(term, c, d)
-			ON CONFLICT (profile, term) DO UPDATE SET content_docs = t.content_docs + excluded.content_docs, docs = t.docs + excluded.docs`,
+		if _, err := ix.tx.Exec(ctx, `INSERT INTO lex_terms AS t (profile, term, content_docs, docs, ver)
+			SELECT $1, term, c, d, nextval('lex_versions') FROM unnest($2::text[], $3::bigint[], $4::bigint[]) AS u(term, c, d)
+			ON CONFLICT (profile, term) DO UPDATE SET content_docs = t.content_docs + excluded.content_docs, docs = t.docs + excluded.docs,
+				ver = excluded.ver`,
 			profile, dfTerms, contents, all); err != nil {
 			return fmt.Errorf("count terms: %w", mapErr(err))
 		}
@@ -280,13 +286,24 @@ func (ix *indexer) indexed(ctx context.Context, profile string, ids []string) (m
 // blocks (of the blocks of rids only, when not nil; a token whose list
 // spans few more blocks than that, by its document frequency df and the
 // profile's docs, is read whole: one index range instead of a probe per
-// block). fn must not keep ps.
-func scanBlocks(ctx context.Context, tx pgx.Tx, profile string, docs int64, toks []string, df map[string]int64, rids []int64,
-	fn func(term string, ps []posting)) error {
+// block). fn must not keep nor change ps. Lists cache holds at the terms'
+// current versions are not read again (cache may be nil); lists read
+// whole are put in it.
+func scanBlocks(ctx context.Context, tx pgx.Tx, cache *postingCache, profile string, docs int64, toks []string, df map[string]int64,
+	rids []int64, fn func(term string, ps []posting)) error {
+	var vers map[string]int64
+	if cache != nil && len(toks) > 0 {
+		var err error
+		if vers, err = termVersions(ctx, tx, profile, toks); err != nil {
+			return err
+		}
+	}
+	var blockSet map[int64]bool
 	whole, probe := toks, []string(nil)
 	var blocks []int64
 	if rids != nil {
 		seen := make(map[int64]bool, len(rids))
+		blockSet = seen
 		for _, r := range rids {
 			if b := r >> blockShift; !seen[b] {
 				seen[b] = true
@@ -308,8 +325,33 @@ func scanBlocks(ctx context.Context, tx pgx.Tx, profile string, docs int64, toks
 			}
 		}
 	}
+	// Cached lists first: whole, or the postings of rids' blocks.
+	cached := func(ts []string) []string {
+		left := ts[:0:0]
+		for _, t := range ts {
+			ps, ok := cache.get(profile, t, vers[t])
+			if !ok {
+				left = append(left, t)
+				continue
+			}
+			if blockSet == nil {
+				fn(t, ps)
+				continue
+			}
+			var in []posting
+			for _, p := range ps {
+				if blockSet[p.rid>>blockShift] {
+					in = append(in, p)
+				}
+			}
+			fn(t, in)
+		}
+		return left
+	}
+	whole, probe = cached(whole), cached(probe)
 	var buf []posting
-	scan := func(rows pgx.Rows) error {
+	var lists map[string][]posting // whole lists read, for the cache
+	scan := func(rows pgx.Rows, keep bool) error {
 		defer rows.Close()
 		var term string
 		var block int64
@@ -323,6 +365,9 @@ func scanBlocks(ctx context.Context, tx pgx.Tx, profile string, docs int64, toks
 				return fmt.Errorf("read postings of %q: %w", term, err)
 			}
 			fn(term, buf)
+			if keep {
+				lists[term] = append(lists[term], buf...)
+			}
 		}
 		return rows.Err()
 	}
@@ -331,8 +376,16 @@ func scanBlocks(ctx context.Context, tx pgx.Tx, profile string, docs int64, toks
 		if err != nil {
 			return fmt.Errorf("read postings: %w", err)
 		}
-		if err := scan(rows); err != nil {
+		keep := cache != nil
+		if keep {
+			lists = make(map[string][]posting, len(whole))
+		}
+		if err := scan(rows, keep); err != nil {
 			return err
+		}
+		for t, ps := range lists {
+			slices.SortFunc(ps, func(a, b posting) int { return cmp.Compare(a.rid, b.rid) })
+			cache.put(profile, t, vers[t], ps)
 		}
 	}
 	if len(probe) > 0 {
@@ -342,9 +395,28 @@ func scanBlocks(ctx context.Context, tx pgx.Tx, profile string, docs int64, toks
 		if err != nil {
 			return fmt.Errorf("read postings: %w", err)
 		}
-		if err := scan(rows); err != nil {
+		if err := scan(rows, false); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// termVersions reads the versions of profile's tokens toks (absent: 0).
+func termVersions(ctx context.Context, tx pgx.Tx, profile string, toks []string) (map[string]int64, error) {
+	rows, err := tx.Query(ctx, `SELECT term, ver FROM lex_terms WHERE profile = $1 AND term = ANY($2)`, profile, toks)
+	if err != nil {
+		return nil, fmt.Errorf("read term versions: %w", err)
+	}
+	defer rows.Close()
+	vers := make(map[string]int64, len(toks))
+	for rows.Next() {
+		var t string
+		var v int64
+		if err := rows.Scan(&t, &v); err != nil {
+			return nil, fmt.Errorf("read term versions: %w", err)
+		}
+		vers[t] = v
+	}
+	return vers, rows.Err()
 }

@@ -503,7 +503,7 @@ func (q *lexQuery) read(ctx context.Context, cands *candidates, terms []int, rid
 	if len(toks) == 0 {
 		return nil
 	}
-	return scanBlocks(ctx, q.tx, q.sc.Profile, q.docs, toks, q.tokDF, rids, func(tok string, ps []posting) {
+	return scanBlocks(ctx, q.tx, q.s.postings, q.sc.Profile, q.docs, toks, q.tokDF, rids, func(tok string, ps []posting) {
 		for _, p := range ps {
 			if p.tf&q.mask == 0 || !q.keeps(p.rid) || (only != nil && !only[p.rid]) {
 				continue
@@ -540,7 +540,7 @@ func (q *lexQuery) readPhrase(ctx context.Context, cands *candidates, i int, rid
 		}
 	}
 	holds := map[int64]int{}
-	err := scanBlocks(ctx, q.tx, q.sc.Profile, q.docs, toks, q.tokDF, rids, func(_ string, ps []posting) {
+	err := scanBlocks(ctx, q.tx, q.s.postings, q.sc.Profile, q.docs, toks, q.tokDF, rids, func(_ string, ps []posting) {
 		for _, p := range ps {
 			if q.keeps(p.rid) && (only == nil || only[p.rid]) && (create || cands.m[p.rid] != nil) {
 				holds[p.rid]++

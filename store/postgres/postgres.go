@@ -81,6 +81,11 @@ type Options struct {
 	// hnsw.ef_search of its HNSW searches (default DefaultEfSearch).
 	ExactBelow int
 	EfSearch   int
+	// PostingCache is the byte budget of the decoded posting lists the
+	// store keeps between full-text queries (validated by the terms'
+	// versions in the database, so never stale); 0 is DefaultPostingCache,
+	// negative keeps none.
+	PostingCache int64
 }
 
 // DefaultContextTurns is how many previous turns of its session a memory
@@ -106,6 +111,7 @@ type Store struct {
 	commonMin   int
 	rareBudget  int
 	terms       termCache
+	postings    *postingCache
 	closeOnce   sync.Once
 	// analyzeMu guards inserted, the memories this store inserted since
 	// it last analyzed the tables, and analyzed, how many there were then.
@@ -174,6 +180,7 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 	if s.rareBudget == 0 {
 		s.rareBudget = DefaultRareTermBudget
 	}
+	s.postings = newPostingCache(cmp.Or(opt.PostingCache, DefaultPostingCache))
 	s.noSearch, s.exactBelow, s.efSearch = opt.NoVectors, cmp.Or(max(opt.ExactBelow, 0), DefaultExactBelow), cmp.Or(max(opt.EfSearch, 0), DefaultEfSearch)
 	if err := s.migrate(ctx, opt); err != nil {
 		pool.Close()
@@ -440,6 +447,12 @@ var migrations = []string{
 	// dense leg adds (see dense.go), '' while there is none; every writer
 	// reads it. The table itself is created when the extension is there.
 	`INSERT INTO meta (key, value) VALUES ('vector_type', '');`,
+	// 3: each term's version, drawn from lex_versions by every write that
+	// changes one of its posting blocks, so that a process may keep
+	// decoded lists (postingCache).
+	`CREATE SEQUENCE lex_versions;
+	ALTER TABLE lex_terms ADD COLUMN ver bigint NOT NULL DEFAULT 0;
+	UPDATE lex_terms SET ver = nextval('lex_versions');`,
 }
 
 // migrate creates the schema if needed and applies the migrations it
