@@ -1,11 +1,13 @@
 package main
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/mnemo-dev/mnemo/internal/pgtest"
+	"github.com/mnemo-dev/mnemo/store/postgres"
 )
 
 // TestCLI_CopyAndMigrate: mnemo migrate creates a database at the current
@@ -54,7 +56,8 @@ func TestCLI_MigratePostgres(t *testing.T) {
 	db := cl.DSN("postgres") + "&schema=m"
 	c.ok("add", "--db", db, "--profile", "me", "--session", "s1", "I adopted a cat named Miso")
 	c.ok("add", "--db", db, "--profile", "me", "--session", "s1", "Does Miso like the new flat?")
-	if out := c.ok("migrate", "--db", db); !strings.Contains(out, "schema version 2") || !strings.Contains(out, "dense leg: in SQL (pgvector)") {
+	version := fmt.Sprintf("schema version %d\n", postgres.CurrentSchemaVersion())
+	if out := c.ok("migrate", "--db", db); !strings.Contains(out, version) || !strings.Contains(out, "dense leg: in SQL (pgvector)") {
 		t.Errorf("migrate printed %q", out)
 	}
 	if out := c.ok("migrate", "--db", db+"&dense=process"); !strings.Contains(out, "dense leg: in each process") {

@@ -534,6 +534,10 @@ func (s *Store) migrate(ctx context.Context, opt Options) error {
 	return nil
 }
 
+// CurrentSchemaVersion is the schema version this mnemo migrates a store
+// to.
+func CurrentSchemaVersion() int { return len(migrations) }
+
 // SchemaVersion returns the number of migrations applied.
 func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
 	var v int
