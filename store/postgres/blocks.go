@@ -287,12 +287,12 @@ func (ix *indexer) indexed(ctx context.Context, profile string, ids []string) (m
 // spans few more blocks than that, by its document frequency df and the
 // profile's docs, is read whole: one index range instead of a probe per
 // block). fn must not keep nor change ps. Lists cache holds at the terms'
-// current versions are not read again (cache may be nil); lists read
-// whole are put in it.
-func scanBlocks(ctx context.Context, tx pgx.Tx, cache *postingCache, profile string, docs int64, toks []string, df map[string]int64,
-	rids []int64, fn func(term string, ps []posting)) error {
-	var vers map[string]int64
-	if cache != nil && len(toks) > 0 {
+// current versions (known holds those read in tx already) are not read
+// again (cache may be nil); lists read whole are put in it.
+func scanBlocks(ctx context.Context, tx pgx.Tx, cache *postingCache, known map[string]int64, profile string, docs int64, toks []string,
+	df map[string]int64, rids []int64, fn func(term string, ps []posting)) error {
+	vers := known
+	if cache != nil && slices.ContainsFunc(toks, func(t string) bool { _, ok := known[t]; return !ok }) {
 		var err error
 		if vers, err = termVersions(ctx, tx, profile, toks); err != nil {
 			return err

@@ -109,6 +109,9 @@ type lexQuery struct {
 	// tokDF is each one-token term's document frequency, by token (how a
 	// read chooses between a token's whole list and some of its blocks).
 	tokDF map[string]int64
+	// vers are the query's tokens' versions (postingCache), read with the
+	// document frequencies; nil until then.
+	vers map[string]int64
 	avgdl [numFields]float64
 	tk    ftstoken.Tokenizer
 }
@@ -372,31 +375,45 @@ func (q *lexQuery) docFreqs(ctx context.Context) ([]int64, error) {
 			count = append(count, i)
 		}
 	}
-	if len(table) > 0 {
+	// One read of lex_terms: the document frequencies it holds, and every
+	// token's version, which the posting cache goes by (scanBlocks).
+	var toks []string
+	for _, ph := range q.phrases {
+		for _, t := range ph {
+			if !slices.Contains(toks, t) {
+				toks = append(toks, t)
+			}
+		}
+	}
+	if len(table) > 0 || (q.s.postings != nil && len(toks) > 0) {
 		col := "docs"
 		if contentOnly {
 			col = "content_docs"
 		}
-		rows, err := q.tx.Query(ctx, `SELECT term, `+col+` FROM lex_terms WHERE profile = $1 AND term = ANY($2)`, q.sc.Profile, table)
+		rows, err := q.tx.Query(ctx, `SELECT term, `+col+`, ver FROM lex_terms WHERE profile = $1 AND term = ANY($2)`, q.sc.Profile, toks)
 		if err != nil {
 			return nil, fmt.Errorf("read document frequencies: %w", err)
 		}
 		got := map[string]int64{}
+		q.vers = make(map[string]int64, len(toks))
+		for _, t := range toks {
+			q.vers[t] = 0 // not in the index: no list to cache
+		}
 		for rows.Next() {
 			var t string
-			var n int64
-			if err := rows.Scan(&t, &n); err != nil {
+			var n, ver int64
+			if err := rows.Scan(&t, &n, &ver); err != nil {
 				rows.Close()
 				return nil, fmt.Errorf("read document frequencies: %w", err)
 			}
-			got[t] = n
+			got[t], q.vers[t] = n, ver
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
 			return nil, fmt.Errorf("read document frequencies: %w", err)
 		}
 		for i, ph := range q.phrases {
-			if n, ok := got[ph[0]]; ok && len(ph) == 1 {
+			if n, ok := got[ph[0]]; ok && len(ph) == 1 && slices.Contains(table, ph[0]) {
 				df[i] = n
 			}
 		}
@@ -503,7 +520,7 @@ func (q *lexQuery) read(ctx context.Context, cands *candidates, terms []int, rid
 	if len(toks) == 0 {
 		return nil
 	}
-	return scanBlocks(ctx, q.tx, q.s.postings, q.sc.Profile, q.docs, toks, q.tokDF, rids, func(tok string, ps []posting) {
+	return scanBlocks(ctx, q.tx, q.s.postings, q.vers, q.sc.Profile, q.docs, toks, q.tokDF, rids, func(tok string, ps []posting) {
 		for _, p := range ps {
 			if p.tf&q.mask == 0 || !q.keeps(p.rid) || (only != nil && !only[p.rid]) {
 				continue
@@ -540,7 +557,7 @@ func (q *lexQuery) readPhrase(ctx context.Context, cands *candidates, i int, rid
 		}
 	}
 	holds := map[int64]int{}
-	err := scanBlocks(ctx, q.tx, q.s.postings, q.sc.Profile, q.docs, toks, q.tokDF, rids, func(_ string, ps []posting) {
+	err := scanBlocks(ctx, q.tx, q.s.postings, q.vers, q.sc.Profile, q.docs, toks, q.tokDF, rids, func(_ string, ps []posting) {
 		for _, p := range ps {
 			if q.keeps(p.rid) && (only == nil || only[p.rid]) && (create || cands.m[p.rid] != nil) {
 				holds[p.rid]++
