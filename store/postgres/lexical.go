@@ -111,7 +111,7 @@ type lexQuery struct {
 	tokDF map[string]int64
 	// vers are the query's tokens' versions (postingCache), read with the
 	// document frequencies; nil until then.
-	vers map[string]int64
+	vers  map[string]int64
 	avgdl [numFields]float64
 	tk    ftstoken.Tokenizer
 }
