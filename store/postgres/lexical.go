@@ -182,7 +182,7 @@ func (q *lexQuery) run(ctx context.Context, p store.LexicalParams) ([]mnemotype.
 	}
 	every := q.every()
 	var out []*candidate
-	for _, c := range cands.m {
+	for _, c := range cands.all {
 		if c.score, c.ok = q.score(c, every); c.ok {
 			out = append(out, c)
 		}
@@ -275,7 +275,7 @@ func (q *lexQuery) countMatches(ctx context.Context, limit int, df []int64) (int
 	}
 	every := q.every()
 	n := 0
-	for _, c := range cands.m {
+	for _, c := range cands.all {
 		if q.matches(c, every) {
 			if n++; n >= limit {
 				break
@@ -310,11 +310,12 @@ func (q *lexQuery) readAll(ctx context.Context, cands *candidates, df []int64) e
 	if err := q.read(ctx, cands, []int{rarest}, nil, true); err != nil {
 		return err
 	}
-	if len(cands.m) == 0 {
+	if len(cands.all) == 0 {
 		return nil
 	}
-	rids := make([]int64, 0, len(cands.m))
-	for rid := range cands.m {
+	rids := make([]int64, 0, len(cands.all))
+	for _, c := range cands.all {
+		rid := c.rid
 		rids = append(rids, rid)
 	}
 	var others []int
@@ -426,7 +427,7 @@ func (q *lexQuery) docFreqs(ctx context.Context) ([]int64, error) {
 		if err := whole.read(ctx, cands, []int{i}, nil, true); err != nil {
 			return nil, err
 		}
-		df[i] = int64(len(cands.m))
+		df[i] = int64(len(cands.all))
 		q.s.terms.put(q.sc.Profile, q.seq, q.mask, q.terms[i], df[i])
 	}
 	return df, nil
@@ -458,22 +459,56 @@ type candidate struct {
 }
 
 // candidates are the rows a query scores, by row id. They are allocated
-// in chunks: a query at 100k memories scores thousands of them.
+// in chunks: a query at 100k memories scores thousands of them. They are
+// found by the block of their row id (postings come in blocks, in row id
+// order: one map lookup per block, not per posting), and listed in all.
 type candidates struct {
-	m     map[int64]*candidate
-	terms int
-	free  []candidate
-	tfs   [][numFields]float64
+	blocks    map[int64]*[1 << blockShift]*candidate
+	all       []*candidate
+	lastBlock int64
+	last      *[1 << blockShift]*candidate
+	terms     int
+	free      []candidate
+	tfs       [][numFields]float64
 }
 
 func newCandidates(terms int) *candidates {
-	return &candidates{m: map[int64]*candidate{}, terms: terms}
+	return &candidates{blocks: map[int64]*[1 << blockShift]*candidate{}, terms: terms, lastBlock: -1}
 }
 
 const candidateChunk = 512
 
+// slots returns the candidates of rid's block, creating them with create.
+func (cs *candidates) slots(rid int64, create bool) *[1 << blockShift]*candidate {
+	b := rid >> blockShift
+	if b == cs.lastBlock && cs.last != nil {
+		return cs.last
+	}
+	arr := cs.blocks[b]
+	if arr == nil {
+		if !create {
+			return nil
+		}
+		arr = new([1 << blockShift]*candidate)
+		cs.blocks[b] = arr
+	}
+	cs.lastBlock, cs.last = b, arr
+	return arr
+}
+
+// lookup returns rid's candidate, or nil.
+func (cs *candidates) lookup(rid int64) *candidate {
+	arr := cs.slots(rid, false)
+	if arr == nil {
+		return nil
+	}
+	return arr[rid&(1<<blockShift-1)]
+}
+
+// get returns rid's candidate, made if it is not one yet.
 func (cs *candidates) get(rid int64) *candidate {
-	c := cs.m[rid]
+	arr := cs.slots(rid, true)
+	c := arr[rid&(1<<blockShift-1)]
 	if c == nil {
 		if len(cs.free) == 0 {
 			cs.free = make([]candidate, candidateChunk)
@@ -483,7 +518,8 @@ func (cs *candidates) get(rid int64) *candidate {
 		cs.free = cs.free[1:]
 		c.rid, c.tf = rid, cs.tfs[:cs.terms:cs.terms]
 		cs.tfs = cs.tfs[cs.terms:]
-		cs.m[rid] = c
+		arr[rid&(1<<blockShift-1)] = c
+		cs.all = append(cs.all, c)
 	}
 	return c
 }
@@ -528,7 +564,7 @@ func (q *lexQuery) read(ctx context.Context, cands *candidates, terms []int, rid
 			var c *candidate
 			if create {
 				c = cands.get(p.rid)
-			} else if c = cands.m[p.rid]; c == nil {
+			} else if c = cands.lookup(p.rid); c == nil {
 				continue
 			}
 			c.content, c.context = float64(p.content), float64(p.context)
@@ -559,7 +595,7 @@ func (q *lexQuery) readPhrase(ctx context.Context, cands *candidates, i int, rid
 	holds := map[int64]int{}
 	err := scanBlocks(ctx, q.tx, q.s.postings, q.vers, q.sc.Profile, q.docs, toks, q.tokDF, rids, func(_ string, ps []posting) {
 		for _, p := range ps {
-			if q.keeps(p.rid) && (only == nil || only[p.rid]) && (create || cands.m[p.rid] != nil) {
+			if q.keeps(p.rid) && (only == nil || only[p.rid]) && (create || cands.lookup(p.rid) != nil) {
 				holds[p.rid]++
 			}
 		}
@@ -611,7 +647,7 @@ func (q *lexQuery) readPhrase(ctx context.Context, cands *candidates, i int, rid
 		var c *candidate
 		if create {
 			c = cands.get(rid)
-		} else if c = cands.m[rid]; c == nil {
+		} else if c = cands.lookup(rid); c == nil {
 			continue
 		}
 		if len(lens) == numFields {
@@ -683,8 +719,8 @@ func (q *lexQuery) rankedRare(ctx context.Context, limit int, rare []int) ([]mne
 	if err := q.read(ctx, cands, rare, nil, true); err != nil {
 		return nil, err
 	}
-	order := make([]*candidate, 0, len(cands.m))
-	for _, c := range cands.m {
+	order := make([]*candidate, 0, len(cands.all))
+	for _, c := range cands.all {
 		if v, ok := q.score(c, rare); ok {
 			c.partial = v
 			order = append(order, c)
