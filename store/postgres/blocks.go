@@ -298,12 +298,10 @@ func scanBlocks(ctx context.Context, tx pgx.Tx, cache *postingCache, known map[s
 			return err
 		}
 	}
-	var blockSet map[int64]bool
 	whole, probe := toks, []string(nil)
 	var blocks []int64
 	if rids != nil {
 		seen := make(map[int64]bool, len(rids))
-		blockSet = seen
 		for _, r := range rids {
 			if b := r >> blockShift; !seen[b] {
 				seen[b] = true
@@ -334,15 +332,17 @@ func scanBlocks(ctx context.Context, tx pgx.Tx, cache *postingCache, known map[s
 				left = append(left, t)
 				continue
 			}
-			if blockSet == nil {
+			if rids == nil {
 				fn(t, ps)
 				continue
 			}
+			// The list is in row id order: each block's postings are a
+			// range of it.
 			var in []posting
-			for _, p := range ps {
-				if blockSet[p.rid>>blockShift] {
-					in = append(in, p)
-				}
+			for _, b := range blocks {
+				lo, _ := slices.BinarySearchFunc(ps, b<<blockShift, func(p posting, rid int64) int { return cmp.Compare(p.rid, rid) })
+				hi, _ := slices.BinarySearchFunc(ps, (b+1)<<blockShift, func(p posting, rid int64) int { return cmp.Compare(p.rid, rid) })
+				in = append(in, ps[lo:hi]...)
 			}
 			fn(t, in)
 		}

@@ -733,13 +733,16 @@ func (q *lexQuery) rankedRare(ctx context.Context, limit int, rare []int) ([]mne
 		return cmp.Compare(a.rid, b.rid)
 	}
 	partialOf := func(c *candidate) float64 { return c.partial }
-	slices.SortFunc(order, func(a, b *candidate) int { return byScore(a, b, partialOf) })
+	byPartial := func(a, b *candidate) int { return byScore(a, b, partialOf) }
 	bound := 0.0 // the most the common terms can add
 	for _, i := range common {
 		bound += q.idf[i] * (bm25K1 + 1)
 	}
-	done := 0
+	done, sorted := 0, 0
 	for n := min(len(order), max(4*limit, 64)); ; n = min(len(order), 4*n) {
+		// order[:n+1] best first: the rows scored this round, and the
+		// best of the rest, which bounds what is left.
+		sorted = sortPrefix(order, sorted, n+1, byPartial)
 		rids := make([]int64, 0, n-done)
 		for _, c := range order[done:n] {
 			rids = append(rids, c.rid)
@@ -763,6 +766,56 @@ func (q *lexQuery) rankedRare(ctx context.Context, limit int, rare []int) ([]mne
 		}
 	}
 	return q.hits(ctx, order[:done], limit)
+}
+
+// sortPrefix orders xs so that xs[:k] are its k first elements by cmp, in
+// order, given that xs[:from] already are; it returns min(k, len(xs)).
+// Only the new prefix is sorted: a selection finds it in the rest.
+func sortPrefix[T any](xs []T, from, k int, cmp func(a, b T) int) int {
+	k = min(k, len(xs))
+	if k <= from {
+		return from
+	}
+	rest := xs[from:]
+	selectFirst(rest, k-from, cmp)
+	slices.SortFunc(rest[:k-from], cmp)
+	return k
+}
+
+// selectFirst moves the k first elements of xs by cmp (a total order) to
+// xs[:k], in no order (quickselect).
+func selectFirst[T any](xs []T, k int, cmp func(a, b T) int) {
+	lo, hi := 0, len(xs)-1
+	for lo < hi && k > lo && k <= hi {
+		// The median of three as the pivot, moved to the end.
+		mid := lo + (hi-lo)/2
+		if cmp(xs[mid], xs[lo]) < 0 {
+			xs[mid], xs[lo] = xs[lo], xs[mid]
+		}
+		if cmp(xs[hi], xs[lo]) < 0 {
+			xs[hi], xs[lo] = xs[lo], xs[hi]
+		}
+		if cmp(xs[mid], xs[hi]) < 0 {
+			xs[mid], xs[hi] = xs[hi], xs[mid]
+		}
+		pivot := xs[hi]
+		i := lo
+		for j := lo; j < hi; j++ {
+			if cmp(xs[j], pivot) < 0 {
+				xs[i], xs[j] = xs[j], xs[i]
+				i++
+			}
+		}
+		xs[i], xs[hi] = xs[hi], xs[i]
+		switch {
+		case i == k || i == k-1:
+			return
+		case i > k:
+			hi = i - 1
+		default:
+			lo = i + 1
+		}
+	}
 }
 
 // hits sorts the scored candidates, best first (ties in insertion
