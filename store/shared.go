@@ -93,6 +93,20 @@ func DecodeVector(b []byte) ([]float32, error) {
 	return DecodeVectorInto(make([]float32, 0, len(b)/4), b)
 }
 
+// SameVector reports whether a and b hold the same floats, bit for bit
+// (the round trip an embedding's storage must keep).
+func SameVector(a, b []float32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
 // DecodeVectorInto is DecodeVector appending to dst (dst[:0] reuses its
 // memory).
 func DecodeVectorInto(dst []float32, b []byte) ([]float32, error) {

@@ -308,7 +308,7 @@ func removeStaleVectors(ctx context.Context, tx pgx.Tx) (int, error) {
 				rows.Close()
 				return removed, fmt.Errorf("compare vectors: memory %s of profile %q: %w", id, p, err)
 			}
-			if len(blob) == 0 || model == nil || *model != vmodel || !sameBits(emb, vec) {
+			if len(blob) == 0 || model == nil || *model != vmodel || !store.SameVector(emb, vec) {
 				stale[0], stale[1] = append(stale[0], p), append(stale[1], id)
 			}
 		}
@@ -327,19 +327,6 @@ func removeStaleVectors(ctx context.Context, tx pgx.Tx) (int, error) {
 			return removed, nil
 		}
 	}
-}
-
-// sameBits reports whether a and b hold the same floats, bit for bit.
-func sameBits(a, b []float32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
-			return false
-		}
-	}
-	return true
 }
 
 // vectorText is v in pgvector's text form, every float32 written so that

@@ -400,7 +400,7 @@ func diffMemory(got, want mnemotype.Memory, ec embCheck) []string {
 			diff("Embedding (not asked for)", fmt.Sprintf("%d values", len(got.Embedding)), "nil")
 		}
 	case embExact:
-		if !sameBits(got.Embedding, want.Embedding) {
+		if !store.SameVector(got.Embedding, want.Embedding) {
 			diff("Embedding", describeVector(got.Embedding), describeVector(want.Embedding))
 		}
 		if got.EmbeddingModel != want.EmbeddingModel {
@@ -415,18 +415,6 @@ func checkMemory(t testing.TB, got, want mnemotype.Memory, ec embCheck) {
 	if d := diffMemory(got, want, ec); len(d) > 0 {
 		t.Errorf("memory %s:\n\t%s", want.ID, strings.Join(d, "\n\t"))
 	}
-}
-
-func sameBits(a, b []float32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
-			return false
-		}
-	}
-	return true
 }
 
 func describeVector(v []float32) string {
