@@ -215,6 +215,24 @@ func (e *Engine) Update(ctx context.Context, profile, id string, p Patch) (Memor
 	return m, nil
 }
 
+// BuildGraph links every embedded memory of profile into its in-process
+// dense index's graph (HNSW) now, when the profile is large enough for one
+// (Config.ANN), instead of leaving it to the background builder, and
+// writes the index's snapshot; it returns how many memories it linked. It
+// does nothing when the dense leg is the store's own (pgvector: see
+// IndexVectors).
+func (e *Engine) BuildGraph(ctx context.Context, profile string) (int, error) {
+	done, err := e.enter()
+	if err != nil {
+		return 0, err
+	}
+	defer done()
+	if e.vec != recall.Dense(e.dense) {
+		return 0, nil
+	}
+	return e.dense.BuildGraph(ctx, profile)
+}
+
 // VectorIndex is a profile's ANN index in a store that ranks embeddings
 // itself (see Engine.IndexVectors).
 type VectorIndex = postgres.VectorIndex

@@ -37,6 +37,7 @@ import (
 	"github.com/mnemo-dev/mnemo/store"
 	"github.com/mnemo-dev/mnemo/store/postgres"
 	"github.com/mnemo-dev/mnemo/store/sqlitestore"
+	"github.com/mnemo-dev/mnemo/vector"
 )
 
 // Re-exported leaf types, so users of the library need one import.
@@ -152,6 +153,12 @@ type Config struct {
 	// <database>.index (none with Store); "-" keeps no snapshots. The
 	// snapshots are a cache: deleting them loses nothing.
 	IndexDir string
+	// ANN configures the in-process dense indexes' graphs (HNSW): a
+	// profile of at least ANN.GraphMin embedded memories gets one, built
+	// in the background; searches of scopes of at least ANN.ExactBelow
+	// memories walk it. Zero values take package dense's and vector's
+	// defaults; a negative GraphMin keeps every search exact.
+	ANN ANNOptions
 	// Replicas are URLs of streaming replicas of a Postgres database:
 	// recalls read from them, writes go to the primary (see
 	// Engine.Consistency for read-your-writes). Ignored with Store and on
@@ -238,7 +245,8 @@ func Open(path string, cfg *Config) (*Engine, error) {
 		indexDir = ""
 	}
 	e := &Engine{cfg: c, st: st, emb: c.Embedder, log: c.Logger,
-		dense: dense.NewCatalog(st, dense.Options{Dim: c.Embedder.Dim(), Budget: c.IndexBudget, Dir: indexDir, Logger: c.Logger})}
+		dense: dense.NewCatalog(st, dense.Options{Dim: c.Embedder.Dim(), Budget: c.IndexBudget, Dir: indexDir, Logger: c.Logger,
+			GraphMin: c.ANN.GraphMin, ANN: vector.ANN{ExactBelow: c.ANN.ExactBelow, Ef: c.ANN.Ef}})}
 	e.vec = e.dense
 	if ps, ok := st.(*postgres.Store); ok {
 		if d := ps.Dense(); d != nil {
@@ -272,6 +280,19 @@ func OpenStore(ctx context.Context, db string, o StoreOptions) (store.Store, err
 		return nil, mnemotype.Invalidf("read replicas need a postgres:// database, not the SQLite file %s", db)
 	}
 	return sqlitestore.Open(ctx, db, sqlitestore.Options{ContextTurns: o.ContextTurns, MustExist: o.MustExist})
+}
+
+// ANNOptions configure the in-process dense indexes' graphs (Config.ANN).
+type ANNOptions struct {
+	// GraphMin: embedded memories a profile holds before its index gets a
+	// graph (dense.DefaultGraphMin when 0; never when negative).
+	GraphMin int
+	// ExactBelow: scopes estimated smaller are scanned exactly
+	// (vector.DefaultExactBelow when 0).
+	ExactBelow int
+	// Ef: candidates a walk keeps, at least the recall's fetch
+	// (vector.DefaultEf when 0).
+	Ef int
 }
 
 // IndexDir is where an engine on the database file at path keeps its

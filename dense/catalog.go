@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/mnemo-dev/mnemo/mnemotype"
 	"github.com/mnemo-dev/mnemo/store"
@@ -63,9 +64,24 @@ type Options struct {
 	// SaveEvery is how many changes from the store an index applies before
 	// its snapshot is written again; 0 means DefaultSaveEvery.
 	SaveEvery int
+	// GraphMin is how many embedded memories a profile's index holds
+	// before it gets a graph (vector.Index.GrowGraph), built in the
+	// background and walked by searches of large scopes; 0 means
+	// DefaultGraphMin, a negative value never.
+	GraphMin int
+	// ANN tells the indexes when to walk their graph.
+	ANN vector.ANN
 	// Logger receives evictions and snapshot problems; nil discards them.
 	Logger *slog.Logger
 }
+
+// DefaultGraphMin is Options.GraphMin's default: an index smaller than the
+// scopes it scans exactly has no use for a graph.
+const DefaultGraphMin = vector.DefaultExactBelow
+
+// graphBatch is how many memories a builder links into a graph at a time,
+// holding the index's write lock (a few milliseconds).
+const graphBatch = 16
 
 // Catalog is the dense port over per-profile in-memory indexes kept in sync
 // with a store. Before each call it compares the store's change sequence
@@ -85,6 +101,7 @@ type Catalog struct {
 	instance string // the store's Instance, once read
 	closed   bool
 	saves    sync.WaitGroup // snapshots being written
+	builders sync.WaitGroup // graphs being grown
 }
 
 // entry is one profile's index.
@@ -97,6 +114,8 @@ type entry struct {
 	turn chan struct{}
 	// seq is the store change sequence x reflects.
 	seq atomic.Int64
+	// growing is set while a builder links x's new memories into its graph.
+	growing atomic.Bool
 
 	// Under turn: whether the snapshot was looked for, and the changes
 	// applied since it was read or written.
@@ -125,7 +144,17 @@ func NewCatalog(st Store, opt Options) *Catalog {
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	if opt.GraphMin == 0 {
+		opt.GraphMin = DefaultGraphMin
+	}
 	return &Catalog{st: st, opt: opt, profiles: map[string]*entry{}}
+}
+
+// newIndex returns an empty index as the catalog configures them.
+func (c *Catalog) newIndex() *vector.Index {
+	x := vector.NewDim(c.opt.Dim)
+	x.SetANN(c.opt.ANN)
+	return x
 }
 
 // Search implements the dense port: the exact top q.K of the scope.
@@ -163,6 +192,10 @@ type Stats struct {
 	// ForeignDim).
 	Memories, Embedded, Foreign, ForeignDim int
 	Bytes                                   int64
+	// Linked is how many memories the index's graph holds, Unlinked how
+	// many embedded ones it does not yet (scanned exactly by every search
+	// until the builder links them).
+	Linked, Unlinked int
 }
 
 // Profile returns the stats of profile's index, caught up with the store.
@@ -171,8 +204,26 @@ func (c *Catalog) Profile(ctx context.Context, profile string) (Stats, error) {
 	if err != nil {
 		return Stats{}, err
 	}
+	return statsOf(x), nil
+}
+
+func statsOf(x *vector.Index) Stats {
 	n, d := x.Foreign()
-	return Stats{Memories: x.Len(), Embedded: x.Embedded(), Foreign: n, ForeignDim: d, Bytes: x.Bytes()}, nil
+	g := x.Graph()
+	return Stats{Memories: x.Len(), Embedded: x.Embedded(), Foreign: n, ForeignDim: d, Bytes: x.Bytes(),
+		Linked: g.Linked, Unlinked: g.Unlinked}
+}
+
+// Walks returns how many searches of the indexes held walked a graph
+// instead of scanning.
+func (c *Catalog) Walks() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var n int64
+	for _, e := range c.profiles {
+		n += e.x.Load().Walks()
+	}
+	return n
 }
 
 // Usage reports the profiles held, the bytes they hold, and how many
@@ -216,7 +267,7 @@ func (c *Catalog) use(profile string) *entry {
 	e := c.profiles[profile]
 	if e == nil {
 		e = &entry{profile: profile, turn: make(chan struct{}, 1), snapshotSeq: -1}
-		e.x.Store(vector.NewDim(c.opt.Dim))
+		e.x.Store(c.newIndex())
 		e.turn <- struct{}{}
 		e.elem = c.lru.PushFront(e)
 		c.profiles[profile] = e
@@ -263,6 +314,7 @@ func (c *Catalog) caughtUp(ctx context.Context, profile string) (*entry, error) 
 		c.account(e)
 		if err == nil {
 			c.maybeSave(ctx, e)
+			c.maybeGrow(e)
 		}
 	}
 	if err != nil {
@@ -306,6 +358,101 @@ func (c *Catalog) catchUp(ctx context.Context, e *entry) error {
 			return nil
 		}
 	}
+}
+
+// needsGraph reports whether x is large enough for a graph and holds
+// memories not yet in it.
+func (c *Catalog) needsGraph(x *vector.Index) bool {
+	return c.opt.GraphMin > 0 && x.Embedded() >= c.opt.GraphMin && x.Unindexed() > 0
+}
+
+// maybeGrow starts a builder linking e's new memories into its index's
+// graph, unless one runs or the index needs none. The builder stops when
+// the graph holds them all, the catalog closes, or e is dropped; then it
+// has the snapshot written, so that a new process gets the graph.
+func (c *Catalog) maybeGrow(e *entry) {
+	x := e.x.Load()
+	if !c.needsGraph(x) || !e.growing.CompareAndSwap(false, true) {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		e.growing.Store(false)
+		return
+	}
+	c.builders.Add(1)
+	go func() {
+		defer c.builders.Done()
+		t0, before := time.Now(), x.Unindexed()
+		done := c.grow(context.Background(), e, x)
+		e.growing.Store(false)
+		if !done {
+			return
+		}
+		c.opt.Logger.Info("dense index graph grown", "profile", e.profile, "memories", before, "took", time.Since(t0))
+		<-e.turn
+		defer e.release()
+		e.unsaved = max(e.unsaved, c.opt.SaveEvery, x.Len()/8)
+		c.maybeSave(context.Background(), e)
+		c.account(e)
+	}()
+}
+
+// grow links x's tail into its graph a batch at a time until none is
+// left (true), or ctx ends, the catalog closes, or e no longer holds x
+// (false).
+func (c *Catalog) grow(ctx context.Context, e *entry, x *vector.Index) bool {
+	for {
+		c.mu.Lock()
+		stop := c.closed || e.elem == nil || e.x.Load() != x
+		c.mu.Unlock()
+		if stop || ctx.Err() != nil {
+			return false
+		}
+		if x.GrowGraph(graphBatch) == 0 {
+			return true
+		}
+	}
+}
+
+// BuildGraph catches profile's index up with the store and, when it is
+// large enough for one (Options.GraphMin), links every memory into its
+// graph before it returns (a background builder does so otherwise), then
+// writes its snapshot when the catalog keeps them. It returns how many
+// memories it linked.
+func (c *Catalog) BuildGraph(ctx context.Context, profile string) (int, error) {
+	e, err := c.caughtUp(ctx, profile)
+	if err != nil {
+		return 0, err
+	}
+	x := e.x.Load()
+	if !c.needsGraph(x) {
+		return 0, nil
+	}
+	n := x.Unindexed()
+	for x.Unindexed() > 0 {
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		x.GrowGraph(graphBatch * 4)
+	}
+	if err := e.take(ctx); err != nil {
+		return 0, err
+	}
+	defer e.release()
+	if c.opt.Dir != "" && e.x.Load() == x {
+		instance, err := c.storeInstance(ctx)
+		if err != nil {
+			return 0, err
+		}
+		if err := c.save(ctx, profile, instance, e.seq.Load(), x); err != nil {
+			return 0, fmt.Errorf("dense index of profile %q: write its snapshot: %w", profile, err)
+		}
+		e.unsaved = 0
+	}
+	c.account(e)
+	return n, nil
 }
 
 // account records e's size and evicts the least recently used other

@@ -82,6 +82,7 @@ func (c *Catalog) restore(ctx context.Context, e *entry, storeSeq int64) {
 		c.opt.Logger.Warn("dense index snapshot ignored: the index is built from the store", "profile", e.profile, "path", path, "err", err)
 		return
 	}
+	x.SetANN(c.opt.ANN)
 	e.x.Store(x)
 	e.seq.Store(seq)
 	e.snapshotSeq = seq
@@ -293,13 +294,14 @@ func (c *Catalog) removeSnapshot(profile string) {
 	}
 }
 
-// Close waits for the snapshots being written and writes no more. The
-// Catalog still answers (it is a cache; its store decides when it is
-// closed).
+// Close stops the graph builders, waits for the snapshots being written
+// and writes no more. The Catalog still answers (it is a cache; its store
+// decides when it is closed).
 func (c *Catalog) Close() {
 	c.mu.Lock()
 	c.closed = true
 	c.mu.Unlock()
+	c.builders.Wait()
 	c.saves.Wait()
 }
 
@@ -326,7 +328,7 @@ func (c *Catalog) Verify(ctx context.Context, profile string) (Verification, err
 		v.Snapshot = SnapshotPath(c.opt.Dir, profile)
 	}
 	opt := c.opt
-	opt.SaveEvery, opt.Budget = math.MaxInt, math.MaxInt64
+	opt.SaveEvery, opt.Budget, opt.GraphMin = math.MaxInt, math.MaxInt64, -1
 	restored := NewCatalog(c.st, opt)
 	opt.Dir = ""
 	fresh := NewCatalog(c.st, opt)
@@ -356,9 +358,13 @@ func (c *Catalog) Verify(ctx context.Context, profile string) (Verification, err
 }
 
 // Rebuild drops profile's index and snapshot, builds the index from the
-// store, and writes its snapshot at once (when the Catalog keeps them).
+// store, with its graph when it is large enough for one, and writes its
+// snapshot at once (when the Catalog keeps them).
 func (c *Catalog) Rebuild(ctx context.Context, profile string) (Stats, error) {
 	c.Evict(profile)
+	if _, err := c.BuildGraph(ctx, profile); err != nil {
+		return Stats{}, err
+	}
 	e, err := c.caughtUp(ctx, profile)
 	if err != nil {
 		return Stats{}, err
@@ -377,7 +383,5 @@ func (c *Catalog) Rebuild(ctx context.Context, profile string) (Stats, error) {
 		}
 		e.unsaved = 0
 	}
-	x := e.x.Load()
-	n, d := x.Foreign()
-	return Stats{Memories: x.Len(), Embedded: x.Embedded(), Foreign: n, ForeignDim: d, Bytes: x.Bytes()}, nil
+	return statsOf(e.x.Load()), nil
 }

@@ -16,7 +16,7 @@ import (
 
 // encodingMagic opens an encoded index; its last byte is the format's
 // version.
-var encodingMagic = [8]byte{'m', 'n', 'e', 'm', 'o', 'v', 'x', 1}
+var encodingMagic = [8]byte{'m', 'n', 'e', 'm', 'o', 'v', 'x', 2}
 
 // Bounds Decode enforces before it allocates.
 const (
@@ -32,7 +32,8 @@ var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
 var ErrCorrupt = errors.New("corrupt vector index encoding")
 
 // Encode writes x in a binary format Decode reads: the interned names, each
-// row's id and scope, then the embeddings (little-endian float32). It holds
+// row's id and scope, the embeddings (little-endian float32), then the
+// graph (its nodes, their links, and the tombstones' vectors). It holds
 // x's read lock throughout, so x does not change while it is written.
 func (x *Index) Encode(w io.Writer) error {
 	x.mu.RLock()
@@ -77,15 +78,53 @@ func (x *Index) Encode(w io.Writer) error {
 	if err := flush(0); err != nil {
 		return err
 	}
-	vecs := x.vecs[:len(x.rows)*x.dim]
-	if littleEndian && len(vecs) > 0 {
-		if _, err := bw.Write(unsafe.Slice((*byte)(unsafe.Pointer(&vecs[0])), len(vecs)*4)); err != nil {
+	if err := writeFloats(bw, x.vecs[:len(x.rows)*x.dim]); err != nil {
+		return err
+	}
+	g := x.graph
+	if g == nil || len(g.nodes) == 0 {
+		b = binary.LittleEndian.AppendUint32(b, 0)
+		if err := flush(0); err != nil {
 			return err
 		}
 		return bw.Flush()
 	}
-	for _, v := range vecs {
-		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(v))
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(g.nodes)))
+	b = binary.LittleEndian.AppendUint32(b, uint32(g.entry))
+	b = binary.LittleEndian.AppendUint32(b, uint32(g.top))
+	for _, n := range g.nodes {
+		b = binary.LittleEndian.AppendUint32(b, uint32(n.slot))
+		b = append(b, n.level)
+		if err := flush(1 << 16); err != nil {
+			return err
+		}
+	}
+	for _, v := range g.l0 {
+		b = binary.LittleEndian.AppendUint32(b, uint32(v))
+		if err := flush(1 << 16); err != nil {
+			return err
+		}
+	}
+	for n, gn := range g.nodes {
+		if gn.level == 0 {
+			continue
+		}
+		for _, v := range g.up[int32(n)] {
+			b = binary.LittleEndian.AppendUint32(b, uint32(v))
+		}
+		if err := flush(1 << 16); err != nil {
+			return err
+		}
+	}
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(g.ghosts)))
+	for n, gn := range g.nodes {
+		if gn.slot >= 0 {
+			continue
+		}
+		b = binary.LittleEndian.AppendUint32(b, uint32(n))
+		for _, f := range g.ghosts[int32(n)] {
+			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(f))
+		}
 		if err := flush(1 << 16); err != nil {
 			return err
 		}
@@ -94,6 +133,22 @@ func (x *Index) Encode(w io.Writer) error {
 		return err
 	}
 	return bw.Flush()
+}
+
+// writeFloats writes vs as little-endian float32s.
+func writeFloats(bw *bufio.Writer, vs []float32) error {
+	if littleEndian && len(vs) > 0 {
+		_, err := bw.Write(unsafe.Slice((*byte)(unsafe.Pointer(&vs[0])), len(vs)*4))
+		return err
+	}
+	var b [4]byte
+	for _, v := range vs {
+		binary.LittleEndian.PutUint32(b[:], math.Float32bits(v))
+		if _, err := bw.Write(b[:]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func appendString(b []byte, s string) []byte {
@@ -144,7 +199,7 @@ func Decode(r io.Reader, size int64) (*Index, error) {
 	for range nRows {
 		id := d.str()
 		r := row{id: id, project: ref(d.i32(), false), session: ref(d.i32(), false), actor: ref(d.i32(), false),
-			kindID: ref(d.i32(), false), model: ref(d.i32(), true)}
+			kindID: ref(d.i32(), false), model: ref(d.i32(), true), node: -1, tail: -1}
 		r.occurred = instant{int64(d.u64()), int32(d.u32())}
 		r.invNorm = math.Float32frombits(d.u32())
 		f := d.u8()
@@ -200,6 +255,7 @@ func Decode(r io.Reader, size int64) (*Index, error) {
 			}
 		}
 	}
+	x.decodeGraph(&d)
 	d.done()
 	if id, ok := <-dup; ok {
 		return nil, fmt.Errorf("%w: row %q twice", ErrCorrupt, id)
@@ -208,6 +264,121 @@ func Decode(r io.Reader, size int64) (*Index, error) {
 		return nil, d.err
 	}
 	return x, nil
+}
+
+// decodeGraph reads the graph Encode wrote after the embeddings, checking
+// that every link names a node, every live node an embedded row of its
+// own, and every tombstone has its vector; the embedded rows no node
+// holds go on the tail.
+func (x *Index) decodeGraph(d *decoder) {
+	defer func() {
+		if d.err != nil {
+			return
+		}
+		for s := range x.rows {
+			if r := &x.rows[s]; r.model >= 0 && r.node < 0 {
+				x.toTail(s)
+			}
+		}
+	}()
+	nNodes := d.count(4 + 1 + (graphM0+1)*4)
+	if nNodes == 0 {
+		return
+	}
+	g := newGraph()
+	g.entry, g.top = d.i32(), int(d.u32())
+	g.nodes = make([]gnode, nNodes)
+	maxLevel := 0
+	for n := range g.nodes {
+		slot, level := d.i32(), d.u8()
+		if d.err != nil {
+			return
+		}
+		if slot < -1 || int(slot) >= len(x.rows) || level > graphMaxLevel {
+			d.fail("graph node %d: slot %d, level %d", n, slot, level)
+			return
+		}
+		if slot >= 0 {
+			r := &x.rows[slot]
+			if r.model < 0 || r.node >= 0 {
+				d.fail("graph node %d: row %d is not embedded or has another node", n, slot)
+				return
+			}
+			r.node = int32(n)
+			g.nodes[n] = gnode{slot: slot, level: level, inv: r.invNorm}
+		} else {
+			g.dead++
+			g.nodes[n] = gnode{slot: slot, level: level, inv: 1}
+		}
+		maxLevel = max(maxLevel, int(level))
+	}
+	if g.entry < 0 || int(g.entry) >= nNodes || g.top != int(g.nodes[g.entry].level) || g.top != maxLevel {
+		d.fail("graph entry %d at level %d", g.entry, g.top)
+		return
+	}
+	// links checks a node's list at layer l: each link names a node linked
+	// in that layer.
+	links := func(ls []int32, m, l int) bool {
+		if ls[0] < 0 || int(ls[0]) > m {
+			return false
+		}
+		for _, nb := range ls[1 : 1+ls[0]] {
+			if nb < 0 || int(nb) >= nNodes || int(g.nodes[nb].level) < l {
+				return false
+			}
+		}
+		return true
+	}
+	g.l0 = make([]int32, nNodes*(graphM0+1))
+	d.fill(unsafe.Slice((*byte)(unsafe.Pointer(&g.l0[0])), len(g.l0)*4))
+	if !littleEndian {
+		b := unsafe.Slice((*byte)(unsafe.Pointer(&g.l0[0])), len(g.l0)*4)
+		for i := range g.l0 {
+			g.l0[i] = int32(binary.LittleEndian.Uint32(b[i*4:]))
+		}
+	}
+	for n := range nNodes {
+		if d.err == nil && !links(g.links(int32(n), 0), graphM0, 0) {
+			d.fail("graph node %d: bad links", n)
+		}
+	}
+	for n, gn := range g.nodes {
+		if gn.level == 0 || d.err != nil {
+			continue
+		}
+		up := make([]int32, int(gn.level)*(graphM+1))
+		for i := range up {
+			up[i] = d.i32()
+		}
+		g.up[int32(n)] = up
+		for l := 1; l <= int(gn.level) && d.err == nil; l++ {
+			if !links(g.links(int32(n), l), graphM, l) {
+				d.fail("graph node %d: bad links at layer %d", n, l)
+			}
+		}
+	}
+	nGhosts := d.count(4 + 4*x.dim)
+	if d.err == nil && nGhosts != g.dead {
+		d.fail("%d tombstones, %d vectors", g.dead, nGhosts)
+	}
+	for range nGhosts {
+		n := d.i32()
+		if d.err != nil {
+			return
+		}
+		if n < 0 || int(n) >= nNodes || g.nodes[n].slot >= 0 || g.ghosts[n] != nil {
+			d.fail("graph tombstone %d", n)
+			return
+		}
+		v := make([]float32, x.dim)
+		for i := range v {
+			v[i] = math.Float32frombits(d.u32())
+		}
+		g.ghosts[n] = v
+	}
+	if d.err == nil {
+		x.graph = g
+	}
 }
 
 // decoder reads little-endian values from a buffer it fills from r in

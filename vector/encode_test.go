@@ -122,18 +122,96 @@ func TestDecode_Corrupt(t *testing.T) {
 	}
 }
 
+// graphIndex is randomIndex with a graph holding most rows, tombstones
+// among its nodes, and rows on its tail.
+func graphIndex(t testing.TB, seed uint64, n, dim int) *Index {
+	x := randomIndex(t, seed, n, dim)
+	for x.GrowGraph(64) > 0 {
+	}
+	for s := 0; s < n; s += 7 {
+		x.Delete(x.rows[0].id)
+	}
+	r := rand.New(rand.NewPCG(seed, 3))
+	if err := x.Upsert([]mnemotype.Memory{{ID: "late", Embedding: randVec(r, dim), EmbeddingModel: "m"}}); err != nil {
+		t.Fatal(err)
+	}
+	return x
+}
+
+func randVec(r *rand.Rand, dim int) []float32 {
+	v := make([]float32, dim)
+	for i := range v {
+		v[i] = float32(r.NormFloat64())
+	}
+	return v
+}
+
+// checkGraph fails unless every embedded row of x is in its graph or on
+// its tail, once.
+func checkGraph(t *testing.T, x *Index) {
+	t.Helper()
+	if g := x.Graph(); g.Linked+g.Unlinked != x.Embedded() {
+		t.Fatalf("graph %+v, %d embedded rows", g, x.Embedded())
+	}
+}
+
+// TestDecode_CorruptGraph flips bytes of an encoding with a graph: Decode
+// refuses it or returns an index whose graph and tail hold every embedded
+// row once and which walks and grows without a panic.
+func TestDecode_CorruptGraph(t *testing.T) {
+	t.Parallel()
+	x := graphIndex(t, 4, 80, 3)
+	if g := x.Graph(); g.Tombstones == 0 || g.Unlinked == 0 || g.Linked == 0 {
+		t.Fatalf("graph %+v: want nodes, tombstones and a tail", g)
+	}
+	b := encode(t, x)
+	r := rand.New(rand.NewPCG(8, 8))
+	decoded := 0
+	for range 3000 {
+		c := slices.Clone(b)
+		c[r.IntN(len(c))] ^= byte(1 + r.IntN(255))
+		y, err := Decode(bytes.NewReader(c), int64(len(c)))
+		if err != nil {
+			continue
+		}
+		decoded++
+		checkGraph(t, y)
+		y.SetANN(ANN{ExactBelow: 1})
+		if _, err := y.Search([]float32{1, 0, 0}, "model0", Filter{}, 5); err != nil {
+			t.Fatal(err)
+		}
+		y.GrowGraph(100)
+		checkGraph(t, y)
+	}
+	t.Logf("%d of 3000 corrupted encodings decoded", decoded)
+}
+
 func FuzzDecode(f *testing.F) {
 	f.Add(encode(f, randomIndex(f, 1, 5, 3)))
 	f.Add(encode(f, NewDim(2)))
+	f.Add(encode(f, graphIndex(f, 2, 60, 3)))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		x, err := Decode(bytes.NewReader(b), int64(len(b)))
 		if err != nil {
 			return
 		}
 		checkPostings(t, x)
-		if _, err := x.Search(make([]float32, x.Dim()), "m", Filter{Sessions: []string{"s"}}, 3); err != nil {
-			t.Fatal(err)
+		checkGraph(t, x)
+		x.SetANN(ANN{ExactBelow: 1})
+		for _, f := range []Filter{{Sessions: []string{"s"}}, {}} {
+			if _, err := x.Search(make([]float32, x.Dim()), "model0", f, 3); err != nil {
+				t.Fatal(err)
+			}
+			if x.Dim() > 0 {
+				q := make([]float32, x.Dim())
+				q[0] = 1
+				if _, err := x.Search(q, "model0", f, 3); err != nil {
+					t.Fatal(err)
+				}
+			}
 		}
+		x.GrowGraph(4)
+		checkGraph(t, x)
 	})
 }
 

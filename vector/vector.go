@@ -15,6 +15,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -41,6 +42,10 @@ type row struct {
 	foreign bool
 	// pos is the row's position in each of its postings (see Index.posts).
 	pos [nPostings]int32
+	// node is the row's node in the graph, -1 when not in it; tail its
+	// position in Index.tail, -1 when not there. An embedded row is in
+	// exactly one of the two.
+	node, tail int32
 }
 
 // The scope fields with postings: for each value, the slots of the rows
@@ -92,6 +97,14 @@ type Index struct {
 	// keyBytes sums the bytes of the ids held and the names interned (for
 	// Bytes).
 	keyBytes int64
+	// graph, once GrowGraph made it, links embedded rows for searches of
+	// large scopes; tail holds the slots of the embedded rows not in it.
+	// See graph.go.
+	graph     *graph
+	tail      []int32
+	ann       ANN
+	visitPool sync.Pool
+	walks     atomic.Int64
 	// Seq is the store change sequence the index reflects; maintained by
 	// the caller under its own synchronisation.
 	Seq int64
@@ -110,6 +123,13 @@ func NewDim(dim int) *Index {
 	x := New()
 	x.dim = dim
 	return x
+}
+
+// SetANN sets how searches use the graph.
+func (x *Index) SetANN(a ANN) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.ann = a
 }
 
 // Embedded returns the number of memories held with an embedding.
@@ -162,8 +182,13 @@ const (
 func (x *Index) Bytes() int64 {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	return int64(cap(x.vecs))*4 + int64(cap(x.rows))*rowSize + x.keyBytes +
-		int64(len(x.rows))*nPostings*4 + int64(len(x.posts))*mapEntry
+	b := int64(cap(x.vecs))*4 + int64(cap(x.rows))*rowSize + x.keyBytes +
+		int64(len(x.rows))*nPostings*4 + int64(len(x.posts))*mapEntry + int64(cap(x.tail))*4
+	if g := x.graph; g != nil {
+		b += int64(cap(g.nodes))*8 + int64(cap(g.l0))*4 + int64(len(g.up))*(mapEntry+(graphM+1)*4) +
+			int64(len(g.ghosts))*(mapEntry+int64(x.dim)*4)
+	}
+	return b
 }
 
 // post adds the row at slot s to its postings.
@@ -246,6 +271,8 @@ func (x *Index) Upsert(mems []mnemotype.Memory) error {
 			kindID:   x.intern(string(m.Kind)),
 			occurred: instantOf(occurred(m)),
 			model:    -1,
+			node:     -1,
+			tail:     -1,
 		}
 		emb := m.Embedding
 		if len(emb) > 0 && len(emb) != dim {
@@ -266,10 +293,22 @@ func (x *Index) Upsert(mems []mnemotype.Memory) error {
 			if x.dim > 0 {
 				x.vecs = append(x.vecs, make([]float32, x.dim)...)
 			}
+			if r.model >= 0 {
+				x.toTail(s)
+			}
 		} else {
-			x.count(&x.rows[s], -1)
+			old := &x.rows[s]
+			x.count(old, -1)
 			x.unpost(s)
+			if old.model >= 0 && old.model == r.model && slices.Equal(x.vecs[s*x.dim:(s+1)*x.dim], emb) {
+				r.node, r.tail = old.node, old.tail // the same embedding: where it was in the graph
+			} else {
+				x.unlink(s)
+			}
 			x.rows[s] = r
+			if r.model >= 0 && r.node < 0 && r.tail < 0 {
+				x.toTail(s)
+			}
 		}
 		x.post(s)
 		x.count(&r, 1)
@@ -301,11 +340,17 @@ func (x *Index) Delete(ids ...string) {
 		}
 		x.count(&x.rows[s], -1)
 		x.unpost(s)
+		x.unlink(s)
 		last := len(x.rows) - 1
 		if s != last {
 			x.rows[s] = x.rows[last]
 			x.slot[x.rows[s].id] = s
 			x.moved(s)
+			if r := &x.rows[s]; r.node >= 0 {
+				x.graph.nodes[r.node].slot = int32(s)
+			} else if r.tail >= 0 {
+				x.tail[r.tail] = int32(s)
+			}
 			if x.dim > 0 {
 				copy(x.vecs[s*x.dim:(s+1)*x.dim], x.vecs[last*x.dim:(last+1)*x.dim])
 			}
@@ -583,6 +628,9 @@ func (x *Index) search(q []float32, model string, f Filter, k, workers int) ([]m
 	qn := invNorm(q)
 	if qn == 0 {
 		return nil, nil
+	}
+	if hits, ok := x.searchGraph(q, qn, mid, &c, k); ok {
+		return hits, nil
 	}
 	n := len(x.rows)
 	if c.slots != nil {

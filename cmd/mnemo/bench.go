@@ -35,6 +35,11 @@ type benchReport struct {
 	// Store is the store measured: "SQLite <driver>" or "PostgreSQL".
 	Store string `json:"store"`
 	CPUs  int    `json:"cpus"`
+	// GraphLinked is how many memories the in-process dense index linked
+	// into its graph before the recalls (Engine.BuildGraph), and
+	// GraphSeconds how long that took.
+	GraphLinked  int     `json:"graph_linked,omitempty"`
+	GraphSeconds float64 `json:"graph_s,omitempty"`
 	// Latency is the wall time of each recall minus its query embedding
 	// (DESIGN §9's figure); WithEmbedding includes it.
 	Latency       latencyStats `json:"latency_ms"`
@@ -162,6 +167,13 @@ func runBench(ctx context.Context, e *mnemo.Engine, p benchParams) (*benchReport
 	rep := &benchReport{Profile: p.profile, Sessions: p.sessions, Memories: count, Recalls: p.n, Warmup: p.warmup, Limit: p.limit,
 		Queries: len(p.texts), QuerySource: p.source, Embedder: e.Embedder().Model(), Store: "SQLite " + sqlitedb.Driver,
 		CPUs: runtime.GOMAXPROCS(0), Stages: map[string]float64{}}
+	t0 := time.Now()
+	if rep.GraphLinked, err = e.BuildGraph(ctx, p.profile); err != nil {
+		return nil, err
+	}
+	if rep.GraphLinked > 0 {
+		rep.GraphSeconds = time.Since(t0).Seconds()
+	}
 	recallOne := func(i int) (wall, embed time.Duration, timings map[string]float64, err error) {
 		q := mnemo.Query{Profile: p.profile, Sessions: p.sessions, Text: p.texts[i%len(p.texts)], Limit: p.limit,
 			Overrides: p.overrides, Timings: true, NoTouch: true}
@@ -306,6 +318,9 @@ func printBench(w io.Writer, r *benchReport) {
 	fmt.Fprintf(w, "mnemo bench: %d recalls (after %d untimed) of up to %d memories, profile %q (%d memories)\n",
 		r.Recalls, r.Warmup, r.Limit, r.Profile, r.Memories)
 	fmt.Fprintf(w, "engine: embedder %s, %s, %d CPUs\n", r.Embedder, r.Store, r.CPUs)
+	if r.GraphLinked > 0 {
+		fmt.Fprintf(w, "dense index graph: linked %d memories in %.1f s before the recalls\n", r.GraphLinked, r.GraphSeconds)
+	}
 	fmt.Fprintf(w, "queries: %d from %s\n", r.Queries, r.QuerySource)
 	if len(r.Sessions) > 0 {
 		fmt.Fprintf(w, "scope: sessions %s\n", strings.Join(r.Sessions, ", "))

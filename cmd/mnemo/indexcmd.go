@@ -31,6 +31,9 @@ type indexReport struct {
 	SnapshotSeq *int64   `json:"snapshot_seq,omitempty"` // verify: the watermark of the snapshot used
 	Differences []string `json:"differences,omitempty"`
 	OK          bool     `json:"ok"`
+	// Linked is how many memories the rebuilt index's graph holds (0 for
+	// a profile too small for one).
+	Linked int `json:"graph_linked,omitempty"`
 }
 
 func cmdIndex(ctx context.Context, a *app, args []string) error {
@@ -99,7 +102,7 @@ func cmdIndex(ctx context.Context, a *app, args []string) error {
 			if err != nil {
 				return err
 			}
-			r.Memories = st.Memories
+			r.Memories, r.Linked = st.Memories, st.Linked
 		}
 		if !r.OK {
 			bad++
@@ -126,7 +129,11 @@ func cmdIndex(ctx context.Context, a *app, args []string) error {
 func printIndexReport(a *app, verb string, r indexReport) {
 	switch {
 	case verb == "rebuild":
-		fmt.Fprintf(a.stdout, "%s: rebuilt from the database, %d memories\n", r.Profile, r.Memories)
+		graph := ""
+		if r.Linked > 0 {
+			graph = fmt.Sprintf(", %d in its graph", r.Linked)
+		}
+		fmt.Fprintf(a.stdout, "%s: rebuilt from the database, %d memories%s\n", r.Profile, r.Memories, graph)
 	case r.OK && r.SnapshotSeq == nil:
 		fmt.Fprintf(a.stdout, "%s: ok, %d memories (no usable snapshot: a new process reads them from the database)\n", r.Profile, r.Memories)
 	case r.OK:

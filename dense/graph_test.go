@@ -1,0 +1,106 @@
+package dense_test
+
+import (
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mnemo-dev/mnemo/dense"
+	"github.com/mnemo-dev/mnemo/internal/testenv"
+	"github.com/mnemo-dev/mnemo/vector"
+)
+
+// TestCatalog_Graph: a profile past GraphMin gets its graph in the
+// background (searches meanwhile scan what is not yet linked), its snapshot
+// is written with the graph once it is whole, and a new process restores
+// the graph instead of building it; it links only the memories written
+// after the snapshot. Answers stay those of an exact catalog throughout.
+func TestCatalog_Graph(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	path, dir := filepath.Join(t.TempDir(), "mnemo.db"), t.TempDir()
+	var logs testenv.SyncBuffer
+	opt := dense.Options{Dir: dir, PageSize: 128, GraphMin: 500, ANN: vector.ANN{ExactBelow: 10, Ef: 2000},
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+	st1 := openPath(t, path)
+	if err := st1.Insert(ctx, mixedKinds(memories("alice", 1000, 5))); err != nil {
+		t.Fatal(err)
+	}
+	c1 := dense.NewCatalog(st1, opt)
+	sameAsStore(t, "while the graph grows", c1, st1)
+	stats := waitLinked(t, c1, "alice")
+	if stats.Linked != 1000 {
+		t.Fatalf("graph holds %d memories, want 1000: %+v", stats.Linked, stats)
+	}
+	sameAsStore(t, "with the graph", c1, st1)
+	if c1.Walks() == 0 {
+		t.Fatal("no search walked the graph")
+	}
+	waitLog(t, &logs, "snapshot written")
+	c1.Close()
+
+	if err := st1.Insert(ctx, memories("alice", 1030, 5)[1000:]); err != nil {
+		t.Fatal(err)
+	}
+	st2 := openPath(t, path)
+	c2 := dense.NewCatalog(st2, dense.Options{Dir: dir, GraphMin: -1, ANN: opt.ANN})
+	defer c2.Close()
+	s2, err := c2.Profile(ctx, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s2.Linked != 1000 || s2.Unlinked != 30 {
+		t.Fatalf("restored: %d linked, %d unlinked; want 1000 and the 30 written since", s2.Linked, s2.Unlinked)
+	}
+	sameAsStore(t, "restored graph and a tail", c2, st2.Store)
+}
+
+// TestCatalog_CloseStopsBuilder: Close returns with a graph half built.
+func TestCatalog_CloseStopsBuilder(t *testing.T) {
+	t.Parallel()
+	st := openStore(t)
+	if err := st.Insert(t.Context(), memories("alice", 3000, 1)); err != nil {
+		t.Fatal(err)
+	}
+	c := dense.NewCatalog(st, dense.Options{GraphMin: 1})
+	s, err := c.Profile(t.Context(), "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	after, _ := c.Profile(t.Context(), "alice")
+	time.Sleep(50 * time.Millisecond)
+	later, _ := c.Profile(t.Context(), "alice")
+	if after.Linked != later.Linked || later.Unlinked == 0 {
+		t.Fatalf("after Close the graph went on growing (%d, then %d linked of %d)", after.Linked, later.Linked, s.Embedded)
+	}
+}
+
+// waitLinked waits for profile's graph to hold every embedded memory.
+func waitLinked(t *testing.T, c *dense.Catalog, profile string) dense.Stats {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		s, err := c.Profile(t.Context(), profile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Unlinked == 0 || time.Now().After(deadline) {
+			return s
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// waitLog waits for the log to hold what.
+func waitLog(t *testing.T, logs *testenv.SyncBuffer, what string) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); !strings.Contains(logs.String(), what); {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %q logged:\n%s", what, logs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
