@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -80,8 +81,8 @@ type Options struct {
 const DefaultGraphMin = vector.DefaultExactBelow
 
 // graphBatch is how many memories a builder links into a graph at a time,
-// holding the index's write lock (a few milliseconds).
-const graphBatch = 16
+// its links written under the index's write lock (about a millisecond).
+const graphBatch = 32
 
 // Catalog is the dense port over per-profile in-memory indexes kept in sync
 // with a store. Before each call it compares the store's change sequence
@@ -410,7 +411,7 @@ func (c *Catalog) grow(ctx context.Context, e *entry, x *vector.Index) bool {
 		if stop || ctx.Err() != nil {
 			return false
 		}
-		if x.GrowGraph(graphBatch) == 0 {
+		if x.GrowGraph(graphBatch, 1) == 0 {
 			return true
 		}
 	}
@@ -435,7 +436,7 @@ func (c *Catalog) BuildGraph(ctx context.Context, profile string) (int, error) {
 		if err := ctx.Err(); err != nil {
 			return 0, err
 		}
-		x.GrowGraph(graphBatch * 4)
+		x.GrowGraph(graphBatch*16, runtime.GOMAXPROCS(0))
 	}
 	if err := e.take(ctx); err != nil {
 		return 0, err

@@ -46,3 +46,24 @@ func benchmarkSearch(b *testing.B, n int) {
 
 func BenchmarkSearch_10k(b *testing.B)  { benchmarkSearch(b, 10_000) }
 func BenchmarkSearch_100k(b *testing.B) { benchmarkSearch(b, 100_000) }
+
+// BenchmarkGrowGraph links 20,000 clustered 100-d rows into a graph, on
+// one goroutine and on two.
+func BenchmarkGrowGraph(b *testing.B) {
+	r := rand.New(rand.NewPCG(7, 7))
+	vecs := clustered(r, 20_000, 100, 200, 0.1)
+	mems := make([]mnemotype.Memory, len(vecs))
+	for i := range mems {
+		mems[i] = mem(fmt.Sprintf("m%05d", i), emb("m", vecs[i]...))
+	}
+	for _, workers := range []int{1, 2} {
+		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
+			for b.Loop() {
+				x := newIndex(b, mems...)
+				for x.GrowGraph(256, workers) > 0 {
+				}
+			}
+			b.ReportMetric(float64(len(mems)*b.N)/b.Elapsed().Seconds(), "rows/s")
+		})
+	}
+}

@@ -126,7 +126,7 @@ func TestDecode_Corrupt(t *testing.T) {
 // among its nodes, and rows on its tail.
 func graphIndex(t testing.TB, seed uint64, n, dim int) *Index {
 	x := randomIndex(t, seed, n, dim)
-	for x.GrowGraph(64) > 0 {
+	for x.GrowGraph(64, 2) > 0 {
 	}
 	for s := 0; s < n; s += 7 {
 		x.Delete(x.rows[0].id)
@@ -180,7 +180,7 @@ func TestDecode_CorruptGraph(t *testing.T) {
 		if _, err := y.Search([]float32{1, 0, 0}, "model0", Filter{}, 5); err != nil {
 			t.Fatal(err)
 		}
-		y.GrowGraph(100)
+		y.GrowGraph(100, 2)
 		checkGraph(t, y)
 	}
 	t.Logf("%d of 3000 corrupted encodings decoded", decoded)
@@ -210,7 +210,7 @@ func FuzzDecode(f *testing.F) {
 				}
 			}
 		}
-		x.GrowGraph(4)
+		x.GrowGraph(4, 2)
 		checkGraph(t, x)
 	})
 }

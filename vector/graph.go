@@ -5,6 +5,7 @@ import (
 	"hash/fnv"
 	"math"
 	"slices"
+	"sync"
 
 	"github.com/mnemo-dev/mnemo/mnemotype"
 )
@@ -200,25 +201,97 @@ func (x *Index) Graph() GraphStats {
 
 // GrowGraph links up to n rows of the tail into the graph (creating it
 // first; starting it again when tombstones are a fifth of its nodes) and
-// returns how many rows the tail still holds. It holds the index's write
-// lock while it works: callers keep n small (tens of rows, a few
-// milliseconds) so that searches and writes wait little.
-func (x *Index) GrowGraph(n int) (left int) {
+// returns how many rows the tail still holds. Once the graph has a
+// thousand nodes it works in two phases: it finds each row's candidate
+// neighbours under the read lock, on up to workers goroutines, while
+// searches go on; then it links the rows under the write lock (a row
+// written meanwhile waits for the next call). Callers keep n small (tens
+// of rows) so that writers wait little.
+func (x *Index) GrowGraph(n, workers int) (left int) {
 	x.mu.Lock()
-	defer x.mu.Unlock()
 	if x.dim == 0 {
+		defer x.mu.Unlock()
 		return len(x.tail)
 	}
 	if x.graph == nil || (x.graph.dead > 0 && x.graph.dead*5 >= len(x.graph.nodes)) {
 		x.resetGraph()
 	}
-	q := make([]float32, x.dim)
-	for ; n > 0 && len(x.tail) > 0; n-- {
-		s := int(x.tail[len(x.tail)-1])
+	if len(x.graph.nodes) < parallelFrom || n < 2 {
+		defer x.mu.Unlock()
+		q := make([]float32, x.dim)
+		for ; n > 0 && len(x.tail) > 0; n-- {
+			s := int(x.tail[len(x.tail)-1])
+			x.offTail(s)
+			x.unit(s, q)
+			x.attach(s, q, x.linkCandidates(q, levelOf(x.rows[s].id)), nil)
+		}
+		return len(x.tail)
+	}
+	x.mu.Unlock()
+
+	x.mu.RLock()
+	g := x.graph
+	items := make([]pending, min(n, len(x.tail)))
+	for i := range items {
+		s := int(x.tail[len(x.tail)-1-i])
+		it := &items[i]
+		it.id, it.level = x.rows[s].id, levelOf(x.rows[s].id)
+		it.raw = slices.Clone(x.vecs[s*x.dim : (s+1)*x.dim])
+		it.q = make([]float32, x.dim)
+		x.unit(s, it.q)
+	}
+	var wg sync.WaitGroup
+	workers = max(1, min(workers, len(items)))
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < len(items); i += workers {
+				items[i].cands = x.linkCandidates(items[i].q, items[i].level)
+			}
+		}()
+	}
+	wg.Wait()
+	x.mu.RUnlock()
+
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.graph != g {
+		return len(x.tail) // started again meanwhile
+	}
+	mates := make([]int32, 0, len(items))
+	for _, it := range items {
+		s, ok := x.slot[it.id]
+		if !ok || x.rows[s].tail < 0 || !slices.Equal(x.vecs[s*x.dim:(s+1)*x.dim], it.raw) {
+			continue // deleted, linked by another call, or re-embedded
+		}
 		x.offTail(s)
-		x.insert(s, q)
+		x.attach(s, it.q, it.cands, mates)
+		mates = append(mates, x.rows[s].node)
 	}
 	return len(x.tail)
+}
+
+// parallelFrom is the graph size from which GrowGraph finds candidates in
+// a first phase: a row then misses only the others of its batch as
+// candidates, which attach adds.
+const parallelFrom = 1024
+
+// pending is a row GrowGraph links in two phases.
+type pending struct {
+	id    string
+	level int
+	raw   []float32 // its embedding when its candidates were found
+	q     []float32 // the same, unit length
+	cands [][]cand  // by layer
+}
+
+// unit writes the unit-length embedding of the row at slot s to q.
+func (x *Index) unit(s int, q []float32) {
+	inv := x.rows[s].invNorm
+	for i, f := range x.vecs[s*x.dim : (s+1)*x.dim] {
+		q[i] = f * inv
+	}
 }
 
 // resetGraph drops the graph and puts every embedded row on the tail.
@@ -234,13 +307,43 @@ func (x *Index) resetGraph() {
 	}
 }
 
-// insert links the row at slot s into the graph; q is scratch of x.dim.
-func (x *Index) insert(s int, q []float32) {
+// linkCandidates finds, for unit-length q to be linked up to layer level,
+// the candidate neighbours in each layer it shares with the graph (best
+// first): the search of the HNSW paper's insertion, which only reads the
+// graph.
+func (x *Index) linkCandidates(q []float32, level int) [][]cand {
+	g := x.graph
+	if g.entry < 0 {
+		return nil
+	}
+	ep := g.entry
+	epSim := x.sim(q, ep)
+	for l := g.top; l > level; l-- {
+		ep, epSim = x.greedy(q, ep, epSim, l)
+	}
+	vs := x.visits()
+	defer x.visitPool.Put(vs)
+	var w walk
+	out := make([][]cand, min(level, g.top)+1)
+	for l := len(out) - 1; l >= 0; l-- {
+		vs.clear()
+		w.reset(graphEfConstruction)
+		x.searchLayer(q, ep, epSim, l, &w, vs, nil)
+		out[l] = w.sorted()
+		if len(out[l]) > 0 {
+			ep, epSim = out[l][0].node, out[l][0].sim
+		}
+	}
+	return out
+}
+
+// attach adds the row at slot s (unit-length embedding q) to the graph as
+// a node, linked in each of its layers to neighbours chosen among cands
+// and mates (nodes of its batch, which its candidates' search could not
+// see), and linked back from them.
+func (x *Index) attach(s int, q []float32, cands [][]cand, mates []int32) {
 	g := x.graph
 	r := &x.rows[s]
-	for i, f := range x.vecs[s*x.dim : (s+1)*x.dim] {
-		q[i] = f * r.invNorm
-	}
 	n := int32(len(g.nodes))
 	level := levelOf(r.id)
 	g.nodes = append(g.nodes, gnode{slot: int32(s), level: uint8(level), inv: r.invNorm})
@@ -253,32 +356,42 @@ func (x *Index) insert(s int, q []float32) {
 		g.entry, g.top = n, level
 		return
 	}
-	ep := g.entry
-	epSim := x.sim(q, ep)
-	for l := g.top; l > level; l-- {
-		ep, epSim = x.greedy(q, ep, epSim, l)
-	}
-	vs := x.visits()
-	defer x.visitPool.Put(vs)
-	var w walk
-	for l := min(level, g.top); l >= 0; l-- {
-		vs.clear()
-		w.reset(graphEfConstruction)
-		x.searchLayer(q, ep, epSim, l, &w, vs, nil)
-		best := w.sorted()
-		m := graphM
-		if l == 0 {
-			m = graphM0
+	for l := level; l >= 0; l-- {
+		var c []cand
+		if l < len(cands) {
+			c = cands[l]
 		}
-		chosen := x.selectNeighbors(best, m, n)
+		if len(mates) > 0 {
+			// Mates join the candidates in order, those that would make
+			// the list only where it has room.
+			c = slices.Clone(c)
+			for _, mt := range mates {
+				if int(g.nodes[mt].level) < l || g.nodes[mt].slot < 0 {
+					continue
+				}
+				sm := x.sim(q, mt)
+				if len(c) >= graphEfConstruction && sm <= c[len(c)-1].sim {
+					continue
+				}
+				i, _ := slices.BinarySearchFunc(c, sm, func(e cand, t float32) int { return cmp.Compare(t, e.sim) })
+				c = slices.Insert(c, i, cand{mt, sm})
+			}
+		}
+		if len(c) == 0 {
+			continue
+		}
+		// A new node chooses graphM neighbours in every layer (as hnswlib
+		// does); layer 0's lists grow to graphM0 by the links back.
+		maxLinks := graphM
+		if l == 0 {
+			maxLinks = graphM0
+		}
+		chosen := x.selectNeighbors(c, graphM, n)
 		own := g.links(n, l)
 		own[0] = int32(len(chosen))
-		for i, c := range chosen {
-			own[1+i] = c.node
-			x.link(c.node, n, c.sim, l, m)
-		}
-		if len(best) > 0 {
-			ep, epSim = best[0].node, best[0].sim
+		for i, ch := range chosen {
+			own[1+i] = ch.node
+			x.link(ch.node, n, ch.sim, l, maxLinks)
 		}
 	}
 	if level > g.top {

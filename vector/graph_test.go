@@ -32,7 +32,7 @@ func clustered(r *rand.Rand, n, dim, nc int, spread float64) [][]float32 {
 
 // growAll links every row of x into its graph.
 func growAll(x *vector.Index) {
-	for x.GrowGraph(512) > 0 {
+	for x.GrowGraph(512, 2) > 0 {
 	}
 }
 
@@ -171,7 +171,7 @@ func TestGraph_Writes(t *testing.T) {
 		x.Delete(del...)
 		ref.Delete(del...)
 		if r.IntN(3) > 0 {
-			x.GrowGraph(r.IntN(40))
+			x.GrowGraph(r.IntN(40), 1+r.IntN(3))
 		}
 		for _, f := range []vector.Filter{{}, {Sessions: []string{"s1"}}} {
 			q := randUnit(r, dim)
@@ -207,7 +207,7 @@ func TestGraph_Reset(t *testing.T) {
 	if g := x.Graph(); g.Linked != 75 || g.Tombstones != 25 {
 		t.Fatalf("after deletes: %+v", g)
 	}
-	if left := x.GrowGraph(10); left != 65 {
+	if left := x.GrowGraph(10, 2); left != 65 {
 		t.Fatalf("GrowGraph after the reset left %d on the tail, want 65", left)
 	}
 	if g := x.Graph(); g.Linked != 10 || g.Tombstones != 0 {
@@ -233,7 +233,7 @@ func TestGraph_EncodeDecode(t *testing.T) {
 	if err := x.Upsert([]mnemotype.Memory{mem("m0003", emb("m", randUnit(r, dim)...)), mem("new", emb("m", randUnit(r, dim)...))}); err != nil {
 		t.Fatal(err)
 	}
-	x.GrowGraph(1)
+	x.GrowGraph(1, 2)
 	var buf bytes.Buffer
 	if err := x.Encode(&buf); err != nil {
 		t.Fatal(err)
@@ -260,6 +260,63 @@ func TestGraph_EncodeDecode(t *testing.T) {
 	for cut := buf.Len() - 1; cut > buf.Len()-160*1024 && cut > 0; cut -= 4099 {
 		if _, err := vector.Decode(bytes.NewReader(buf.Bytes()[:cut]), int64(cut)); err == nil {
 			t.Fatalf("a truncation at %d of %d decoded", cut, buf.Len())
+		}
+	}
+}
+
+// TestGraph_GrowsDuringWrites grows a graph in two phases on two
+// goroutines while another writes (new rows, re-embedded rows, deletes):
+// rows changed between a batch's phases wait for the next, and in the end
+// every embedded row is linked once and a walk as wide as the index finds
+// what the exact scan does.
+func TestGraph_GrowsDuringWrites(t *testing.T) {
+	t.Parallel()
+	const dim = 8
+	r := rand.New(rand.NewPCG(21, 4))
+	var mems []mnemotype.Memory
+	for i := range 3000 {
+		mems = append(mems, mem(fmt.Sprintf("m%04d", i), emb("m", randUnit(r, dim)...)))
+	}
+	x := newIndex(t, mems...)
+	growAll(x)
+	ref := newIndex(t, mems...)
+	ref.SetANN(vector.ANN{ExactBelow: 1 << 30})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		w := rand.New(rand.NewPCG(21, 5))
+		for range 300 {
+			var batch []mnemotype.Memory
+			for range 10 {
+				batch = append(batch, mem(fmt.Sprintf("m%04d", w.IntN(4000)), emb("m", randUnit(w, dim)...)))
+			}
+			del := fmt.Sprintf("m%04d", w.IntN(4000))
+			for _, y := range []*vector.Index{x, ref} {
+				if err := y.Upsert(batch); err != nil {
+					panic(err)
+				}
+				y.Delete(del)
+			}
+		}
+	}()
+	for grown := false; !grown; {
+		select {
+		case <-done:
+			grown = true
+		default:
+			x.GrowGraph(32, 2)
+		}
+	}
+	growAll(x)
+	if g := x.Graph(); g.Unlinked != 0 || g.Linked != ref.Embedded() {
+		t.Fatalf("graph %+v, %d embedded", g, ref.Embedded())
+	}
+	x.SetANN(vector.ANN{ExactBelow: 1, Ef: 1 << 20})
+	for range 50 {
+		q := randUnit(r, dim)
+		got, want := search(t, x, q, "m", vector.Filter{}, 10), search(t, ref, q, "m", vector.Filter{}, 10)
+		if !slices.Equal(hitIDs(got), hitIDs(want)) {
+			t.Fatalf("walk %v, exact %v", hitIDs(got), hitIDs(want))
 		}
 	}
 }
