@@ -246,7 +246,7 @@ func Open(path string, cfg *Config) (*Engine, error) {
 	}
 	e := &Engine{cfg: c, st: st, emb: c.Embedder, log: c.Logger,
 		dense: dense.NewCatalog(st, dense.Options{Dim: c.Embedder.Dim(), Budget: c.IndexBudget, Dir: indexDir, Logger: c.Logger,
-			GraphMin: c.ANN.GraphMin, ANN: vector.ANN{ExactBelow: c.ANN.ExactBelow, Ef: c.ANN.Ef}})}
+			GraphMin: c.ANN.GraphMin, ANN: vector.ANN{ExactBelow: c.ANN.ExactBelow, Ef: c.ANN.Ef}, NoBackground: c.ANN.OneShot})}
 	e.vec = e.dense
 	if ps, ok := st.(*postgres.Store); ok {
 		if d := ps.Dense(); d != nil {
@@ -293,6 +293,11 @@ type ANNOptions struct {
 	// Ef: candidates a walk keeps, at least the recall's fetch
 	// (vector.DefaultEf when 0).
 	Ef int
+	// OneShot keeps graphs from growing in the background, for a process
+	// that answers a call or two and exits (the CLI's recall and
+	// recollect): a graph it restores from a snapshot is walked, memories
+	// not in it are scanned, and Engine.BuildGraph still builds at once.
+	OneShot bool
 }
 
 // IndexDir is where an engine on the database file at path keeps its

@@ -72,6 +72,9 @@ type Options struct {
 	GraphMin int
 	// ANN tells the indexes when to walk their graph.
 	ANN vector.ANN
+	// NoBackground grows no graph in the background (a short-lived
+	// process): BuildGraph still does, at once.
+	NoBackground bool
 	// Logger receives evictions and snapshot problems; nil discards them.
 	Logger *slog.Logger
 }
@@ -373,7 +376,7 @@ func (c *Catalog) needsGraph(x *vector.Index) bool {
 // has the snapshot written, so that a new process gets the graph.
 func (c *Catalog) maybeGrow(e *entry) {
 	x := e.x.Load()
-	if !c.needsGraph(x) || !e.growing.CompareAndSwap(false, true) {
+	if c.opt.NoBackground || !c.needsGraph(x) || !e.growing.CompareAndSwap(false, true) {
 		return
 	}
 	c.mu.Lock()

@@ -287,13 +287,28 @@ func (l *ladder) rung(ctx context.Context, path string, size int) (ladderRow, er
 	session := l.sessionOf(size / 2)
 	query := l.queries[0]
 	recall := []string{"recall", "--profile", ladderProfile, query}
+	// The first process runs without the index snapshot (BuildGraph wrote
+	// it, with the graph); it writes one of its own without the graph (it
+	// exits first), which the kept one then replaces.
+	index, kept := mnemo.IndexDir(path), mnemo.IndexDir(path)+".kept"
 	if !pg {
-		if err := os.RemoveAll(mnemo.IndexDir(path)); err != nil {
+		if err := os.RemoveAll(kept); err != nil {
+			return row, err
+		}
+		if err := os.Rename(index, kept); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return row, err
 		}
 	}
 	if row.Unsnapshotted, row.UnsnapshottedRSS, err = l.newProcess(ctx, path, 1, recall...); err != nil {
 		return row, err
+	}
+	if !pg {
+		if err := os.RemoveAll(index); err != nil {
+			return row, err
+		}
+		if err := os.Rename(kept, index); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return row, err
+		}
 	}
 	if row.FirstRecall, row.FirstRecallRSS, err = l.newProcess(ctx, path, newProcessRuns, recall...); err != nil {
 		return row, err

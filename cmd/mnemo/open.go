@@ -134,6 +134,9 @@ func (f *engineFlags) openWith(a *app, mustExist bool) (*mnemo.Engine, error) {
 	cfg.Logger = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	cfg.AccessFlushInterval = -1
 	cfg.MustExist = mustExist
+	// A one-shot command exits before a graph of a large profile could
+	// grow; mnemo serve and mcp grow them (and write their snapshots).
+	cfg.ANN.OneShot = true
 	e, err := mnemo.Open(path, &cfg)
 	if errors.Is(err, mnemotype.ErrNotFound) {
 		return nil, noDatabase(path)
