@@ -1,19 +1,15 @@
 package dense_test
 
 import (
-	"bufio"
-	"encoding/json"
 	"os"
-	"path/filepath"
-	"slices"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/mnemo-dev/mnemo/dense"
+	"github.com/mnemo-dev/mnemo/dense/densetest"
 	"github.com/mnemo-dev/mnemo/embed/glove"
 	"github.com/mnemo-dev/mnemo/internal/testenv"
-	"github.com/mnemo-dev/mnemo/mnemotype"
 	"github.com/mnemo-dev/mnemo/store/sqlitestore"
 	"github.com/mnemo-dev/mnemo/vector"
 )
@@ -52,49 +48,9 @@ func TestGraph_RecallAtScale(t *testing.T) {
 	t.Logf("graph: %d memories linked in %v", linked, time.Since(t0))
 	exact := dense.NewCatalog(s, dense.Options{Dim: model.Dim(), GraphMin: -1})
 	defer exact.Close()
-	f, err := os.Open(filepath.Join(testenv.Dataset(t, "locomo-dev"), "queries.jsonl"))
+	vecs, err := model.Embed(ctx, densetest.Questions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	var texts []string
-	for sc := bufio.NewScanner(f); sc.Scan(); {
-		var q struct{ Text string }
-		if err := json.Unmarshal(sc.Bytes(), &q); err != nil {
-			t.Fatal(err)
-		}
-		texts = append(texts, q.Text)
-	}
-	vecs, err := model.Embed(ctx, texts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, k := range []int{10, 30} {
-		found, total := 0, 0
-		var tWalk, tExact time.Duration
-		for _, v := range vecs {
-			q := dense.Query{Vector: v, Model: model.Model(), K: k, Scope: mnemotype.Scope{Profile: profile}, Serial: true}
-			start := time.Now()
-			want, err := exact.Search(ctx, q)
-			if err != nil {
-				t.Fatal(err)
-			}
-			tExact += time.Since(start)
-			start = time.Now()
-			got, err := walk.Search(ctx, q)
-			if err != nil {
-				t.Fatal(err)
-			}
-			tWalk += time.Since(start)
-			for _, h := range got {
-				if slices.ContainsFunc(want, func(w mnemotype.Hit) bool { return w.ID == h.ID }) {
-					found++
-				}
-			}
-			total += len(want)
-		}
-		n := time.Duration(len(vecs))
-		t.Logf("k %d, %d questions: the walk finds %.4f of the exact top k; mean %v (walk) against %v (exact, one CPU)",
-			k, len(vecs), float64(found)/float64(total), tWalk/n, tExact/n)
-	}
+	densetest.MeasureAgainstExact(t, walk, exact, model.Model(), profile, vecs)
 }

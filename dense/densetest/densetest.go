@@ -21,6 +21,7 @@
 package densetest
 
 import (
+	"bufio"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -28,12 +29,15 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/mnemo-dev/mnemo/dense"
+	"github.com/mnemo-dev/mnemo/internal/testenv"
 	"github.com/mnemo-dev/mnemo/mnemotype"
 	"github.com/mnemo-dev/mnemo/store"
 	"github.com/mnemo-dev/mnemo/vector"
@@ -485,5 +489,62 @@ func exerciseConcurrent(t *testing.T, open OpenFunc) {
 	}
 	if d := same(got, reference(written, q)); d != "" {
 		t.Errorf("after the writers: %s", d)
+	}
+}
+
+// Questions returns the questions of the locomo-dev dataset (../shared/
+// datasets), the queries the scale measurements of the dense port use.
+func Questions(t *testing.T) []string {
+	t.Helper()
+	f, err := os.Open(filepath.Join(testenv.Dataset(t, "locomo-dev"), "queries.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var texts []string
+	for sc := bufio.NewScanner(f); sc.Scan(); {
+		var q struct{ Text string }
+		if err := json.Unmarshal(sc.Bytes(), &q); err != nil {
+			t.Fatal(err)
+		}
+		texts = append(texts, q.Text)
+	}
+	return texts
+}
+
+// MeasureAgainstExact searches profile with each query vector (made by
+// model) through approx, an approximate implementation, and through
+// exact, for the top 10 and the top 30, and logs the share of the exact
+// top k that approx found and both mean times.
+func MeasureAgainstExact(t *testing.T, approx, exact Port, model, profile string, vecs [][]float32) {
+	t.Helper()
+	ctx := t.Context()
+	for _, k := range []int{10, 30} {
+		found, total := 0, 0
+		var tApprox, tExact time.Duration
+		for _, v := range vecs {
+			q := dense.Query{Vector: v, Model: model, K: k, Scope: mnemotype.Scope{Profile: profile}, Serial: true}
+			start := time.Now()
+			want, err := exact.Search(ctx, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tExact += time.Since(start)
+			start = time.Now()
+			got, err := approx.Search(ctx, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tApprox += time.Since(start)
+			for _, h := range got {
+				if slices.ContainsFunc(want, func(w mnemotype.Hit) bool { return w.ID == h.ID }) {
+					found++
+				}
+			}
+			total += len(want)
+		}
+		n := time.Duration(max(1, len(vecs)))
+		t.Logf("k %d, %d questions: finds %.4f of the exact top k; mean %v against %v (exact, in process, one CPU)",
+			k, len(vecs), float64(found)/float64(max(1, total)), tApprox/n, tExact/n)
 	}
 }
