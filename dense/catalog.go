@@ -168,10 +168,9 @@ func (c *Catalog) Search(ctx context.Context, q Query) ([]mnemotype.Hit, error) 
 		return nil, err
 	}
 	search := func(f vector.Filter, k int) ([]mnemotype.Hit, error) {
-		if q.Serial {
-			return x.SearchSerial(q.Vector, q.Model, f, k)
-		}
-		return x.Search(q.Vector, q.Model, f, k)
+		hits, how, err := x.SearchHow(q.Vector, q.Model, f, k, q.Serial)
+		q.tell(How(how))
+		return hits, err
 	}
 	f := vector.FilterOf(q.Scope)
 	if len(q.Scope.Metadata) == 0 {

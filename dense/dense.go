@@ -20,6 +20,7 @@ package dense
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 
 	"github.com/mnemo-dev/mnemo/mnemotype"
@@ -38,7 +39,44 @@ type Query struct {
 	// Serial keeps the search on the calling goroutine, for a caller that
 	// keeps the other CPUs busy itself.
 	Serial bool
+	// How, when not nil, is where Search says how it found its hits (for
+	// the recall's trace).
+	How *How
 }
+
+// How says how a dense search found its hits: by walking an approximate
+// index (HNSW), with Ef candidates, or by scoring the scope's embeddings
+// exactly; Scanned counts the memories scored exactly (with a walk: those
+// the index does not hold yet), -1 when not known.
+type How struct {
+	Walked  bool
+	Ef      int
+	Scanned int
+}
+
+// String describes h in words.
+func (h How) String() string {
+	switch {
+	case h.Walked && h.Scanned > 0:
+		return fmt.Sprintf("walked the HNSW graph (ef %d) and scanned the %d memories not yet in it", h.Ef, h.Scanned)
+	case h.Walked:
+		return fmt.Sprintf("walked the HNSW graph (ef %d)", h.Ef)
+	case h.Scanned >= 0:
+		return fmt.Sprintf("scanned %d memories exactly", h.Scanned)
+	}
+	return "scanned the scope exactly"
+}
+
+// tell stores h where q asks for it.
+func (q Query) tell(h How) {
+	if q.How != nil {
+		*q.How = h
+	}
+}
+
+// Tell stores h where q asks for it (q.How), for implementations outside
+// this package.
+func (q Query) Tell(h How) { q.tell(h) }
 
 // sortHits orders hits best first, ties by id.
 func sortHits(h []mnemotype.Hit) {

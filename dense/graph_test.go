@@ -38,6 +38,24 @@ func TestCatalog_Graph(t *testing.T) {
 	if c1.Walks() == 0 {
 		t.Fatal("no search walked the graph")
 	}
+	// The search says how it searched.
+	for _, tc := range []struct {
+		scope []string
+		want  string
+	}{
+		{nil, "walked the HNSW graph (ef 2000)"},
+		{[]string{"s3"}, "scanned 50 memories exactly"},
+	} {
+		var how dense.How
+		q := query("alice")
+		q.Scope.Sessions, q.How = tc.scope, &how
+		if _, err := c1.Search(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+		if how.String() != tc.want {
+			t.Errorf("sessions %v: How %q, want %q", tc.scope, how, tc.want)
+		}
+	}
 	waitLog(t, &logs, "snapshot written")
 	c1.Close()
 

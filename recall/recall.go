@@ -199,6 +199,9 @@ type Trace struct {
 	ExactTerms []string           `json:"exact_terms,omitempty"`
 	Fetch      int                `json:"fetch"`
 	Candidates int                `json:"candidates"`
+	// DenseSearch says how the dense leg searched the scope: walking an
+	// approximate (HNSW) index, or scoring every embedding in it.
+	DenseSearch string `json:"dense_search,omitempty"`
 	// Legs holds each executed leg's full ranked list (after the
 	// cross-scoring pass), with raw scores.
 	Legs map[string][]mnemotype.Hit `json:"legs"`
@@ -358,9 +361,14 @@ func Run(ctx context.Context, src Source, vec Dense, req Request) (*Response, er
 			q := dq
 			// With both legs, the lexical leg has the other CPU.
 			q.K, q.Serial = fetch, crossConcurrent
+			var how dense.How
+			q.How = &how
 			var err error
 			denseHits, err = vec.Search(ctx, q)
 			if err == nil {
+				mu.Lock()
+				tr.DenseSearch = how.String()
+				mu.Unlock()
 				err = readSignals(denseHits)
 			}
 			if err == nil && crossConcurrent {

@@ -598,39 +598,60 @@ const parallelThreshold = 8192
 // those embedded by model, best first (ties by id), with Rank unset. It
 // returns ErrDimensionMismatch if q's dimension differs from the index's.
 func (x *Index) Search(q []float32, model string, f Filter, k int) ([]mnemotype.Hit, error) {
-	return x.search(q, model, f, k, runtime.GOMAXPROCS(0))
+	hits, _, err := x.search(q, model, f, k, runtime.GOMAXPROCS(0))
+	return hits, err
+}
+
+// How says how a search found its hits: by walking the graph (with a
+// candidate list of Ef) or not, and how many rows it scored exactly (the
+// scope's, or with a walk the tail's).
+type How struct {
+	Walked  bool
+	Ef      int
+	Scanned int
+}
+
+// SearchHow is Search (on the calling goroutine alone when serial) that
+// also says how it searched.
+func (x *Index) SearchHow(q []float32, model string, f Filter, k int, serial bool) ([]mnemotype.Hit, How, error) {
+	workers := runtime.GOMAXPROCS(0)
+	if serial {
+		workers = 1
+	}
+	return x.search(q, model, f, k, workers)
 }
 
 // SearchSerial is Search on the calling goroutine alone, for a caller that
 // keeps the other CPUs busy itself (recall runs the lexical leg meanwhile:
 // splitting the scan slowed that leg more than it sped up the scan).
 func (x *Index) SearchSerial(q []float32, model string, f Filter, k int) ([]mnemotype.Hit, error) {
-	return x.search(q, model, f, k, 1)
+	hits, _, err := x.search(q, model, f, k, 1)
+	return hits, err
 }
 
-func (x *Index) search(q []float32, model string, f Filter, k, workers int) ([]mnemotype.Hit, error) {
+func (x *Index) search(q []float32, model string, f Filter, k, workers int) ([]mnemotype.Hit, How, error) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	if len(x.rows) == 0 || x.dim == 0 || k <= 0 {
-		return nil, nil
+		return nil, How{}, nil
 	}
 	if len(q) != x.dim {
-		return nil, fmt.Errorf("query vector has %d dimensions, memories have %d: %w", len(q), x.dim, mnemotype.ErrDimensionMismatch)
+		return nil, How{}, fmt.Errorf("query vector has %d dimensions, memories have %d: %w", len(q), x.dim, mnemotype.ErrDimensionMismatch)
 	}
 	mid, ok := x.strs[model]
 	if !ok {
-		return nil, nil
+		return nil, How{}, nil
 	}
 	c := x.compile(f)
 	if c.none {
-		return nil, nil
+		return nil, How{}, nil
 	}
 	qn := invNorm(q)
 	if qn == 0 {
-		return nil, nil
+		return nil, How{}, nil
 	}
 	if hits, ok := x.searchGraph(q, qn, mid, &c, k); ok {
-		return hits, nil
+		return hits, How{Walked: true, Ef: x.ann.ef(k), Scanned: len(x.tail)}, nil
 	}
 	n := len(x.rows)
 	if c.slots != nil {
@@ -680,7 +701,7 @@ func (x *Index) search(q []float32, model string, f Filter, k, workers int) ([]m
 		out[i] = mnemotype.Hit{ID: x.rows[e.slot].id, Score: e.score}
 	}
 	sortHits(out)
-	return out, nil
+	return out, How{Scanned: n}, nil
 }
 
 // Score returns the cosine of q with each listed memory embedded by model

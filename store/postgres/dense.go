@@ -416,6 +416,7 @@ func (d *Dense) Search(ctx context.Context, q dense.Query) ([]mnemotype.Hit, err
 				return nil, err
 			}
 			if all {
+				q.Tell(dense.How{Scanned: -1})
 				if len(hits) == 0 {
 					return nil, s.checkDim(ctx, db, q)
 				}
@@ -424,6 +425,7 @@ func (d *Dense) Search(ctx context.Context, q dense.Query) ([]mnemotype.Hit, err
 		}
 		hits, err := s.annSearch(ctx, db, q)
 		if err != nil || len(hits) == q.K {
+			q.Tell(dense.How{Walked: true, Ef: s.efFor(q.K)})
 			return hits, err
 		}
 		// Fewer than asked: the scope may hold fewer, or the walk ended
@@ -433,10 +435,16 @@ func (d *Dense) Search(ctx context.Context, q dense.Query) ([]mnemotype.Hit, err
 	if err != nil {
 		return nil, err
 	}
+	q.Tell(dense.How{Scanned: -1})
 	if len(hits) == 0 {
 		return nil, s.checkDim(ctx, db, q)
 	}
 	return hits, nil
+}
+
+// efFor is hnsw.ef_search for a search of the top k.
+func (s *Store) efFor(k int) int {
+	return min(max(s.efSearch, 2*k), 1000) // pgvector's bounds: 1-1000
 }
 
 // wholeProfile reports whether sc names a profile and nothing more.
@@ -524,7 +532,7 @@ func (s *Store) annSearch(ctx context.Context, db *pgxpool.Pool, q dense.Query) 
 	from, cond := s.vectorsIn(&a, q)
 	sql := `SELECT v.id, 1 - (v.vec::` + typ + ` ` + s.vec.op + ` ` + qv + `) AS score FROM ` + from + ` WHERE ` + cond + `
 		ORDER BY v.vec::` + typ + ` ` + s.vec.op + ` ` + qv + ` LIMIT ` + a.add(q.K)
-	ef := min(max(s.efSearch, 2*q.K), 1000) // pgvector's bounds: 1-1000
+	ef := s.efFor(q.K)
 	// One round trip: the transaction, its settings, the search. A batch
 	// that fails leaves its connection in a transaction, and the pool
 	// closes such a connection instead of reusing it.
