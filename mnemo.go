@@ -293,10 +293,11 @@ type ANNOptions struct {
 	// Ef: candidates a walk keeps, at least the recall's fetch
 	// (vector.DefaultEf when 0).
 	Ef int
-	// OneShot keeps graphs from growing in the background, for a process
-	// that answers a call or two and exits (the CLI's recall and
-	// recollect): a graph it restores from a snapshot is walked, memories
-	// not in it are scanned, and Engine.BuildGraph still builds at once.
+	// OneShot is for a process that answers a call or two and exits (the
+	// CLI's recall and recollect): it grows no graph in the background,
+	// restores snapshots without their graphs (decoding a large one costs
+	// more than a walk or two saves: its searches scan exactly), and
+	// writes no snapshot over one that holds a graph.
 	OneShot bool
 }
 

@@ -72,8 +72,10 @@ type Options struct {
 	GraphMin int
 	// ANN tells the indexes when to walk their graph.
 	ANN vector.ANN
-	// NoBackground grows no graph in the background (a short-lived
-	// process): BuildGraph still does, at once.
+	// NoBackground is for a short-lived process: it grows no graph in the
+	// background (BuildGraph still does, at once), restores snapshots
+	// without their graphs (vector.DecodeOptions.NoGraph), and does not
+	// write a snapshot over one whose graph it left out.
 	NoBackground bool
 	// Logger receives evictions and snapshot problems; nil discards them.
 	Logger *slog.Logger
@@ -128,6 +130,9 @@ type entry struct {
 	// snapshotSeq is the watermark of the snapshot x was restored from, -1
 	// when it was built from the store alone.
 	snapshotSeq int64
+	// graphLeft is set when x was restored without the snapshot's graph
+	// (Options.NoBackground): its snapshot is then not written over.
+	graphLeft bool
 
 	// Under Catalog.mu:
 	elem *list.Element // nil once evicted
@@ -452,7 +457,7 @@ func (c *Catalog) BuildGraph(ctx context.Context, profile string) (int, error) {
 		if err := c.save(ctx, profile, instance, e.seq.Load(), x); err != nil {
 			return 0, fmt.Errorf("dense index of profile %q: write its snapshot: %w", profile, err)
 		}
-		e.unsaved = 0
+		e.unsaved, e.graphLeft = 0, false
 	}
 	c.account(e)
 	return n, nil

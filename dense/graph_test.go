@@ -1,7 +1,9 @@
 package dense_test
 
 import (
+	"bytes"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -73,6 +75,29 @@ func TestCatalog_Graph(t *testing.T) {
 		t.Fatalf("restored: %d linked, %d unlinked; want 1000 and the 30 written since", s2.Linked, s2.Unlinked)
 	}
 	sameAsStore(t, "restored graph and a tail", c2, st2.Store)
+
+	// A one-shot process leaves the graph out, scans, and does not write
+	// its snapshot over the one with the graph, however far it caught up.
+	before, err := os.ReadFile(dense.SnapshotPath(dir, "alice"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st1.Insert(ctx, memories("alice", 1300, 5)[1030:]); err != nil {
+		t.Fatal(err)
+	}
+	c3 := dense.NewCatalog(openPath(t, path), dense.Options{Dir: dir, SaveEvery: 10, NoBackground: true, ANN: opt.ANN})
+	s3, err := c3.Profile(ctx, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s3.Linked != 0 || s3.Unlinked != 1300 {
+		t.Fatalf("one-shot restore: %d linked, %d unlinked; want 0 and 1300", s3.Linked, s3.Unlinked)
+	}
+	sameAsStore(t, "one-shot restore", c3, st1.Store)
+	c3.Close()
+	if after, _ := os.ReadFile(dense.SnapshotPath(dir, "alice")); !bytes.Equal(before, after) {
+		t.Fatal("the one-shot process wrote over the snapshot holding the graph")
+	}
 }
 
 // TestCatalog_CloseStopsBuilder: Close returns with a graph half built.

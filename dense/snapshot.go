@@ -86,6 +86,7 @@ func (c *Catalog) restore(ctx context.Context, e *entry, storeSeq int64) {
 	e.x.Store(x)
 	e.seq.Store(seq)
 	e.snapshotSeq = seq
+	e.graphLeft = x.GraphLeftOut()
 	c.opt.Logger.Info("dense index restored from its snapshot", "profile", e.profile, "memories", x.Len(), "seq", seq,
 		"behind", storeSeq-seq, "took", time.Since(t0))
 }
@@ -133,7 +134,7 @@ func (c *Catalog) readSnapshot(ctx context.Context, path, profile string, storeS
 			errSnapshotMismatch, seq, storeSeq)
 	}
 	header := int64(8 + 4 + len(gotProfile) + 4 + len(gotInstance) + 8)
-	x, err := vector.Decode(r, fi.Size()-header-4)
+	x, err := vector.DecodeWith(r, fi.Size()-header-4, vector.DecodeOptions{NoGraph: c.opt.NoBackground})
 	if err != nil {
 		return nil, 0, err
 	}
@@ -170,7 +171,7 @@ func readString(r io.Reader) (string, error) {
 // does not change while it is written (searches go on; a catch-up of the
 // profile waits), and does not write once e was dropped (Evict).
 func (c *Catalog) maybeSave(ctx context.Context, e *entry) {
-	if c.opt.Dir == "" || e.unsaved < max(c.opt.SaveEvery, e.x.Load().Len()/8) {
+	if c.opt.Dir == "" || e.graphLeft || e.unsaved < max(c.opt.SaveEvery, e.x.Load().Len()/8) {
 		return
 	}
 	instance, err := c.storeInstance(ctx)

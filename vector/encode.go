@@ -161,6 +161,20 @@ func appendString(b []byte, s string) []byte {
 // allocation). Decode reads exactly size bytes from r, so the caller may
 // read what follows.
 func Decode(r io.Reader, size int64) (*Index, error) {
+	return DecodeWith(r, size, DecodeOptions{})
+}
+
+// DecodeOptions tune Decode.
+type DecodeOptions struct {
+	// NoGraph reads past the graph instead of building it: every
+	// embedded row goes on the tail (searches scan exactly), for a
+	// process that answers a call or two, to which decoding a large graph
+	// costs more than walking it saves.
+	NoGraph bool
+}
+
+// DecodeWith is Decode with options.
+func DecodeWith(r io.Reader, size int64, opt DecodeOptions) (*Index, error) {
 	d := decoder{r: r, left: size}
 	if magic := d.next(len(encodingMagic)); d.err == nil && string(magic) != string(encodingMagic[:]) {
 		return nil, fmt.Errorf("%w: not a vector index (or another version of its format)", ErrCorrupt)
@@ -255,7 +269,11 @@ func Decode(r io.Reader, size int64) (*Index, error) {
 			}
 		}
 	}
-	x.decodeGraph(&d)
+	if opt.NoGraph {
+		x.skipGraph(&d)
+	} else {
+		x.decodeGraph(&d)
+	}
 	d.done()
 	if id, ok := <-dup; ok {
 		return nil, fmt.Errorf("%w: row %q twice", ErrCorrupt, id)
@@ -264,6 +282,34 @@ func Decode(r io.Reader, size int64) (*Index, error) {
 		return nil, d.err
 	}
 	return x, nil
+}
+
+// skipGraph reads past the graph Encode wrote after the embeddings and
+// puts every embedded row on the tail.
+func (x *Index) skipGraph(d *decoder) {
+	nNodes := d.count(4 + 1 + (graphM0+1)*4)
+	x.graphLeftOut = nNodes > 0
+	if nNodes > 0 {
+		d.discard(8)
+		var upper int64
+		for range nNodes {
+			d.discard(4)
+			if l := d.u8(); l > graphMaxLevel {
+				d.fail("graph node level %d", l)
+			} else {
+				upper += int64(l) * (graphM + 1) * 4
+			}
+		}
+		d.discard(int64(nNodes)*(graphM0+1)*4 + upper)
+		d.discard(int64(d.count(4+4*x.dim)) * int64(4+4*x.dim))
+	}
+	if d.err == nil {
+		for s := range x.rows {
+			if x.rows[s].model >= 0 {
+				x.toTail(s)
+			}
+		}
+	}
 }
 
 // decodeGraph reads the graph Encode wrote after the embeddings, checking
@@ -458,6 +504,29 @@ func (d *decoder) fill(p []byte) {
 		}
 		d.left -= int64(len(rest))
 	}
+}
+
+// discard reads past the next n bytes.
+func (d *decoder) discard(n int64) {
+	if d.err != nil || n <= 0 {
+		return
+	}
+	have := int64(len(d.buf) - d.pos)
+	if n <= have {
+		d.pos += int(n)
+		return
+	}
+	d.pos = len(d.buf)
+	rest := n - have
+	if rest > d.left {
+		d.fail("truncated")
+		return
+	}
+	if _, err := io.CopyN(io.Discard, d.r, rest); err != nil {
+		d.readFailed(err)
+		return
+	}
+	d.left -= rest
 }
 
 // done fails unless the whole encoding was consumed.

@@ -748,5 +748,9 @@ func (x *Index) searchGraph(q []float32, qn float32, mid int32, c *compiled, k i
 	return out, true
 }
 
+// GraphLeftOut reports whether x was decoded without the graph its
+// encoding held (DecodeOptions.NoGraph).
+func (x *Index) GraphLeftOut() bool { return x.graphLeftOut }
+
 // Walks returns how many searches walked the graph (the rest scanned).
 func (x *Index) Walks() int64 { return x.walks.Load() }

@@ -256,10 +256,24 @@ func TestGraph_EncodeDecode(t *testing.T) {
 			t.Fatalf("decoded index answers %v, original %v", hitIDs(b), hitIDs(a))
 		}
 	}
+	// Without its graph: the same rows, every embedded one on the tail.
+	z, err := vector.DecodeWith(bytes.NewReader(buf.Bytes()), int64(buf.Len()), vector.DecodeOptions{NoGraph: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := vector.Diff(x, z, 5); len(d) > 0 {
+		t.Fatalf("decoded index without its graph differs: %v", d)
+	}
+	if g := z.Graph(); g.Linked != 0 || g.Unlinked != z.Embedded() || !z.GraphLeftOut() || y.GraphLeftOut() {
+		t.Fatalf("decoded without its graph: %+v, %d embedded", g, z.Embedded())
+	}
 	// Every truncation is refused, never a panic.
 	for cut := buf.Len() - 1; cut > buf.Len()-160*1024 && cut > 0; cut -= 4099 {
 		if _, err := vector.Decode(bytes.NewReader(buf.Bytes()[:cut]), int64(cut)); err == nil {
 			t.Fatalf("a truncation at %d of %d decoded", cut, buf.Len())
+		}
+		if _, err := vector.DecodeWith(bytes.NewReader(buf.Bytes()[:cut]), int64(cut), vector.DecodeOptions{NoGraph: true}); err == nil {
+			t.Fatalf("a truncation at %d of %d decoded without the graph", cut, buf.Len())
 		}
 	}
 }

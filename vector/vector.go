@@ -105,6 +105,8 @@ type Index struct {
 	ann       ANN
 	visitPool sync.Pool
 	walks     atomic.Int64
+	// graphLeftOut is set when DecodeWith read past a graph (NoGraph).
+	graphLeftOut bool
 	// Seq is the store change sequence the index reflects; maintained by
 	// the caller under its own synchronisation.
 	Seq int64

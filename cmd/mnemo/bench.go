@@ -65,7 +65,7 @@ func cmdBench(ctx context.Context, a *app, args []string) error {
 		return cmdBenchLadder(ctx, a, args[1:])
 	}
 	fs := newFlags(a, "bench")
-	var ef engineFlags
+	ef := engineFlags{keepGraphs: true}
 	ef.register(fs)
 	profile := fs.String("profile", a.getenv("MNEMO_PROFILE"), "profile to recall from (required) (default $MNEMO_PROFILE)")
 	queries := fs.String("queries", "", `queries: a JSONL file ({"text": ...} or {"query": ...} per line) or one query per line; - reads stdin (default: queries made of the profile's own memories)`)

@@ -45,7 +45,7 @@ func cmdIndex(ctx context.Context, a *app, args []string) error {
 		verb, args = args[0], args[1:]
 	}
 	fs := newFlags(a, "index")
-	var ef engineFlags
+	ef := engineFlags{keepGraphs: true}
 	ef.register(fs)
 	profile := fs.String("profile", a.getenv("MNEMO_PROFILE"), "profile whose index to verify or rebuild (default $MNEMO_PROFILE)")
 	all := fs.Bool("all", false, "every profile")

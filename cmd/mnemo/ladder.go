@@ -86,7 +86,7 @@ const (
 
 func cmdBenchLadder(ctx context.Context, a *app, args []string) error {
 	fs := newFlags(a, "bench ladder")
-	var ef engineFlags
+	ef := engineFlags{keepGraphs: true}
 	ef.register(fs)
 	sizes := fs.String("sizes", "10k,100k,1M", "corpus sizes to measure, comma-separated (k and M suffixes)")
 	corpus := fs.String("corpus", "", "dataset folders whose corpus.jsonl texts make the memories, comma-separated (required)")

@@ -24,6 +24,10 @@ type engineFlags struct {
 	writeTimeout, queryTimeout string
 	// contextTurns is --context-turns as typed ("" when not given).
 	contextTurns string
+	// keepGraphs opens the engine as a command that measures or builds the
+	// dense indexes (bench, index) rather than a one-shot call: it
+	// restores the snapshots' graphs (see Config.ANN.OneShot).
+	keepGraphs bool
 }
 
 // Environment variables of the embedding deadlines.
@@ -135,8 +139,9 @@ func (f *engineFlags) openWith(a *app, mustExist bool) (*mnemo.Engine, error) {
 	cfg.AccessFlushInterval = -1
 	cfg.MustExist = mustExist
 	// A one-shot command exits before a graph of a large profile could
-	// grow; mnemo serve and mcp grow them (and write their snapshots).
-	cfg.ANN.OneShot = true
+	// grow, and decoding one costs it more than walking it saves; mnemo
+	// serve and mcp grow them (and write their snapshots).
+	cfg.ANN.OneShot = !f.keepGraphs
 	e, err := mnemo.Open(path, &cfg)
 	if errors.Is(err, mnemotype.ErrNotFound) {
 		return nil, noDatabase(path)
