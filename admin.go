@@ -215,6 +215,38 @@ func (e *Engine) Update(ctx context.Context, profile, id string, p Patch) (Memor
 	return m, nil
 }
 
+// WarmIndexes loads now, caught up with the database, the in-process
+// dense index of each profile holding enough embedded memories for a graph
+// (Config.ANN), instead of at its first recall, so that its graph starts
+// growing in the background (unless the engine is OneShot). It returns
+// the profiles loaded, and does nothing when the dense leg is the store's
+// own (pgvector).
+func (e *Engine) WarmIndexes(ctx context.Context) ([]string, error) {
+	done, err := e.enter()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	if e.vec != recall.Dense(e.dense) {
+		return nil, nil
+	}
+	counts, err := e.st.EmbeddingCounts(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	var warmed []string
+	for _, c := range counts {
+		if c.Dim == 0 || c.Count < e.dense.GraphMin() || (len(warmed) > 0 && warmed[len(warmed)-1] == c.Profile) {
+			continue
+		}
+		if _, err := e.dense.Profile(ctx, c.Profile); err != nil {
+			return warmed, err
+		}
+		warmed = append(warmed, c.Profile)
+	}
+	return warmed, nil
+}
+
 // BuildGraph links every embedded memory of profile into its in-process
 // dense index's graph (HNSW) now, when the profile is large enough for one
 // (Config.ANN), instead of leaving it to the background builder, and

@@ -595,3 +595,48 @@ func TestEngine_RecallPoolSearchesOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestEngine_Graphs: WarmIndexes loads the indexes of the profiles large
+// enough for a graph (and only those), BuildGraph links a profile's
+// memories at once, and recall's trace then says the dense leg walked it.
+func TestEngine_Graphs(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "mnemo.db")
+	e, err := mnemo.Open(path, &mnemo.Config{Embedder: embed.NewHash(embed.DefaultHashDim), AccessFlushInterval: -1,
+		ANN: mnemo.ANNOptions{GraphMin: 100, ExactBelow: 50, OneShot: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ctx := t.Context()
+	var ins []mnemo.Input
+	for i := range 300 {
+		ins = append(ins, mnemo.Input{Profile: "big", Content: fmt.Sprintf("note %d about topic %d", i, i%17)})
+	}
+	for i := range 20 {
+		ins = append(ins, mnemo.Input{Profile: "small", Content: fmt.Sprintf("note %d", i)})
+	}
+	if _, err := e.RememberBatch(ctx, ins); err != nil {
+		t.Fatal(err)
+	}
+	warmed, err := e.WarmIndexes(ctx)
+	if err != nil || !slices.Equal(warmed, []string{"big"}) {
+		t.Fatalf("WarmIndexes = %v, %v; want [big]", warmed, err)
+	}
+	res, err := e.Recall(ctx, mnemo.Query{Profile: "big", Text: "topic 3", Trace: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(res.Trace.DenseSearch, "scanned") {
+		t.Fatalf("before the graph (a one-shot engine grows none): dense_search %q", res.Trace.DenseSearch)
+	}
+	if n, err := e.BuildGraph(ctx, "big"); err != nil || n != 300 {
+		t.Fatalf("BuildGraph = %d, %v; want 300", n, err)
+	}
+	if res, err = e.Recall(ctx, mnemo.Query{Profile: "big", Text: "topic 3", Trace: true}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(res.Trace.DenseSearch, "walked the HNSW graph") {
+		t.Fatalf("after BuildGraph: dense_search %q", res.Trace.DenseSearch)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"runtime"
 	"slices"
 	"sync"
@@ -366,6 +367,15 @@ func (c *Catalog) catchUp(ctx context.Context, e *entry) error {
 			return nil
 		}
 	}
+}
+
+// GraphMin returns how many embedded memories a profile holds before its
+// index gets a graph (Options.GraphMin; no graph ever when negative).
+func (c *Catalog) GraphMin() int {
+	if c.opt.GraphMin < 0 {
+		return math.MaxInt
+	}
+	return c.opt.GraphMin
 }
 
 // needsGraph reports whether x is large enough for a graph and holds

@@ -67,6 +67,7 @@ func backfill(ctx context.Context, e *mnemo.Engine, log *slog.Logger, quiet quie
 		return
 	}
 	defer indexVectors(ctx, e, log, quiet)
+	warmLarge(ctx, e, log, quiet)
 	for _, c := range counts {
 		if c.Dim != 0 || c.Count == 0 {
 			continue
@@ -93,6 +94,28 @@ func backfill(ctx context.Context, e *mnemo.Engine, log *slog.Logger, quiet quie
 		}
 	}
 }
+
+// warmLarge loads, once per server, the in-process dense index of each
+// profile large enough for a graph (on SQLite, or Postgres with
+// dense=process; Engine.WarmIndexes), so that the graph grows in the
+// background from the server's start rather than from the profile's
+// first recall.
+func warmLarge(ctx context.Context, e *mnemo.Engine, log *slog.Logger, quiet quietProfiles) {
+	if _, done := quiet[warmedKey]; done {
+		return
+	}
+	quiet[warmedKey] = 1
+	warmed, err := e.WarmIndexes(ctx)
+	if err != nil && ctx.Err() == nil && !errors.Is(err, mnemo.ErrClosed) {
+		log.Warn("dense indexes: not all loaded at start; a profile's first recall loads it", "err", err)
+	}
+	if len(warmed) > 0 {
+		log.Info("dense indexes loaded at start", "profiles", len(warmed))
+	}
+}
+
+// warmedKey marks in quietProfiles that warmLarge ran.
+const warmedKey = "\x00warmed"
 
 // quietProfiles remembers how many embedded memories of each dimension
 // each profile needing an ANN index held at the previous run.
