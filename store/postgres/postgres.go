@@ -638,6 +638,14 @@ func (s *Store) Lead(ctx context.Context, name string) (release func(), ok bool,
 		}
 		return nil, false, nil
 	}
-	// Closing the connection ends its session, and the lock with it.
-	return func() { _ = conn.Close(context.WithoutCancel(ctx)) }, true, nil
+	// The lock is released before the connection closes: a closed
+	// connection's session ends (and its locks with it) only when its
+	// backend has exited, after Close returns, so another process asking
+	// at once could be refused. Closing alone still ends a lease whose
+	// unlock fails, as a killed holder's does.
+	return func() {
+		bg := context.WithoutCancel(ctx)
+		_, _ = conn.Exec(bg, `SELECT pg_advisory_unlock(hashtext($1))`, key)
+		_ = conn.Close(bg)
+	}, true, nil
 }
