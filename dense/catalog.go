@@ -121,8 +121,9 @@ type entry struct {
 	turn chan struct{}
 	// seq is the store change sequence x reflects.
 	seq atomic.Int64
-	// growing is set while a builder links x's new memories into its graph.
-	growing atomic.Bool
+	// growing is set while a builder links x's new memories into its graph;
+	// saving while its snapshot is being written (builders pause).
+	growing, saving atomic.Bool
 
 	// Under turn: whether the snapshot was looked for, and the changes
 	// applied since it was read or written.
@@ -379,15 +380,23 @@ func (c *Catalog) GraphMin() int {
 }
 
 // needsGraph reports whether x is large enough for a graph and holds
-// memories not yet in it.
+// memories not yet in it, or a graph a fifth tombstones (which
+// GrowGraph starts again).
 func (c *Catalog) needsGraph(x *vector.Index) bool {
-	return c.opt.GraphMin > 0 && x.Embedded() >= c.opt.GraphMin && x.Unindexed() > 0
+	if c.opt.GraphMin <= 0 || x.Embedded() < c.opt.GraphMin {
+		return false
+	}
+	g := x.Graph()
+	return g.Unlinked > 0 || (g.Tombstones > 0 && g.Tombstones*4 >= g.Linked)
 }
 
 // maybeGrow starts a builder linking e's new memories into its index's
 // graph, unless one runs or the index needs none. The builder stops when
-// the graph holds them all, the catalog closes, or e is dropped; then it
-// has the snapshot written, so that a new process gets the graph.
+// the graph holds them all (and looks again, for memories written as it
+// stopped), the catalog closes, or e is dropped. A build that linked an
+// eighth of the index or more has the snapshot written, so that a new
+// process gets the graph; smaller ones count as that many changes toward
+// the next snapshot (Options.SaveEvery).
 func (c *Catalog) maybeGrow(e *entry) {
 	x := e.x.Load()
 	if c.opt.NoBackground || !c.needsGraph(x) || !e.growing.CompareAndSwap(false, true) {
@@ -402,34 +411,61 @@ func (c *Catalog) maybeGrow(e *entry) {
 	c.builders.Add(1)
 	go func() {
 		defer c.builders.Done()
-		t0, before := time.Now(), x.Unindexed()
-		done := c.grow(context.Background(), e, x)
-		e.growing.Store(false)
-		if !done {
-			return
+		t0, linked := time.Now(), 0
+		for {
+			n, done := c.grow(context.Background(), e, x)
+			linked += n
+			e.growing.Store(false)
+			if !done || !c.needsGraph(x) || !e.growing.CompareAndSwap(false, true) {
+				if !done || linked == 0 {
+					return
+				}
+				break
+			}
 		}
-		c.opt.Logger.Info("dense index graph grown", "profile", e.profile, "memories", before, "took", time.Since(t0))
+		c.opt.Logger.Info("dense index graph grown", "profile", e.profile, "memories", linked, "took", time.Since(t0))
 		<-e.turn
 		defer e.release()
-		e.unsaved = max(e.unsaved, c.opt.SaveEvery, x.Len()/8)
+		if linked >= x.Len()/8 {
+			e.unsaved = max(e.unsaved, c.opt.SaveEvery, x.Len()/8)
+		} else {
+			e.unsaved += linked
+		}
 		c.maybeSave(context.Background(), e)
 		c.account(e)
 	}()
 }
 
-// grow links x's tail into its graph a batch at a time until none is
-// left (true), or ctx ends, the catalog closes, or e no longer holds x
-// (false).
-func (c *Catalog) grow(ctx context.Context, e *entry, x *vector.Index) bool {
-	for {
+// growPause is how long a builder waits, between batches, for a snapshot
+// of its index being written: a batch takes the index's write lock, which
+// would wait for the encoding's read lock and hold every search back
+// behind it.
+const growPause = 5 * time.Millisecond
+
+// grow links x's tail into its graph a batch at a time until none is left
+// (done), or ctx ends, the catalog closes, or e no longer holds x; it
+// returns how many memories it linked. Every 64 batches it accounts the
+// index's size, so that a growing graph counts against the budget.
+func (c *Catalog) grow(ctx context.Context, e *entry, x *vector.Index) (linked int, done bool) {
+	for i := 1; ; i++ {
 		c.mu.Lock()
 		stop := c.closed || e.elem == nil || e.x.Load() != x
 		c.mu.Unlock()
 		if stop || ctx.Err() != nil {
-			return false
+			return linked, false
 		}
-		if x.GrowGraph(graphBatch, 1) == 0 {
-			return true
+		if e.saving.Load() {
+			time.Sleep(growPause)
+			continue
+		}
+		before := x.Unindexed()
+		left := x.GrowGraph(graphBatch, 1)
+		linked += max(0, before-left)
+		if left == 0 && !c.needsGraph(x) {
+			return linked, true
+		}
+		if i%64 == 0 {
+			c.account(e)
 		}
 	}
 }
@@ -459,12 +495,18 @@ func (c *Catalog) BuildGraph(ctx context.Context, profile string) (int, error) {
 		return 0, err
 	}
 	defer e.release()
-	if c.opt.Dir != "" && e.x.Load() == x {
+	c.mu.Lock()
+	dropped := c.closed || e.elem == nil
+	c.mu.Unlock()
+	if c.opt.Dir != "" && e.x.Load() == x && !dropped {
 		instance, err := c.storeInstance(ctx)
 		if err != nil {
 			return 0, err
 		}
-		if err := c.save(ctx, profile, instance, e.seq.Load(), x); err != nil {
+		e.saving.Store(true)
+		err = c.save(ctx, profile, instance, e.seq.Load(), x)
+		e.saving.Store(false)
+		if err != nil {
 			return 0, fmt.Errorf("dense index of profile %q: write its snapshot: %w", profile, err)
 		}
 		e.unsaved, e.graphLeft = 0, false

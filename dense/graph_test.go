@@ -147,3 +147,42 @@ func waitLog(t *testing.T, logs *testenv.SyncBuffer, what string) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestCatalog_SmallBuildsLeaveTheSnapshot: once the graph is whole, a few
+// writes linked by the builder count as that many changes toward the next
+// snapshot instead of rewriting it each (found by review: every write to a
+// large profile rewrote its whole snapshot).
+func TestCatalog_SmallBuildsLeaveTheSnapshot(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	path, dir := filepath.Join(t.TempDir(), "mnemo.db"), t.TempDir()
+	var logs testenv.SyncBuffer
+	st := openPath(t, path)
+	all := memories("alice", 1010, 5)
+	if err := st.Insert(ctx, all[:1000]); err != nil {
+		t.Fatal(err)
+	}
+	c := dense.NewCatalog(st, dense.Options{Dir: dir, GraphMin: 500, SaveEvery: 1 << 20,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	defer c.Close()
+	if _, err := c.Search(ctx, query("alice")); err != nil {
+		t.Fatal(err)
+	}
+	waitLinked(t, c, "alice")
+	waitLog(t, &logs, "snapshot written")
+	for i := 1000; i < 1010; i++ {
+		if err := st.Insert(ctx, all[i:i+1]); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Search(ctx, query("alice")); err != nil {
+			t.Fatal(err)
+		}
+		if s := waitLinked(t, c, "alice"); s.Linked != i+1 {
+			t.Fatalf("graph holds %d, want %d", s.Linked, i+1)
+		}
+	}
+	c.Close()
+	if n := strings.Count(logs.String(), "snapshot written"); n != 1 {
+		t.Fatalf("the snapshot was written %d times, want once (for the whole graph):\n%s", n, logs.String())
+	}
+}

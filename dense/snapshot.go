@@ -198,7 +198,10 @@ func (c *Catalog) maybeSave(ctx context.Context, e *entry) {
 		}
 		t0 := time.Now()
 		x, seq := e.x.Load(), e.seq.Load()
-		if err := c.save(context.Background(), e.profile, instance, seq, x); err != nil {
+		e.saving.Store(true)
+		err := c.save(context.Background(), e.profile, instance, seq, x)
+		e.saving.Store(false)
+		if err != nil {
 			e.unsaved += c.opt.SaveEvery // try again after the next change
 			c.opt.Logger.Warn("dense index snapshot not written", "profile", e.profile, "err", err)
 			return
@@ -363,7 +366,8 @@ func (c *Catalog) Verify(ctx context.Context, profile string) (Verification, err
 // snapshot at once (when the Catalog keeps them).
 func (c *Catalog) Rebuild(ctx context.Context, profile string) (Stats, error) {
 	c.Evict(profile)
-	if _, err := c.BuildGraph(ctx, profile); err != nil {
+	linked, err := c.BuildGraph(ctx, profile) // writes the snapshot when it builds
+	if err != nil {
 		return Stats{}, err
 	}
 	e, err := c.caughtUp(ctx, profile)
@@ -374,12 +378,15 @@ func (c *Catalog) Rebuild(ctx context.Context, profile string) (Stats, error) {
 		return Stats{}, fmt.Errorf("dense index of profile %q: %w", profile, err)
 	}
 	defer e.release()
-	if c.opt.Dir != "" {
+	if c.opt.Dir != "" && linked == 0 {
 		instance, err := c.storeInstance(ctx)
 		if err != nil {
 			return Stats{}, err
 		}
-		if err := c.save(ctx, profile, instance, e.seq.Load(), e.x.Load()); err != nil {
+		e.saving.Store(true)
+		err = c.save(ctx, profile, instance, e.seq.Load(), e.x.Load())
+		e.saving.Store(false)
+		if err != nil {
 			return Stats{}, fmt.Errorf("dense index of profile %q: write its snapshot: %w", profile, err)
 		}
 		e.unsaved = 0

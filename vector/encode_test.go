@@ -2,8 +2,10 @@ package vector
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -232,5 +234,43 @@ func TestDecode_DuplicateID(t *testing.T) {
 	b[i+2] = '0'
 	if _, err := Decode(bytes.NewReader(b), int64(len(b))); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "twice") {
 		t.Fatalf("Decode of an encoding holding qa0 twice = %v", err)
+	}
+}
+
+// TestGraph_NaNRowIsLinked: a decoded row whose embedding holds a NaN (a
+// snapshot written by hand: Upsert never stores one) is linked like any
+// other, so growing the graph ends (found by review: a comparison that
+// found NaN unequal to itself left it on the tail forever).
+func TestGraph_NaNRowIsLinked(t *testing.T) {
+	t.Parallel()
+	const dim = 4
+	r := rand.New(rand.NewPCG(1, 1))
+	x := NewDim(dim)
+	var mems []mnemotype.Memory
+	for i := range 1100 {
+		mems = append(mems, mnemotype.Memory{ID: fmt.Sprintf("m%04d", i), Embedding: randVec(r, dim), EmbeddingModel: "a"})
+	}
+	if err := x.Upsert(mems); err != nil {
+		t.Fatal(err)
+	}
+	for x.GrowGraph(256, 2) > 0 {
+	}
+	marker := float32(12345.678)
+	if err := x.Upsert([]mnemotype.Memory{{ID: "z", Embedding: []float32{marker, 1, 1, 1}, EmbeddingModel: "a"}}); err != nil {
+		t.Fatal(err)
+	}
+	b := encode(t, x)
+	i := bytes.Index(b, binary.LittleEndian.AppendUint32(nil, math.Float32bits(marker)))
+	binary.LittleEndian.PutUint32(b[i:], math.Float32bits(float32(math.NaN())))
+	y, err := Decode(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		t.Fatalf("refused: %v", err)
+	}
+	left := -1
+	for n := 0; n < 10 && left != 0; n++ {
+		left = y.GrowGraph(32, 1)
+	}
+	if left != 0 {
+		t.Fatalf("%d rows still on the tail after 10 calls", left)
 	}
 }

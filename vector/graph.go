@@ -262,7 +262,7 @@ func (x *Index) GrowGraph(n, workers int) (left int) {
 	mates := make([]int32, 0, len(items))
 	for _, it := range items {
 		s, ok := x.slot[it.id]
-		if !ok || x.rows[s].tail < 0 || !slices.Equal(x.vecs[s*x.dim:(s+1)*x.dim], it.raw) {
+		if !ok || x.rows[s].tail < 0 || !sameBits(x.vecs[s*x.dim:(s+1)*x.dim], it.raw) {
 			continue // deleted, linked by another call, or re-embedded
 		}
 		x.offTail(s)
@@ -270,6 +270,12 @@ func (x *Index) GrowGraph(n, workers int) (left int) {
 		mates = append(mates, x.rows[s].node)
 	}
 	return len(x.tail)
+}
+
+// sameBits reports whether a and b hold the same float32s bit for bit (a
+// NaN equals itself: a row holding one is linked all the same).
+func sameBits(a, b []float32) bool {
+	return slices.EqualFunc(a, b, func(x, y float32) bool { return math.Float32bits(x) == math.Float32bits(y) })
 }
 
 // parallelFrom is the graph size from which GrowGraph finds candidates in
@@ -695,7 +701,10 @@ func (x *Index) estimate(c *compiled, mid int32, n int) int {
 // it): the caller then scans.
 func (x *Index) searchGraph(q []float32, qn float32, mid int32, c *compiled, k int) ([]mnemotype.Hit, bool) {
 	g := x.graph
-	if g == nil || len(g.nodes) == g.dead {
+	// A graph holding fewer memories than its tail (the first batches, or
+	// one started again) is not worth a walk: the exact scan splits across
+	// CPUs and visits only a scope's postings, the tail's scan neither.
+	if g == nil || len(g.nodes)-g.dead < len(x.tail) {
 		return nil, false
 	}
 	n := len(x.rows)

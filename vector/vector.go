@@ -302,7 +302,7 @@ func (x *Index) Upsert(mems []mnemotype.Memory) error {
 			old := &x.rows[s]
 			x.count(old, -1)
 			x.unpost(s)
-			if old.model >= 0 && old.model == r.model && slices.Equal(x.vecs[s*x.dim:(s+1)*x.dim], emb) {
+			if old.model >= 0 && old.model == r.model && sameBits(x.vecs[s*x.dim:(s+1)*x.dim], emb) {
 				r.node, r.tail = old.node, old.tail // the same embedding: where it was in the graph
 			} else {
 				x.unlink(s)
