@@ -631,6 +631,12 @@ type IngestOptions struct {
 	// EmbedContext embeds the previous turn of the session with the
 	// content.
 	EmbedContext bool
+	// ANNMin, when > 0, gives every profile of at least ANNMin embedded
+	// memories an HNSW graph, built before the queries, and walks it for
+	// every scope of at least ANNMin memories (Config.ANN's GraphMin and
+	// ExactBelow): the evaluation then measures the approximate dense
+	// leg on corpora smaller than its default threshold.
+	ANNMin int
 }
 
 // content is the memory content of d.
@@ -688,12 +694,29 @@ func openEngine(at place, emb embed.Embedder, in IngestOptions) (*mnemo.Engine, 
 	if err != nil {
 		return nil, fmt.Errorf("eval: open store: %w", err)
 	}
-	e, err := mnemo.Open(at.path, &mnemo.Config{
+	cfg := &mnemo.Config{
 		Embedder: emb, AccessFlushInterval: -1, Store: st, IndexDir: "-", WriteEmbedTimeout: -1, QueryEmbedTimeout: -1,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
+	}
+	if in.ANNMin > 0 {
+		cfg.ANN = mnemo.ANNOptions{GraphMin: in.ANNMin, ExactBelow: in.ANNMin}
+	}
+	e, err := mnemo.Open(at.path, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("eval: open store: %w", err)
+	}
+	if in.ANNMin > 0 {
+		ctx := context.Background()
+		profiles, err := e.WarmIndexes(ctx)
+		for _, p := range profiles {
+			if err == nil {
+				_, err = e.BuildGraph(ctx, p)
+			}
+		}
+		if err != nil {
+			e.Close()
+			return nil, fmt.Errorf("eval: build the dense graphs: %w", err)
+		}
 	}
 	return e, nil
 }

@@ -459,3 +459,30 @@ func TestRun_CutoffsDoNotMoveFigures(t *testing.T) {
 		t.Errorf("k = 50 at limit 50: %v", err)
 	}
 }
+
+// TestRun_ANNMin: with a graph for every profile and a walk for every
+// scope (Ingest.ANNMin 1), the tiny dataset's figures are those of the
+// exact scan (its profiles are smaller than a walk's candidate list).
+func TestRun_ANNMin(t *testing.T) {
+	t.Parallel()
+	ds := loadTiny(t)
+	ctx := context.Background()
+	exact, err := Run(ctx, ds, tinyOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := tinyOptions(t)
+	o.Ingest.ANNMin = 1
+	walked, err := Run(ctx, ds, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range exact.Configs {
+		w := configByName(t, walked, c.Name)
+		for k, v := range c.Overall.Values {
+			if w.Overall.Values[k] != v {
+				t.Errorf("%s: %s %v with graphs, %v without", c.Name, k, w.Overall.Values[k], v)
+			}
+		}
+	}
+}
