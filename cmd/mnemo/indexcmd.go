@@ -17,8 +17,9 @@ is a cache: deleting it loses nothing.
            one built from the database alone; exits 1 if any differs
   rebuild  builds each index from the database, with the HNSW graph of a
            profile of 20,000 embedded memories or more, and writes its
-           snapshot (mnemo serve grows graphs in the background; a one-shot
-           command walks the snapshot's and scans what it lacks)
+           snapshot (mnemo serve and mcp grow graphs in the background and
+           walk them; one-shot commands such as recall read the snapshot
+           without its graph and scan)
 
 A snapshot another database wrote, one ahead of the database, or a corrupt
 one is ignored on its own (and logged). The one case verify is for: the
