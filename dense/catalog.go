@@ -176,7 +176,7 @@ func (c *Catalog) Search(ctx context.Context, q Query) ([]mnemotype.Hit, error) 
 	}
 	search := func(f vector.Filter, k int) ([]mnemotype.Hit, error) {
 		hits, how, err := x.SearchHow(q.Vector, q.Model, f, k, q.Serial)
-		q.tell(How(how))
+		q.Tell(how)
 		return hits, err
 	}
 	f := vector.FilterOf(q.Scope)
@@ -458,7 +458,7 @@ func (c *Catalog) grow(ctx context.Context, e *entry, x *vector.Index) (linked i
 			time.Sleep(growPause)
 			continue
 		}
-		before := x.Unindexed()
+		before := x.Graph().Unlinked
 		left := x.GrowGraph(graphBatch, 1)
 		linked += max(0, before-left)
 		if left == 0 && !c.needsGraph(x) {
@@ -484,8 +484,8 @@ func (c *Catalog) BuildGraph(ctx context.Context, profile string) (int, error) {
 	if !c.needsGraph(x) {
 		return 0, nil
 	}
-	n := x.Unindexed()
-	for x.Unindexed() > 0 {
+	n := x.Graph().Unlinked
+	for x.Graph().Unlinked > 0 {
 		if err := ctx.Err(); err != nil {
 			return 0, err
 		}

@@ -20,10 +20,10 @@ package dense
 
 import (
 	"cmp"
-	"fmt"
 	"slices"
 
 	"github.com/mnemo-dev/mnemo/mnemotype"
+	"github.com/mnemo-dev/mnemo/vector"
 )
 
 // Query is one dense retrieval.
@@ -44,39 +44,18 @@ type Query struct {
 	How *How
 }
 
-// How says how a dense search found its hits: by walking an approximate
-// index (HNSW), with Ef candidates, or by scoring the scope's embeddings
-// exactly; Scanned counts the memories scored exactly (with a walk: those
-// the index does not hold yet), -1 when not known.
-type How struct {
-	Walked  bool
-	Ef      int
-	Scanned int
-}
+// How says how a dense search found its hits (vector.How: by walking an
+// approximate index, with Ef candidates, or by scoring the scope's
+// embeddings exactly; Scanned counts the memories scored exactly, -1 when
+// not known).
+type How = vector.How
 
-// String describes h in words.
-func (h How) String() string {
-	switch {
-	case h.Walked && h.Scanned > 0:
-		return fmt.Sprintf("walked the HNSW graph (ef %d) and scanned the %d memories not yet in it", h.Ef, h.Scanned)
-	case h.Walked:
-		return fmt.Sprintf("walked the HNSW graph (ef %d)", h.Ef)
-	case h.Scanned >= 0:
-		return fmt.Sprintf("scanned %d memories exactly", h.Scanned)
-	}
-	return "scanned the scope exactly"
-}
-
-// tell stores h where q asks for it.
-func (q Query) tell(h How) {
+// Tell stores h where q asks for it (q.How), if it does.
+func (q Query) Tell(h How) {
 	if q.How != nil {
 		*q.How = h
 	}
 }
-
-// Tell stores h where q asks for it (q.How), for implementations outside
-// this package.
-func (q Query) Tell(h How) { q.tell(h) }
 
 // sortHits orders hits best first, ties by id.
 func sortHits(h []mnemotype.Hit) {

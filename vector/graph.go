@@ -120,7 +120,7 @@ func levelOf(id string) int {
 	return min(l, graphMaxLevel)
 }
 
-// vec returns node n's vector and the factor that makes it unit length.
+// nodeVec returns node n's vector and the factor that makes it unit length.
 func (x *Index) nodeVec(n int32) ([]float32, float32) {
 	gn := x.graph.nodes[n]
 	if gn.slot < 0 {
@@ -170,14 +170,6 @@ func (x *Index) unlink(s int) {
 	g.nodes[r.node].slot, g.nodes[r.node].inv = -1, 1
 	g.dead++
 	r.node = -1
-}
-
-// Unindexed returns how many embedded memories are not yet in the graph
-// (all of them while there is none).
-func (x *Index) Unindexed() int {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	return len(x.tail)
 }
 
 // GraphStats describe an Index's graph at one moment.

@@ -76,8 +76,8 @@ func TestGraph_Recall(t *testing.T) {
 	exact := newIndex(t, mems...)
 	exact.SetANN(vector.ANN{ExactBelow: 1 << 30})
 	x.SetANN(vector.ANN{ExactBelow: 2000, Ef: 64})
-	if got := x.Unindexed(); got != n {
-		t.Fatalf("Unindexed before the graph: %d, want %d", got, n)
+	if got := x.Graph().Unlinked; got != n {
+		t.Fatalf("unlinked before the graph: %d, want %d", got, n)
 	}
 	growAll(x)
 	if g := x.Graph(); g.Linked != n || g.Tombstones != 0 || g.Unlinked != 0 {

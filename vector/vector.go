@@ -606,11 +606,25 @@ func (x *Index) Search(q []float32, model string, f Filter, k int) ([]mnemotype.
 
 // How says how a search found its hits: by walking the graph (with a
 // candidate list of Ef) or not, and how many rows it scored exactly (the
-// scope's, or with a walk the tail's).
+// scope's, or with a walk the tail's; -1 when not known, for another
+// implementation of the dense port).
 type How struct {
 	Walked  bool
 	Ef      int
 	Scanned int
+}
+
+// String describes h in words (the recall trace's dense_search).
+func (h How) String() string {
+	switch {
+	case h.Walked && h.Scanned > 0:
+		return fmt.Sprintf("walked the HNSW graph (ef %d) and scanned the %d memories not yet in it", h.Ef, h.Scanned)
+	case h.Walked:
+		return fmt.Sprintf("walked the HNSW graph (ef %d)", h.Ef)
+	case h.Scanned >= 0:
+		return fmt.Sprintf("scanned %d memories exactly", h.Scanned)
+	}
+	return "scanned the scope exactly"
 }
 
 // SearchHow is Search (on the calling goroutine alone when serial) that
