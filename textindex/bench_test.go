@@ -1,0 +1,55 @@
+package textindex
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+// benchCorpus builds an index of n documents of Zipf-distributed words
+// from a vocabulary of 50,000, as turns with a previous turn for context.
+func benchCorpus(b *testing.B, n int) (*Index, *rand.Rand, *rand.Zipf) {
+	b.Helper()
+	r := rand.New(rand.NewPCG(1, 2))
+	z := rand.NewZipf(r, 1.07, 1, 49_999)
+	word := func() string { return fmt.Sprintf("w%x", z.Uint64()) }
+	x := New()
+	prev := ""
+	for i := range n {
+		words := make([]string, 5+r.IntN(30))
+		for j := range words {
+			words[j] = word()
+		}
+		content := strings.Join(words, " ")
+		x.Add(Doc{Order: int64(i), Fields: [NumFields]string{content, []string{"Caroline", "Melanie"}[i%2], "Monday 8 May 2023", prev}})
+		prev = content
+	}
+	return x, r, z
+}
+
+// BenchmarkSearch: top 50 of OR queries of 3-8 terms over 100,000
+// documents, every field weighted (the default weights).
+func BenchmarkSearch(b *testing.B) {
+	x, r, z := benchCorpus(b, 100_000)
+	queries := make([]Query, 256)
+	for i := range queries {
+		q := Query{Weights: [NumFields]float64{1, 1, 1, 0.5}, K: 50}
+		for range 3 + r.IntN(6) {
+			q.Tokens = append(q.Tokens, fmt.Sprintf("w%x", z.Uint64()))
+		}
+		queries[i] = q
+	}
+	for i := 0; b.Loop(); i++ {
+		x.Search(queries[i%len(queries)], Filter{})
+	}
+	b.ReportMetric(float64(x.Bytes())/float64(x.Len()), "bytes/doc")
+}
+
+// BenchmarkAdd: indexing documents of 5-35 words with a previous turn.
+func BenchmarkAdd(b *testing.B) {
+	for b.Loop() {
+		benchCorpus(b, 10_000)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/10_000, "ns/doc")
+}

@@ -1,0 +1,522 @@
+package textindex
+
+import (
+	"cmp"
+	"math"
+	"slices"
+)
+
+// Query is one search.
+type Query struct {
+	// Tokens are the query's terms, one token each (see Token), in the
+	// query's order: a score adds up the terms' contributions in this
+	// order, as the store's ranking function does.
+	Tokens []string
+	// All keeps the documents holding every term; otherwise any.
+	All bool
+	// Weights are the fields' weights, each finite and ≥ 0, not all 0: a
+	// term counts only in the weighted fields, and the content alone with
+	// weight 1 ranks by plain BM25.
+	Weights [NumFields]float64
+	// K is how many hits a search returns at most, 0 for every match.
+	K int
+}
+
+// Filter confines a search.
+type Filter struct {
+	// Accept, when not nil, decides whether a live document may be
+	// returned.
+	Accept func(d uint32) bool
+	// Docs, when not nil, lists in ascending order every document Accept
+	// may keep (and perhaps others): a search then visits these alone
+	// when that costs less than reading the terms' postings.
+	Docs []uint32
+}
+
+// Hit is a document and its score (higher is better).
+type Hit struct {
+	Doc   uint32
+	Score float64
+}
+
+// slack widens every bound, so that a bound never falls below a score
+// computed in another order of operations.
+const slack = 1 + 1e-9
+
+// scorer holds one query's statistics.
+type scorer struct {
+	x       *Index
+	q       Query
+	classic bool
+	ids     []int32 // each term's id, -1 when no document holds it
+	idf     []float64
+	avgdl   [NumFields]float64
+}
+
+// newScorer returns the query's scorer, or nil when nothing can match.
+func (x *Index) newScorer(q Query) *scorer {
+	if x.live == 0 || len(q.Tokens) == 0 {
+		return nil
+	}
+	s := &scorer{x: x, q: q, classic: q.Weights == [NumFields]float64{Content: 1},
+		ids: make([]int32, len(q.Tokens)), idf: make([]float64, len(q.Tokens))}
+	var mask uint8
+	for c, w := range q.Weights {
+		if w != 0 {
+			mask |= 1 << c
+		}
+	}
+	if mask == 0 {
+		return nil
+	}
+	docs := int64(x.live)
+	for c, n := range x.totals {
+		s.avgdl[c] = float64(n) / float64(docs)
+	}
+	found := 0
+	for i, tok := range q.Tokens {
+		id, ok := x.ids[tok]
+		var n int64
+		if ok {
+			n = int64(x.df(id, mask))
+		}
+		if n == 0 {
+			id = -1
+		} else {
+			found++
+		}
+		s.ids[i] = id
+		idf := math.Log((float64(docs-n) + 0.5) / (float64(n) + 0.5))
+		if idf <= 0 {
+			idf = 1e-6
+		}
+		s.idf[i] = idf
+	}
+	if found == 0 || (q.All && found < len(q.Tokens)) {
+		return nil
+	}
+	return s
+}
+
+// contrib returns term i's contribution to the score of a document with
+// counts tf and lengths lens, and whether the term is in a weighted field:
+// the store's arithmetic (sqlitedb's mnemo_bm25).
+func (s *scorer) contrib(i int, tf [NumFields]uint32, lens *[NumFields]uint32) (float64, bool) {
+	if s.classic {
+		f := float64(tf[Content])
+		if f == 0 {
+			return 0, false
+		}
+		D := float64(lens[Content])
+		return s.idf[i] * ((f * (K1 + 1.0)) / (f + K1*(1-0.75+0.75*D/s.avgdl[Content]))), true
+	}
+	w := &s.q.Weights
+	tfw, matched := 0.0, false
+	for c := range NumFields {
+		if w[c] == 0 || tf[c] == 0 {
+			continue // adds nothing: w × 0 / norm
+		}
+		norm := 1.0
+		if FieldB[c] != 0 && s.avgdl[c] > 0 {
+			norm = 1 - FieldB[c] + FieldB[c]*float64(lens[c])/s.avgdl[c]
+		}
+		tfw += w[c] * float64(tf[c]) / norm
+		matched = true
+	}
+	if !matched {
+		return 0, false
+	}
+	return s.idf[i] * (tfw * (K1 + 1.0)) / (tfw + K1), true
+}
+
+// bound returns the most term i can contribute to a document whose counts
+// are at most maxTF and lengths at least minLen (every contribution grows
+// with the counts and shrinks with the lengths).
+func (s *scorer) bound(i int, maxTF, minLen [NumFields]uint32) float64 {
+	if s.classic {
+		f := float64(maxTF[Content])
+		D := float64(minLen[Content])
+		return slack * s.idf[i] * ((f * (K1 + 1.0)) / (f + K1*(1-0.75+0.75*D/s.avgdl[Content])))
+	}
+	w := &s.q.Weights
+	tfw := 0.0
+	for c := range NumFields {
+		if w[c] == 0 {
+			continue
+		}
+		norm := 1.0
+		if FieldB[c] != 0 && s.avgdl[c] > 0 {
+			norm = 1 - FieldB[c] + FieldB[c]*float64(minLen[c])/s.avgdl[c]
+		}
+		tfw += w[c] * float64(maxTF[c]) / norm
+	}
+	return slack * s.idf[i] * (tfw * (K1 + 1.0)) / (tfw + K1)
+}
+
+// cursor walks one term's postings.
+type cursor struct {
+	t  *term
+	id int32
+	qi int // the term's place in the query
+	i  int // the current posting
+	ub float64
+}
+
+const endDoc = math.MaxUint32
+
+func (c *cursor) doc() uint32 {
+	if c.i < len(c.t.docs) {
+		return c.t.docs[c.i]
+	}
+	return endDoc
+}
+
+// advance moves to the first posting of a document ≥ target, galloping
+// then bisecting.
+func (c *cursor) advance(target uint32) {
+	docs := c.t.docs
+	if c.i >= len(docs) || docs[c.i] >= target {
+		return
+	}
+	lo, step := c.i+1, 1
+	hi := lo
+	for hi < len(docs) && docs[hi] < target {
+		lo = hi + 1
+		hi += step
+		step *= 2
+	}
+	hi = min(hi, len(docs))
+	c.i = lo + sortSearch(hi-lo, func(k int) bool { return docs[lo+k] >= target })
+}
+
+// sortSearch is sort.Search without its interface.
+func sortSearch(n int, f func(int) bool) int {
+	lo, hi := 0, n
+	for lo < hi {
+		h := int(uint(lo+hi) >> 1)
+		if !f(h) {
+			lo = h + 1
+		} else {
+			hi = h
+		}
+	}
+	return lo
+}
+
+// sink receives a search's matches.
+type sink interface {
+	// add offers a match; it returns false to stop the search.
+	add(d uint32, score float64) bool
+	// threshold is the score a match must reach to be kept (ties decided
+	// by order), -Inf while anything is kept.
+	threshold() float64
+}
+
+// Search returns the best q.K documents (every match when 0) that match q
+// and pass f, best first; equal scores by order, then number.
+func (x *Index) Search(q Query, f Filter) []Hit {
+	top := &topK{x: x, k: q.K}
+	x.run(q, f, top)
+	return top.sorted()
+}
+
+// Count returns how many documents match q and pass f, counting up to
+// limit (≤ 0: every one).
+func (x *Index) Count(q Query, f Filter, limit int) int {
+	n := &counter{limit: limit}
+	q.K = 0
+	x.run(q, f, n)
+	return n.n
+}
+
+func (x *Index) run(q Query, f Filter, out sink) {
+	s := x.newScorer(q)
+	if s == nil {
+		return
+	}
+	var cs []*cursor
+	postings := 0
+	for i, id := range s.ids {
+		if id < 0 {
+			continue
+		}
+		t := &x.terms[id]
+		cs = append(cs, &cursor{t: t, id: id, qi: i})
+		postings += len(t.docs)
+	}
+	w := &walk{s: s, cs: cs, f: f, out: out, contrib: make([]float64, len(q.Tokens))}
+	switch {
+	case f.Docs != nil && len(f.Docs)*len(cs)*8 < postings:
+		w.docs()
+	case q.All:
+		w.all()
+	default:
+		w.any()
+	}
+}
+
+// walk is one search's state.
+type walk struct {
+	s       *scorer
+	cs      []*cursor
+	f       Filter
+	out     sink
+	contrib []float64
+}
+
+// accept reports whether document d may be returned.
+func (w *walk) accept(d uint32) bool {
+	return !w.s.x.docs[d].dead && (w.f.Accept == nil || w.f.Accept(d))
+}
+
+// score reads the contributions of the cursors standing on d (moving them
+// past it) and returns d's score, and whether d matches.
+func (w *walk) score(d uint32, cs []*cursor) (float64, bool) {
+	x := w.s.x
+	lens := &x.docs[d].lens
+	matched := 0
+	for _, c := range cs {
+		if c.doc() != d {
+			continue
+		}
+		v, ok := w.s.contrib(c.qi, x.counts4(c.id, c.t, c.i), lens)
+		c.i++
+		if ok {
+			w.contrib[c.qi] = v
+			matched++
+		}
+	}
+	return w.total(matched)
+}
+
+// total adds up the contributions in the query's order, clearing them,
+// given how many terms matched.
+func (w *walk) total(matched int) (float64, bool) {
+	score := 0.0
+	for i, v := range w.contrib {
+		score += v
+		w.contrib[i] = 0
+	}
+	if matched == 0 || (w.s.q.All && matched < len(w.s.q.Tokens)) {
+		return 0, false
+	}
+	return score, true
+}
+
+// docs visits the filter's documents one by one.
+func (w *walk) docs() {
+	for _, d := range w.f.Docs {
+		if int(d) >= len(w.s.x.docs) || !w.accept(d) {
+			continue
+		}
+		for _, c := range w.cs {
+			c.advance(d)
+		}
+		if score, ok := w.score(d, w.cs); ok && !w.out.add(d, score) {
+			return
+		}
+	}
+}
+
+// all visits the documents of the rarest term and checks the others.
+func (w *walk) all() {
+	drive := slices.MinFunc(w.cs, func(a, b *cursor) int { return cmp.Compare(len(a.t.docs), len(b.t.docs)) })
+	for d := drive.doc(); d != endDoc; d = drive.doc() {
+		if !w.accept(d) {
+			drive.i++
+			continue
+		}
+		every := true
+		for _, c := range w.cs {
+			if c.advance(d); c.doc() != d {
+				every = false
+			}
+		}
+		if !every {
+			drive.i++
+			continue
+		}
+		if score, ok := w.score(d, w.cs); ok && !w.out.add(d, score) {
+			return
+		}
+	}
+}
+
+// any visits the union of the postings by MaxScore: the terms are ordered
+// by the most they can add; those whose bounds together cannot reach the
+// threshold are non-essential, and a document is visited only when an
+// essential term holds it; the non-essential terms are read for it only
+// while it can still reach the threshold.
+func (w *walk) any() {
+	s, cs := w.s, w.cs
+	for _, c := range cs {
+		c.ub = s.bound(c.qi, c.t.maxTF, c.t.minLen)
+	}
+	slices.SortStableFunc(cs, func(a, b *cursor) int { return cmp.Compare(a.ub, b.ub) })
+	prefix := make([]float64, len(cs)) // prefix[j]: the bounds of cs[:j+1]
+	sum := 0.0
+	for j, c := range cs {
+		sum += c.ub
+		prefix[j] = sum
+	}
+	x := s.x
+	nonEss := 0
+	theta := math.Inf(-1)
+	for {
+		d := uint32(endDoc)
+		for _, c := range cs[nonEss:] {
+			d = min(d, c.doc())
+		}
+		if d == endDoc {
+			return
+		}
+		if !w.accept(d) {
+			for _, c := range cs[nonEss:] {
+				if c.doc() == d {
+					c.i++
+				}
+			}
+			continue
+		}
+		lens := &x.docs[d].lens
+		matched := 0
+		partial := 0.0
+		for _, c := range cs[nonEss:] {
+			if c.doc() != d {
+				continue
+			}
+			v, ok := s.contrib(c.qi, x.counts4(c.id, c.t, c.i), lens)
+			c.i++
+			if ok {
+				w.contrib[c.qi] = v
+				partial += v
+				matched++
+			}
+		}
+		pruned := false
+		for j := nonEss - 1; j >= 0; j-- {
+			if (partial+prefix[j])*slack < theta {
+				pruned = true
+				break
+			}
+			c := cs[j]
+			if c.advance(d); c.doc() != d {
+				continue
+			}
+			v, ok := s.contrib(c.qi, x.counts4(c.id, c.t, c.i), lens)
+			if ok {
+				w.contrib[c.qi] = v
+				partial += v
+				matched++
+			}
+		}
+		if pruned {
+			clear(w.contrib)
+			continue
+		}
+		score, ok := w.total(matched)
+		if !ok {
+			continue
+		}
+		if !w.out.add(d, score) {
+			return
+		}
+		if t := w.out.threshold(); t > theta {
+			theta = t
+			for nonEss < len(cs) && prefix[nonEss]*slack < theta {
+				nonEss++
+			}
+		}
+	}
+}
+
+// topK keeps the best k matches (every match when k is 0) in a heap whose
+// root is the worst kept.
+type topK struct {
+	x *Index
+	k int
+	h []Hit
+}
+
+// worse reports whether a ranks below b: a lower score, then a later order,
+// then a higher number.
+func (t *topK) worse(a, b Hit) bool {
+	if a.Score != b.Score {
+		return a.Score < b.Score
+	}
+	oa, ob := t.x.docs[a.Doc].order, t.x.docs[b.Doc].order
+	if oa != ob {
+		return oa > ob
+	}
+	return a.Doc > b.Doc
+}
+
+func (t *topK) add(d uint32, score float64) bool {
+	h := Hit{Doc: d, Score: score}
+	if t.k <= 0 {
+		t.h = append(t.h, h)
+		return true
+	}
+	if len(t.h) < t.k {
+		t.h = append(t.h, h)
+		for i := len(t.h) - 1; i > 0; {
+			p := (i - 1) / 2
+			if !t.worse(t.h[i], t.h[p]) {
+				break
+			}
+			t.h[i], t.h[p] = t.h[p], t.h[i]
+			i = p
+		}
+		return true
+	}
+	if !t.worse(t.h[0], h) {
+		return true
+	}
+	t.h[0] = h
+	for i := 0; ; {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < len(t.h) && t.worse(t.h[l], t.h[m]) {
+			m = l
+		}
+		if r < len(t.h) && t.worse(t.h[r], t.h[m]) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		t.h[i], t.h[m] = t.h[m], t.h[i]
+		i = m
+	}
+	return true
+}
+
+func (t *topK) threshold() float64 {
+	if t.k <= 0 || len(t.h) < t.k {
+		return math.Inf(-1)
+	}
+	return t.h[0].Score
+}
+
+// sorted returns the kept matches, best first.
+func (t *topK) sorted() []Hit {
+	slices.SortFunc(t.h, func(a, b Hit) int {
+		switch {
+		case t.worse(b, a):
+			return -1
+		case t.worse(a, b):
+			return 1
+		}
+		return 0
+	})
+	return t.h
+}
+
+// counter counts matches up to a limit.
+type counter struct{ n, limit int }
+
+func (c *counter) add(uint32, float64) bool {
+	c.n++
+	return c.limit <= 0 || c.n < c.limit
+}
+
+func (c *counter) threshold() float64 { return math.Inf(-1) }

@@ -1,0 +1,370 @@
+// Package textindex holds one profile's full-text index in process: each
+// memory's fields tokenized as SQLite's FTS5 tokenizes them (package
+// ftstoken), a posting list per token, and BM25F ranking with the index's
+// own statistics — the SQLite store's arithmetic, operation for operation,
+// so that a search returns the scores the store returns for the same
+// memories. A top-k search skips the documents that cannot reach the top
+// (MaxScore); a search confined to a small set of documents visits those
+// alone.
+//
+// Documents are numbered in the order they are added; Delete leaves a
+// tombstone, and Compact drops the tombstones and renumbers. An Index is
+// not synchronised: searches may run concurrently with each other, not
+// with a write.
+package textindex
+
+import (
+	"math"
+	"sync"
+	"unsafe"
+
+	"github.com/mnemo-dev/mnemo/internal/ftstoken"
+)
+
+// The fields of a document, in the SQLite store's column order.
+const (
+	Content = iota
+	Actor
+	Time
+	Context
+	NumFields
+)
+
+// FieldB are the fields' length normalisations (BM25's b): the content
+// and the previous turns vary in length; a name and a date hardly do.
+var FieldB = [NumFields]float64{Content: 0.75, Actor: 0, Time: 0, Context: 0.75}
+
+// K1 is BM25's term-frequency saturation.
+const K1 = 1.2
+
+// Doc is a document to index.
+type Doc struct {
+	Fields [NumFields]string
+	// Order breaks ties between equal scores, lowest first (the store's
+	// row order).
+	Order int64
+}
+
+// A posting's counts are packed 4 bits a field; laneMax in a field marks
+// a count that did not fit, and the posting's counts are then in
+// Index.over.
+const (
+	laneBits = 4
+	laneMax  = 1<<laneBits - 1
+)
+
+// Index is a full-text index. The zero value is not usable: call New.
+type Index struct {
+	ids    map[string]int32 // token → term
+	terms  []term
+	docs   []doc
+	live   int
+	totals [NumFields]int64 // the live documents' field lengths, summed
+	dead   int
+	// over holds the counts of the postings with a count of 255 or more
+	// in some field.
+	over map[overKey][NumFields]uint32
+	// version changes with every write, deletes with every Delete (the
+	// document-frequency cache's keys).
+	version, deletes uint64
+	// dfs caches counts for df; searches share it.
+	dfMu sync.Mutex
+	dfs  map[dfKey]dfCount
+	tk   ftstoken.Tokenizer
+	// scratch of Add
+	counts map[string]int
+	tmp    [][NumFields]uint32
+	order  []string
+}
+
+type overKey struct {
+	term int32
+	doc  uint32
+}
+
+type dfKey struct {
+	term int32
+	mask uint8
+}
+
+// dfCount is a cached count: for every field (mask all), the tombstones
+// in a term's postings as of a number of deletes; for other fields, the
+// live postings holding the term in them as of a version.
+type dfCount struct {
+	version uint64
+	n       int
+}
+
+// doc is one document's statistics.
+type doc struct {
+	order int64
+	lens  [NumFields]uint32
+	dead  bool
+}
+
+// term is one token's posting list: the documents holding it, ascending,
+// and their counts in each field, packed (see laneBits). maxTF and minLen
+// bound every posting ever added: the highest count in each field, the
+// shortest length of each field.
+type term struct {
+	docs   []uint32
+	tfs    []uint16
+	maxTF  [NumFields]uint32
+	minLen [NumFields]uint32
+}
+
+// New returns an empty index.
+func New() *Index {
+	return &Index{ids: map[string]int32{}, over: map[overKey][NumFields]uint32{}, dfs: map[dfKey]dfCount{}, counts: map[string]int{}}
+}
+
+// Len returns the number of live documents.
+func (x *Index) Len() int { return x.live }
+
+// Docs returns the number of document numbers given, tombstones included:
+// the next Add returns it.
+func (x *Index) Docs() int { return len(x.docs) }
+
+// Dead returns the number of tombstones.
+func (x *Index) Dead() int { return x.dead }
+
+// Totals returns the live documents' field lengths, summed, in tokens.
+func (x *Index) Totals() [NumFields]int64 { return x.totals }
+
+// Live reports whether document d is in the index (added, not deleted).
+func (x *Index) Live(d uint32) bool { return int(d) < len(x.docs) && !x.docs[d].dead }
+
+// Order returns the order of document d.
+func (x *Index) Order(d uint32) int64 { return x.docs[d].order }
+
+// Bytes estimates the memory the index holds.
+func (x *Index) Bytes() int64 {
+	b := int64(cap(x.docs))*int64(unsafe.Sizeof(doc{})) +
+		int64(cap(x.terms))*int64(unsafe.Sizeof(term{})) + int64(len(x.ids))*64 + int64(len(x.over))*48
+	for i := range x.terms {
+		t := &x.terms[i]
+		b += int64(cap(t.docs))*4 + int64(cap(t.tfs))*2
+	}
+	return b
+}
+
+// Add indexes a document and returns its number.
+func (x *Index) Add(d Doc) uint32 {
+	n := uint32(len(x.docs))
+	clear(x.counts)
+	x.tmp, x.order = x.tmp[:0], x.order[:0]
+	var lens [NumFields]uint32
+	for c, text := range d.Fields {
+		x.tk.Tokenize(text, func(tok []byte, _ int) {
+			lens[c]++
+			i, ok := x.counts[string(tok)]
+			if !ok {
+				s := string(tok)
+				i = len(x.tmp)
+				x.counts[s] = i
+				x.tmp = append(x.tmp, [NumFields]uint32{})
+				x.order = append(x.order, s)
+			}
+			x.tmp[i][c]++
+		})
+	}
+	x.docs = append(x.docs, doc{order: d.Order, lens: lens})
+	for i, s := range x.order {
+		id, ok := x.ids[s]
+		if !ok {
+			id = int32(len(x.terms))
+			x.ids[s] = id
+			x.terms = append(x.terms, term{minLen: [NumFields]uint32{math.MaxUint32, math.MaxUint32, math.MaxUint32, math.MaxUint32}})
+		}
+		x.post(id, n, x.tmp[i], lens)
+	}
+	x.live++
+	for c := range NumFields {
+		x.totals[c] += int64(lens[c])
+	}
+	x.version++
+	return n
+}
+
+// post appends document n, with counts tf and lengths lens, to term id's
+// list.
+func (x *Index) post(id int32, n uint32, tf, lens [NumFields]uint32) {
+	t := &x.terms[id]
+	var packed uint16
+	for c, f := range tf {
+		packed |= uint16(min(f, laneMax)) << (laneBits * c)
+		t.maxTF[c] = max(t.maxTF[c], f)
+		t.minLen[c] = min(t.minLen[c], lens[c])
+	}
+	if overflows(packed) {
+		x.over[overKey{id, n}] = tf
+	}
+	t.docs = append(t.docs, n)
+	t.tfs = append(t.tfs, packed)
+}
+
+// overflows reports whether a packed count did not fit.
+func overflows(p uint16) bool {
+	for c := range NumFields {
+		if p>>(laneBits*c)&laneMax == laneMax {
+			return true
+		}
+	}
+	return false
+}
+
+// counts4 returns the counts of term t's posting i.
+func (x *Index) counts4(id int32, t *term, i int) [NumFields]uint32 {
+	p := t.tfs[i]
+	if overflows(p) {
+		return x.over[overKey{id, t.docs[i]}]
+	}
+	return [NumFields]uint32{uint32(p & laneMax), uint32(p >> laneBits & laneMax), uint32(p >> (2 * laneBits) & laneMax), uint32(p >> (3 * laneBits))}
+}
+
+// Delete removes document d (a tombstone until Compact); a deleted or
+// unknown document is ignored.
+func (x *Index) Delete(d uint32) {
+	if !x.Live(d) {
+		return
+	}
+	dc := &x.docs[d]
+	dc.dead = true
+	for c := range NumFields {
+		x.totals[c] -= int64(dc.lens[c])
+	}
+	x.live--
+	x.dead++
+	x.version++
+	x.deletes++
+}
+
+// Compact drops the tombstones: the live documents are renumbered in their
+// order, and remap gives each old number's new one (-1 for a tombstone).
+func (x *Index) Compact() (remap []int32) {
+	remap = make([]int32, len(x.docs))
+	docs := make([]doc, 0, x.live)
+	for d := range x.docs {
+		if x.docs[d].dead {
+			remap[d] = -1
+			continue
+		}
+		remap[d] = int32(len(docs))
+		docs = append(docs, x.docs[d])
+	}
+	// Terms left without a live posting go; the others are renumbered.
+	termMap := make([]int32, len(x.terms))
+	terms := make([]term, 0, len(x.terms))
+	over := map[overKey][NumFields]uint32{}
+	for id := range x.terms {
+		t := &x.terms[id]
+		n := 0
+		for _, d := range t.docs {
+			if remap[d] >= 0 {
+				n++
+			}
+		}
+		if n == 0 {
+			termMap[id] = -1
+			continue
+		}
+		nid := int32(len(terms))
+		termMap[id] = nid
+		nt := term{docs: make([]uint32, 0, n), tfs: make([]uint16, 0, n), maxTF: t.maxTF, minLen: t.minLen}
+		for i, d := range t.docs {
+			if r := remap[d]; r >= 0 {
+				if overflows(t.tfs[i]) {
+					over[overKey{nid, uint32(r)}] = x.over[overKey{int32(id), d}]
+				}
+				nt.docs = append(nt.docs, uint32(r))
+				nt.tfs = append(nt.tfs, t.tfs[i])
+			}
+		}
+		terms = append(terms, nt)
+	}
+	for s, id := range x.ids {
+		if termMap[id] < 0 {
+			delete(x.ids, s)
+		} else {
+			x.ids[s] = termMap[id]
+		}
+	}
+	x.docs, x.terms, x.over, x.dead = docs, terms, over, 0
+	clear(x.dfs)
+	x.version++
+	return remap
+}
+
+// Token returns the single token FTS5 makes of a query term, and false
+// when it makes none or several (a phrase, which this index does not
+// search).
+func Token(term string) (string, bool) {
+	toks := ftstoken.Tokens(term)
+	if len(toks) != 1 {
+		return "", false
+	}
+	return toks[0], true
+}
+
+// maxCachedCounts bounds the document-frequency cache; past it, the cache
+// starts afresh.
+const maxCachedCounts = 1 << 16
+
+// allFields is the mask of every field.
+const allFields = 1<<NumFields - 1
+
+// df returns how many live documents hold term id in a field of mask
+// (bit c: field c). Every posting counts while the index has no
+// tombstone; otherwise the postings are counted once per number of
+// deletes (for every field) or version (for some), and the count cached.
+func (x *Index) df(id int32, mask uint8) int {
+	t := &x.terms[id]
+	if mask == allFields && x.dead == 0 {
+		return len(t.docs)
+	}
+	k, ver := dfKey{id, mask}, x.version
+	if mask == allFields {
+		ver = x.deletes
+	}
+	x.dfMu.Lock()
+	e, ok := x.dfs[k]
+	x.dfMu.Unlock()
+	if !ok || e.version != ver {
+		var lanes uint16
+		for c := range NumFields {
+			if mask&(1<<c) != 0 {
+				lanes |= laneMax << (laneBits * c)
+			}
+		}
+		e = dfCount{version: ver}
+		for i, d := range t.docs {
+			if mask == allFields {
+				if x.docs[d].dead {
+					e.n++ // tombstones
+				}
+			} else if t.tfs[i]&lanes != 0 && !x.docs[d].dead {
+				e.n++
+			}
+		}
+		x.dfMu.Lock()
+		if len(x.dfs) >= maxCachedCounts {
+			clear(x.dfs)
+		}
+		x.dfs[k] = e
+		x.dfMu.Unlock()
+	}
+	if mask == allFields {
+		return len(t.docs) - e.n
+	}
+	return e.n
+}
+
+// DocFreq returns how many live documents hold token in a field of mask
+// (bit c: field c).
+func (x *Index) DocFreq(token string, mask uint8) int {
+	id, ok := x.ids[token]
+	if !ok {
+		return 0
+	}
+	return x.df(id, mask)
+}
