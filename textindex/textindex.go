@@ -8,7 +8,8 @@
 // alone.
 //
 // Documents are numbered in the order they are added; Delete leaves a
-// tombstone, and Compact drops the tombstones and renumbers. An Index is
+// tombstone, and Compact drops the tombstones and renumbers. AppendBinary
+// and Decode write and read an index whole (for a snapshot). An Index is
 // not synchronised: searches may run concurrently with each other, not
 // with a write.
 package textindex
