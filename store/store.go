@@ -285,6 +285,22 @@ type ChangesParams struct {
 	Since int64
 	// Limit caps the upserts of the page; 0 reports every change.
 	Limit int
+	// Text asks for what the store's full-text index holds of each upsert:
+	// its content (in the memory) and ChangeSet.Texts. The feed then also
+	// lists the memories whose indexed context changed because a turn
+	// before them in their session was written or deleted.
+	Text bool
+}
+
+// IndexedText is what a store's full-text index holds of a memory besides
+// its content, actor and occurred_at.
+type IndexedText struct {
+	// Context is the previous turns of its session the index holds with
+	// it (the store's context turns), oldest first, one per line.
+	Context string
+	// Order is its place in the store's order of ties (lexical hits of
+	// equal scores come in this order, lowest first).
+	Order int64
 }
 
 // ChangeSet lists what changed in a profile between two sequence numbers
@@ -293,8 +309,11 @@ type ChangesParams struct {
 // (which reflect the rows as they are now).
 type ChangeSet struct {
 	// Upserts are memories inserted or changed, with embeddings, without
-	// content, in sequence order.
+	// content (unless ChangesParams.Text), in sequence order.
 	Upserts []mnemotype.Memory
+	// Texts, with ChangesParams.Text, holds each upsert's indexed text:
+	// Texts[i] is Upserts[i]'s.
+	Texts []IndexedText
 	// Deleted are ids removed.
 	Deleted []string
 	// Seq is the sequence number the set is complete up to.

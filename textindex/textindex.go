@@ -17,6 +17,7 @@ package textindex
 import (
 	"math"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/mnemo-dev/mnemo/internal/ftstoken"
@@ -37,6 +38,13 @@ var FieldB = [NumFields]float64{Content: 0.75, Actor: 0, Time: 0, Context: 0.75}
 
 // K1 is BM25's term-frequency saturation.
 const K1 = 1.2
+
+// TimeWords renders when a memory occurred as its time field holds it:
+// the words a question may name — weekday, day, month and year ("Monday 8
+// May 2023"), in UTC.
+func TimeWords(t time.Time) string {
+	return t.UTC().Format("Monday 2 January 2006")
+}
 
 // Doc is a document to index.
 type Doc struct {

@@ -37,6 +37,7 @@ import (
 
 	"github.com/mnemo-dev/mnemo/mnemotype"
 	"github.com/mnemo-dev/mnemo/store"
+	"github.com/mnemo-dev/mnemo/textindex"
 )
 
 // Options tunes a Store. The zero value is ready to use.
@@ -604,11 +605,8 @@ func joinTime(t time.Time, ns int16) time.Time {
 	return t.UTC().Add(time.Duration(ns))
 }
 
-// timeWords renders when a memory occurred as the words a question may
-// name (the SQLite store's rendering).
-func timeWords(t time.Time) string {
-	return t.UTC().Format("Monday 2 January 2006")
-}
+// timeWords renders when a memory occurred as its time field holds it.
+func timeWords(t time.Time) string { return textindex.TimeWords(t) }
 
 // batchErr names memory i of a batch of n in err.
 func batchErr(n, i int, err error) error {

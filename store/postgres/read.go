@@ -332,7 +332,11 @@ func (s *Store) Changes(ctx context.Context, p store.ChangesParams) (store.Chang
 		return cs, nil
 	}
 	var a args
-	q := `SELECT m.id, m.profile, m.project, m.session, m.session_seq, m.actor, m.kind, '', m.importance,
+	content := `''`
+	if p.Text {
+		content = `m.content`
+	}
+	q := `SELECT m.id, m.profile, m.project, m.session, m.session_seq, m.actor, m.kind, ` + content + `, m.importance,
 		m.occurred_at, m.occurred_ns, m.created_at, m.created_ns, m.accessed_at, m.accessed_ns, m.access_count,
 		NULL::text, m.embedding_model, m.embedding, m.seq FROM memories m
 		WHERE m.profile = ` + a.add(p.Profile) + ` AND m.seq > ` + a.add(p.Since) + ` ORDER BY m.seq`
@@ -366,6 +370,11 @@ func (s *Store) Changes(ctx context.Context, p store.ChangesParams) (store.Chang
 	if p.Limit > 0 && len(cs.Upserts) == p.Limit {
 		cs.Seq, cs.More = last, true
 	}
+	if p.Text && len(cs.Upserts) > 0 {
+		if cs.Texts, err = indexedTexts(ctx, tx, p.Profile, p.Since, last, len(cs.Upserts)); err != nil {
+			return cs, fmt.Errorf("read changes: %w", err)
+		}
+	}
 	drows, err := tx.Query(ctx, `SELECT id FROM tombstones WHERE profile = $1 AND seq > $2 AND seq <= $3 ORDER BY seq`,
 		p.Profile, p.Since, cs.Seq)
 	if err != nil {
@@ -375,6 +384,30 @@ func (s *Store) Changes(ctx context.Context, p store.ChangesParams) (store.Chang
 		return cs, fmt.Errorf("read changes: %w", err)
 	}
 	return cs, nil
+}
+
+// indexedTexts reads the indexed texts of the n memories of profile whose
+// seq is in (since, upTo], in seq order: the page Changes just read, in
+// the same transaction.
+func indexedTexts(ctx context.Context, tx pgx.Tx, profile string, since, upTo int64, n int) ([]store.IndexedText, error) {
+	rows, err := tx.Query(ctx, `SELECT m.rid, `+contextSQL("t.turns")+` FROM memories m,
+		(SELECT greatest(value::int, 0) AS turns FROM meta WHERE key = 'context_turns') t
+		WHERE m.profile = $1 AND m.seq > $2 AND m.seq <= $3 ORDER BY m.seq`, profile, since, upTo)
+	if err != nil {
+		return nil, err
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.IndexedText, error) {
+		var t store.IndexedText
+		err := r.Scan(&t.Order, &t.Context)
+		return t, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(out) != n {
+		return nil, fmt.Errorf("read %d indexed texts for %d memories", len(out), n)
+	}
+	return out, nil
 }
 
 // Signals implements store.Store.

@@ -896,7 +896,10 @@ func (ix *indexer) reindex(ctx context.Context, profile string, ids []string, tu
 			ls[c] = append(ls[c], d.lens[c])
 		}
 	}
-	if _, err := ix.tx.Exec(ctx, `UPDATE memories m SET terms = string_to_array(u.terms, ' '), lens = ARRAY[u.c, u.a, u.t, u.x]
+	// A new change number each: what the index holds of them changed
+	// (store.ChangesParams.Text), so the change feed lists them again.
+	if _, err := ix.tx.Exec(ctx, `UPDATE memories m SET terms = string_to_array(u.terms, ' '), lens = ARRAY[u.c, u.a, u.t, u.x],
+		seq = nextval('changes')
 		FROM unnest($2::bigint[], $3::text[], $4::int[], $5::int[], $6::int[], $7::int[]) AS u(rid, terms, c, a, t, x)
 		WHERE m.profile = $1 AND m.rid = u.rid`, profile, rids, terms, ls[0], ls[1], ls[2], ls[3]); err != nil {
 		return fmt.Errorf("write index entries: %w", mapErr(err))
@@ -947,6 +950,12 @@ func (s *Store) rebuildIndex(ctx context.Context, tx pgx.Tx, turns int) error {
 			if err := ix.reindex(ctx, g.profile, ids, nil); err != nil {
 				return fmt.Errorf("rebuild the full-text index: %w", err)
 			}
+		}
+	}
+	if len(groups) > 0 {
+		// The memories' new change numbers are the profiles' feeds' too.
+		if _, err := tx.Exec(ctx, `UPDATE profiles SET seq = currval('changes')`); err != nil {
+			return fmt.Errorf("rebuild the full-text index: %w", err)
 		}
 	}
 	if _, err := tx.Exec(ctx, `UPDATE meta SET value = $1 WHERE key = 'context_turns'`, fmt.Sprint(turns)); err != nil {

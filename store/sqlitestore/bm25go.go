@@ -170,10 +170,15 @@ func (q *lexQuery) rankedInGo(ctx context.Context, p store.LexicalParams, expr s
 // fieldsSQL selects a memory m's fields as the index holds them: content,
 // actor, occurred_at (rendered in Go) and the previous turns (?: the
 // number of turns).
-const fieldsSQL = `m.content, m.actor, m.occurred_at,
-	CASE WHEN m.session = '' OR ? = 0 THEN '' ELSE coalesce((SELECT group_concat(c.content, char(10) ORDER BY c.session_seq, c.rid)
-		FROM memories c WHERE c.profile = m.profile AND c.session = m.session
-		AND c.session_seq >= m.session_seq - ? AND c.session_seq < m.session_seq), '') END`
+var fieldsSQL = `m.content, m.actor, m.occurred_at, ` + contextSQLOf("m")
+
+// contextSQLOf selects a memory's context field as the index holds it
+// (contextText): its previous turns (?: the number of turns, twice).
+func contextSQLOf(m string) string {
+	return `CASE WHEN ` + m + `.session = '' OR ? = 0 THEN '' ELSE coalesce((SELECT group_concat(c.content, char(10) ORDER BY c.session_seq, c.rid)
+		FROM memories c WHERE c.profile = ` + m + `.profile AND c.session = ` + m + `.session
+		AND c.session_seq >= ` + m + `.session_seq - ? AND c.session_seq < ` + m + `.session_seq), '') END`
+}
 
 // scoreRowsInGo scores the memories m matching the SQL condition where,
 // keeps those that match the query, best first (ties in rowid order), up

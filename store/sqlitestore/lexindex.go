@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"github.com/mnemo-dev/mnemo/internal/ftstoken"
 	"github.com/mnemo-dev/mnemo/internal/sqlitedb"
 	"github.com/mnemo-dev/mnemo/mnemotype"
+	"github.com/mnemo-dev/mnemo/textindex"
 )
 
 // The full-text index (memories_fts) is contentless: the store writes it
@@ -118,12 +120,8 @@ func readProfile(ctx context.Context, q queryer, name string) (p profileStats, o
 	return p, true, nil
 }
 
-// timeWords renders when a memory occurred as the words a question may
-// name: weekday, day, month and year ("Monday 8 May 2023"), in UTC.
-func timeWords(t time.Time) string {
-	t = t.UTC()
-	return t.Format("Monday 2 January 2006")
-}
+// timeWords renders when a memory occurred as its time field holds it.
+func timeWords(t time.Time) string { return textindex.TimeWords(t) }
 
 // indexer writes index rows inside one write transaction, numbering the
 // profiles and scope names it meets (once each), adding up each profile's
@@ -602,6 +600,7 @@ func (ix *indexer) flush(ctx context.Context) error {
 	// need nothing.
 	ix.after = map[turnKey]bool{}
 	done := map[int64]bool{}
+	var redone []int64
 	for k := range after {
 		next, err := ix.turnsAfter(ctx, k)
 		if err != nil {
@@ -612,6 +611,7 @@ func (ix *indexer) flush(ctx context.Context) error {
 				continue
 			}
 			done[r.rid] = true
+			redone = append(redone, r.rid)
 			if err := ix.remove(ctx, r.rid, &r.m); err != nil {
 				return err
 			}
@@ -621,6 +621,9 @@ func (ix *indexer) flush(ctx context.Context) error {
 		}
 	}
 	clear(ix.after)
+	if err := ix.refeed(ctx, redone); err != nil {
+		return err
+	}
 	if err := ix.measure(ctx); err != nil {
 		return err
 	}
@@ -632,6 +635,29 @@ func (ix *indexer) flush(ctx context.Context) error {
 		}
 	}
 	clear(ix.delta)
+	return nil
+}
+
+// refeed moves the re-indexed memories rids to the end of the change
+// feed: what the index holds of them changed (store.ChangesParams.Text).
+func (ix *indexer) refeed(ctx context.Context, rids []int64) error {
+	if len(rids) == 0 {
+		return nil
+	}
+	slices.Sort(rids)
+	first, err := nextSeq(ctx, ix.tx, len(rids))
+	if err != nil {
+		return err
+	}
+	stmt, err := ix.stmt(ctx, `UPDATE memories SET seq = ? WHERE rid = ?`)
+	if err != nil {
+		return err
+	}
+	for i, rid := range rids {
+		if _, err := stmt.ExecContext(ctx, first+int64(i), rid); err != nil {
+			return fmt.Errorf("move re-indexed memory %d in the change feed: %w", rid, mapErr(err))
+		}
+	}
 	return nil
 }
 
@@ -746,6 +772,22 @@ func ensureIndex(ctx context.Context, tx *sql.Tx, turns int) error {
 	clear(ix.after) // every row is indexed with its context as it is
 	if err := ix.flush(ctx); err != nil {
 		return err
+	}
+	// Every memory's indexed context may have changed: all of them move to
+	// the end of the change feed, in rowid order.
+	var n int64
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM memories`).Scan(&n); err != nil {
+		return fmt.Errorf("rebuild the full-text index: %w", err)
+	}
+	if n > 0 {
+		first, err := nextSeq(ctx, tx, int(n))
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE memories SET seq = ? + r.n FROM (SELECT rid, row_number() OVER (ORDER BY rid) - 1 AS n FROM memories) r
+			WHERE memories.rid = r.rid`, first); err != nil {
+			return fmt.Errorf("rebuild the full-text index: %w", err)
+		}
 	}
 	_, err := tx.ExecContext(ctx, `UPDATE counters SET value = ? WHERE name = 'context_turns'`, turns)
 	return err

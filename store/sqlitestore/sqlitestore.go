@@ -1059,7 +1059,11 @@ func (s *Store) Changes(ctx context.Context, p store.ChangesParams) (store.Chang
 	if p.Limit > 0 {
 		limit = int64(p.Limit)
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT id, profile, project, session, session_seq, actor, kind, '', importance, occurred_at,
+	content := `''`
+	if p.Text {
+		content = `content`
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT id, profile, project, session, session_seq, actor, kind, `+content+`, importance, occurred_at,
 		created_at, accessed_at, access_count, NULL, embedding_model, embedding, seq FROM memories WHERE profile = ? AND seq > ?
 		ORDER BY seq LIMIT ?`, p.Profile, p.Since, limit)
 	if err != nil {
@@ -1088,6 +1092,11 @@ func (s *Store) Changes(ctx context.Context, p store.ChangesParams) (store.Chang
 		// it, the rest to the next page.
 		cs.Seq, cs.More = last, true
 	}
+	if p.Text {
+		if cs.Texts, err = indexedTexts(ctx, tx, p.Profile, p.Since, cs.Seq, len(cs.Upserts)); err != nil {
+			return cs, fmt.Errorf("read changes: %w", err)
+		}
+	}
 	drows, err := tx.QueryContext(ctx, `SELECT id FROM tombstones WHERE profile = ? AND seq > ? AND seq <= ? ORDER BY seq`,
 		p.Profile, p.Since, cs.Seq)
 	if err != nil {
@@ -1102,6 +1111,37 @@ func (s *Store) Changes(ctx context.Context, p store.ChangesParams) (store.Chang
 		cs.Deleted = append(cs.Deleted, id)
 	}
 	return cs, drows.Err()
+}
+
+// indexedTexts reads the indexed texts of the n memories of profile whose
+// seq is in (since, upTo], in seq order: the page Changes just read, in
+// the same transaction.
+func indexedTexts(ctx context.Context, tx *sql.Tx, profile string, since, upTo int64, n int) ([]store.IndexedText, error) {
+	var turns int
+	if err := tx.QueryRowContext(ctx, `SELECT max(0, value) FROM counters WHERE name = 'context_turns'`).Scan(&turns); err != nil {
+		return nil, err
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT m.rid, `+contextSQLOf("m")+` FROM memories m
+		WHERE m.profile = ? AND m.seq > ? AND m.seq <= ? ORDER BY m.seq`, turns, turns, profile, since, upTo)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := make([]store.IndexedText, 0, n)
+	for rows.Next() {
+		var t store.IndexedText
+		if err := rows.Scan(&t.Order, &t.Context); err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if len(out) != n {
+		return nil, fmt.Errorf("read %d indexed texts for %d memories", len(out), n)
+	}
+	return out, nil
 }
 
 // Signals implements store.Store.

@@ -2,6 +2,7 @@ package sqlitestore
 
 import (
 	"context"
+	"maps"
 	"math/rand/v2"
 	"path/filepath"
 	"testing"
@@ -138,5 +139,46 @@ func TestTextIndex_RanksAsLexical(t *testing.T) {
 	}
 	if compared < 500 {
 		t.Fatalf("only %d comparisons", compared)
+	}
+}
+
+// TestChanges_AfterContextTurnsChange: reopening a database with another
+// number of context turns re-indexes every memory, and the change feed
+// lists each again with its new context.
+func TestChanges_AfterContextTurnsChange(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "mnemo.db")
+	s, err := Open(ctx, path, Options{ContextTurns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mems []mnemotype.Memory
+	for i, c := range []string{"one", "two", "three"} {
+		mems = append(mems, mnemotype.Memory{ID: c, Profile: "alice", Content: c, Session: "s", Kind: mnemotype.KindEpisodic,
+			CreatedAt: time.Date(2024, 1, 1, 0, i, 0, 0, time.UTC)})
+	}
+	if err := s.Insert(ctx, mems); err != nil {
+		t.Fatal(err)
+	}
+	seq, err := s.Sequence(ctx, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if s, err = Open(ctx, path, Options{ContextTurns: 2}); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	cs, err := s.Changes(ctx, store.ChangesParams{Profile: "alice", Since: seq, Text: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for i, m := range cs.Upserts {
+		got[m.ID] = cs.Texts[i].Context
+	}
+	if want := map[string]string{"one": "", "two": "one", "three": "one\ntwo"}; !maps.Equal(got, want) {
+		t.Errorf("the feed after the rebuild: %v, want %v", got, want)
 	}
 }

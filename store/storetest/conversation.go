@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"errors"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -351,6 +352,77 @@ func ExerciseContext(t *testing.T, open OpenFunc) {
 	}
 	if got := search(b, withContext, "pottery"); len(got) != 0 {
 		t.Errorf("after the question was deleted: %v, want none", got)
+	}
+	t.Run("TextFeed", func(t *testing.T) { exerciseTextFeed(t, open) })
+}
+
+// exerciseTextFeed: the change feed read with Text carries each memory's
+// content, its context (the previous turn: the store indexes one) and its
+// order, and lists again the memories whose context a write changed.
+func exerciseTextFeed(t *testing.T, open OpenFunc) {
+	b := setup(t, open)
+	b.insert(mem("alice", "a", "Alpha", session("s")), mem("alice", "b", "Bravo", session("s")), mem("alice", "c", "Charlie", session("s")),
+		mem("alice", "z", "Zulu"))
+	b.insert(mem("bob", "x", "X-ray", session("s")))
+	type text struct{ content, context string }
+	feed := func(since int64) (map[string]text, store.ChangeSet) {
+		t.Helper()
+		cs, err := b.s.Changes(b.ctx, store.ChangesParams{Profile: "alice", Since: since, Text: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(cs.Texts) != len(cs.Upserts) {
+			t.Fatalf("%d texts for %d upserts", len(cs.Texts), len(cs.Upserts))
+		}
+		got := map[string]text{}
+		for i, m := range cs.Upserts {
+			got[m.ID] = text{m.Content, cs.Texts[i].Context}
+		}
+		return got, cs
+	}
+	got, cs := feed(0)
+	want := map[string]text{"a": {"Alpha", ""}, "b": {"Bravo", "Alpha"}, "c": {"Charlie", "Bravo"}, "z": {"Zulu", ""}}
+	if !maps.Equal(got, want) {
+		t.Errorf("the feed from 0: %v, want %v", got, want)
+	}
+	order := map[string]int64{}
+	for i, m := range cs.Upserts {
+		order[m.ID] = cs.Texts[i].Order
+	}
+	if !(order["a"] < order["b"] && order["b"] < order["c"] && order["c"] < order["z"]) {
+		t.Errorf("orders %v: want the insertion order", order)
+	}
+	// Without Text, no content and no texts.
+	if plain := b.changes("alice", 0); len(plain.Texts) != 0 || plain.Upserts[0].Content != "" {
+		t.Errorf("the feed without Text: %d texts, content %q", len(plain.Texts), plain.Upserts[0].Content)
+	}
+	// A page of the feed carries its own upserts' texts.
+	page, err := b.s.Changes(b.ctx, store.ChangesParams{Profile: "alice", Text: true, Limit: 2})
+	if err != nil || len(page.Upserts) != 2 || len(page.Texts) != 2 || !page.More {
+		t.Fatalf("a page of 2: %d upserts, %d texts, more %v, err %v", len(page.Upserts), len(page.Texts), page.More, err)
+	}
+	since := cs.Seq
+	if _, err := b.s.Update(b.ctx, store.UpdateParams{Profile: "alice", ID: "b", Content: ptr("Bingo")}); err != nil {
+		t.Fatal(err)
+	}
+	got, cs = feed(since)
+	if want := map[string]text{"b": {"Bingo", "Alpha"}, "c": {"Charlie", "Bingo"}}; !maps.Equal(got, want) {
+		t.Errorf("after b's content changed: %v, want %v (c's context changed with it)", got, want)
+	}
+	since = cs.Seq
+	if err := b.s.Delete(b.ctx, "alice", "a"); err != nil {
+		t.Fatal(err)
+	}
+	got, cs = feed(since)
+	if want := map[string]text{"b": {"Bingo", ""}}; !maps.Equal(got, want) || !slices.Equal(cs.Deleted, []string{"a"}) {
+		t.Errorf("after a was deleted: %v / deleted %v, want %v / [a] (b lost its context)", got, cs.Deleted, want)
+	}
+	since = cs.Seq
+	// A turn written before stored ones: the one after it is listed again.
+	b.insert(mem("alice", "a2", "Again", session("s"), seq(1)))
+	got, _ = feed(since)
+	if want := map[string]text{"a2": {"Again", ""}, "b": {"Bingo", "Again"}}; !maps.Equal(got, want) {
+		t.Errorf("after a turn was inserted before b: %v, want %v", got, want)
 	}
 }
 
