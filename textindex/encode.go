@@ -1,10 +1,13 @@
 package textindex
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 )
 
 // encodingVersion is the first byte of an encoded index.
@@ -51,7 +54,11 @@ func (x *Index) AppendBinary(b []byte) []byte {
 		}
 	}
 	b = binary.AppendUvarint(b, uint64(len(x.over)))
-	for k, tf := range x.over {
+	keys := slices.SortedFunc(maps.Keys(x.over), func(a, b overKey) int { // the same index, the same bytes
+		return cmp.Or(cmp.Compare(a.term, b.term), cmp.Compare(a.doc, b.doc))
+	})
+	for _, k := range keys {
+		tf := x.over[k]
 		b = binary.AppendUvarint(b, uint64(k.term))
 		b = binary.AppendUvarint(b, uint64(k.doc))
 		for _, n := range tf {
@@ -210,7 +217,10 @@ func Decode(data []byte) (*Index, error) {
 	if len(d.b) != 0 {
 		return nil, fmt.Errorf("%w: %d bytes after the end", errCorrupt, len(d.b))
 	}
-	return x, x.check()
+	if err := x.check(); err != nil {
+		return nil, err
+	}
+	return x, nil
 }
 
 // check verifies what a search relies on: every overflowing posting's

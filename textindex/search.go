@@ -27,9 +27,10 @@ type Filter struct {
 	// Accept, when not nil, decides whether a live document may be
 	// returned.
 	Accept func(d uint32) bool
-	// Docs, when not nil, lists in ascending order every document Accept
-	// may keep (and perhaps others): a search then visits these alone
-	// when that costs less than reading the terms' postings.
+	// Docs, when not nil, lists every document Accept may keep (and
+	// perhaps others; without Accept, exactly those it keeps): a search
+	// then visits these alone when that costs less than reading the terms'
+	// postings.
 	Docs []uint32
 }
 
@@ -62,6 +63,9 @@ func (x *Index) newScorer(q Query) *scorer {
 		ids: make([]int32, len(q.Tokens)), idf: make([]float64, len(q.Tokens))}
 	var mask uint8
 	for c, w := range q.Weights {
+		if math.IsNaN(w) || math.IsInf(w, 0) || w < 0 {
+			return nil // no field weighs that: the caller validates weights
+		}
 		if w != 0 {
 			mask |= 1 << c
 		}
@@ -246,7 +250,11 @@ func (x *Index) run(q Query, f Filter, out sink) {
 	}
 	w := &walk{s: s, cs: cs, f: f, out: out, contrib: make([]float64, len(q.Tokens))}
 	switch {
-	case f.Docs != nil && len(f.Docs)*len(cs)*8 < postings:
+	case f.Docs != nil && (f.Accept == nil || len(f.Docs)*len(cs)*8 < postings):
+		if !slices.IsSorted(f.Docs) {
+			f.Docs = slices.Sorted(slices.Values(f.Docs))
+			w.f = f
+		}
 		w.docs()
 	case q.All:
 		w.all()
@@ -441,8 +449,8 @@ type topK struct {
 // worse reports whether a ranks below b: a lower score, then a later order,
 // then a higher number.
 func (t *topK) worse(a, b Hit) bool {
-	if a.Score != b.Score {
-		return a.Score < b.Score
+	if c := cmp.Compare(a.Score, b.Score); c != 0 {
+		return c < 0
 	}
 	oa, ob := t.x.docs[a.Doc].order, t.x.docs[b.Doc].order
 	if oa != ob {

@@ -70,8 +70,8 @@ type Index struct {
 	live   int
 	totals [NumFields]int64 // the live documents' field lengths, summed
 	dead   int
-	// over holds the counts of the postings with a count of 255 or more
-	// in some field.
+	// over holds the counts of the postings with a count of laneMax or
+	// more in some field.
 	over map[overKey][NumFields]uint32
 	// version changes with every write, deletes with every Delete (the
 	// document-frequency cache's keys).
@@ -122,6 +122,9 @@ type term struct {
 	minLen [NumFields]uint32
 }
 
+// noLength is the bound of lengths of a term without postings.
+var noLength = [NumFields]uint32{math.MaxUint32, math.MaxUint32, math.MaxUint32, math.MaxUint32}
+
 // New returns an empty index.
 func New() *Index {
 	return &Index{ids: map[string]int32{}, over: map[overKey][NumFields]uint32{}, dfs: map[dfKey]dfCount{}, counts: map[string]int{}}
@@ -148,8 +151,12 @@ func (x *Index) Order(d uint32) int64 { return x.docs[d].order }
 
 // Bytes estimates the memory the index holds.
 func (x *Index) Bytes() int64 {
+	x.dfMu.Lock()
+	cached := len(x.dfs)
+	x.dfMu.Unlock()
 	b := int64(cap(x.docs))*int64(unsafe.Sizeof(doc{})) +
-		int64(cap(x.terms))*int64(unsafe.Sizeof(term{})) + int64(len(x.ids))*64 + int64(len(x.over))*48
+		int64(cap(x.terms))*int64(unsafe.Sizeof(term{})) + int64(len(x.ids))*64 + int64(len(x.over))*48 +
+		int64(cached)*56 + int64(len(x.counts))*48 + int64(cap(x.tmp))*16 + int64(cap(x.order))*16
 	for i := range x.terms {
 		t := &x.terms[i]
 		b += int64(cap(t.docs))*4 + int64(cap(t.tfs))*2
@@ -183,7 +190,7 @@ func (x *Index) Add(d Doc) uint32 {
 		if !ok {
 			id = int32(len(x.terms))
 			x.ids[s] = id
-			x.terms = append(x.terms, term{minLen: [NumFields]uint32{math.MaxUint32, math.MaxUint32, math.MaxUint32, math.MaxUint32}})
+			x.terms = append(x.terms, term{minLen: noLength})
 		}
 		x.post(id, n, x.tmp[i], lens)
 	}
@@ -279,11 +286,17 @@ func (x *Index) Compact() (remap []int32) {
 		}
 		nid := int32(len(terms))
 		termMap[id] = nid
-		nt := term{docs: make([]uint32, 0, n), tfs: make([]uint16, 0, n), maxTF: t.maxTF, minLen: t.minLen}
+		// The bounds are those of the postings kept.
+		nt := term{docs: make([]uint32, 0, n), tfs: make([]uint16, 0, n), minLen: noLength}
 		for i, d := range t.docs {
 			if r := remap[d]; r >= 0 {
+				tf := x.counts4(int32(id), t, i)
 				if overflows(t.tfs[i]) {
-					over[overKey{nid, uint32(r)}] = x.over[overKey{int32(id), d}]
+					over[overKey{nid, uint32(r)}] = tf
+				}
+				for c := range NumFields {
+					nt.maxTF[c] = max(nt.maxTF[c], tf[c])
+					nt.minLen[c] = min(nt.minLen[c], x.docs[d].lens[c])
 				}
 				nt.docs = append(nt.docs, uint32(r))
 				nt.tfs = append(nt.tfs, t.tfs[i])
@@ -291,13 +304,13 @@ func (x *Index) Compact() (remap []int32) {
 		}
 		terms = append(terms, nt)
 	}
+	ids := make(map[string]int32, len(terms)) // a new map: Go's maps never shrink
 	for s, id := range x.ids {
-		if termMap[id] < 0 {
-			delete(x.ids, s)
-		} else {
-			x.ids[s] = termMap[id]
+		if termMap[id] >= 0 {
+			ids[s] = termMap[id]
 		}
 	}
+	x.ids = ids
 	x.docs, x.terms, x.over, x.dead = docs, terms, over, 0
 	clear(x.dfs)
 	x.version++

@@ -158,7 +158,7 @@ func randomDoc(r *rand.Rand, z *rand.Zipf, order int64) Doc {
 	if r.IntN(3) > 0 {
 		d.Fields[Context] = randomText(r, z, r.IntN(40))
 	}
-	if r.IntN(200) == 0 { // a count past 255 in a field
+	if r.IntN(200) == 0 { // a count past laneMax in a field
 		d.Fields[Content] += strings.Repeat("horse ", 300)
 	}
 	return d
@@ -263,6 +263,16 @@ func TestSearch_MatchesReference(t *testing.T) {
 					}
 					accept = func(d uint32) bool { return in[d] }
 					f.Accept = accept
+					switch r.IntN(3) {
+					case 1: // in any order
+						r.Shuffle(len(f.Docs), func(i, j int) { f.Docs[i], f.Docs[j] = f.Docs[j], f.Docs[i] })
+					case 2: // exactly the documents kept, without Accept
+						f.Docs = slices.DeleteFunc(f.Docs, func(d uint32) bool { return !in[d] })
+						if f.Docs == nil {
+							f.Docs = []uint32{}
+						}
+						f.Accept = nil
+					}
 				}
 				want := reference(docs, live, q, accept)
 				got := x.Search(q, f)
