@@ -12,11 +12,12 @@ import (
 	"unsafe"
 
 	"github.com/mnemo-dev/mnemo/mnemotype"
+	"github.com/mnemo-dev/mnemo/textindex"
 )
 
 // encodingMagic opens an encoded index; its last byte is the format's
 // version.
-var encodingMagic = [8]byte{'m', 'n', 'e', 'm', 'o', 'v', 'x', 2}
+var encodingMagic = [8]byte{'m', 'n', 'e', 'm', 'o', 'v', 'x', 3}
 
 // Bounds Decode enforces before it allocates.
 const (
@@ -33,7 +34,8 @@ var ErrCorrupt = errors.New("corrupt vector index encoding")
 
 // Encode writes x in a binary format Decode reads: the interned names, each
 // row's id and scope, the embeddings (little-endian float32), then the
-// graph (its nodes, their links, and the tombstones' vectors). It holds
+// graph (its nodes, their links, and the tombstones' vectors), then the
+// full-text index when the index keeps one (appendText). It holds
 // x's read lock throughout, so x does not change while it is written.
 func (x *Index) Encode(w io.Writer) error {
 	x.mu.RLock()
@@ -81,13 +83,53 @@ func (x *Index) Encode(w io.Writer) error {
 	if err := writeFloats(bw, x.vecs[:len(x.rows)*x.dim]); err != nil {
 		return err
 	}
+	if err := x.encodeGraph(bw); err != nil {
+		return err
+	}
+	b = x.appendText(b)
+	if err := flush(0); err != nil {
+		return err
+	}
+	return bw.Flush()
+}
+
+// appendText appends the text section: a flag, then with a text index
+// each row's document and text hash, whether the text is incomplete, and
+// the text index's own encoding with its length.
+func (x *Index) appendText(b []byte) []byte {
+	if x.text == nil {
+		return append(b, 0)
+	}
+	b = append(b, 1)
+	for i := range x.rows {
+		b = binary.LittleEndian.AppendUint32(b, uint32(x.rows[i].doc))
+		b = binary.LittleEndian.AppendUint64(b, x.rows[i].textHash)
+	}
+	broken := byte(0)
+	if x.textBroken {
+		broken = 1
+	}
+	b = append(b, broken)
+	t := x.text.AppendBinary(nil)
+	b = binary.LittleEndian.AppendUint64(b, uint64(len(t)))
+	return append(b, t...)
+}
+
+// encodeGraph writes the graph section.
+func (x *Index) encodeGraph(bw *bufio.Writer) error {
+	var b []byte
+	flush := func(min int) error {
+		if len(b) < min {
+			return nil
+		}
+		_, err := bw.Write(b)
+		b = b[:0]
+		return err
+	}
 	g := x.graph
 	if g == nil || len(g.nodes) == 0 {
 		b = binary.LittleEndian.AppendUint32(b, 0)
-		if err := flush(0); err != nil {
-			return err
-		}
-		return bw.Flush()
+		return flush(0)
 	}
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(g.nodes)))
 	b = binary.LittleEndian.AppendUint32(b, uint32(g.entry))
@@ -129,10 +171,7 @@ func (x *Index) Encode(w io.Writer) error {
 			return err
 		}
 	}
-	if err := flush(0); err != nil {
-		return err
-	}
-	return bw.Flush()
+	return flush(0)
 }
 
 // writeFloats writes vs as little-endian float32s.
@@ -171,6 +210,9 @@ type DecodeOptions struct {
 	// process that answers a call or two, to which decoding a large graph
 	// costs more than walking it saves.
 	NoGraph bool
+	// NoText reads past the full-text index: the index decoded keeps no
+	// text (TextLeftOut reports it).
+	NoText bool
 }
 
 // DecodeWith is Decode with options.
@@ -274,6 +316,7 @@ func DecodeWith(r io.Reader, size int64, opt DecodeOptions) (*Index, error) {
 	} else {
 		x.decodeGraph(&d)
 	}
+	x.decodeText(&d, opt.NoText)
 	d.done()
 	if id, ok := <-dup; ok {
 		return nil, fmt.Errorf("%w: row %q twice", ErrCorrupt, id)
@@ -425,6 +468,72 @@ func (x *Index) decodeGraph(d *decoder) {
 	if d.err == nil {
 		x.graph = g
 	}
+}
+
+// decodeText reads the text section Encode wrote after the graph,
+// checking that the rows and the text index's live documents match one to
+// one (every row has one unless the text was incomplete).
+func (x *Index) decodeText(d *decoder, skip bool) {
+	switch flag := d.u8(); {
+	case d.err != nil || flag == 0:
+		return
+	case flag != 1:
+		d.fail("text flag %d", flag)
+		return
+	}
+	docs := make([]int32, len(x.rows))
+	hashes := make([]uint64, len(x.rows))
+	for s := range x.rows {
+		docs[s], hashes[s] = d.i32(), d.u64()
+	}
+	broken := d.u8()
+	n := d.u64()
+	if d.err != nil {
+		return
+	}
+	if broken > 1 || n > uint64(d.left+int64(len(d.buf)-d.pos)) {
+		d.fail("text index of %d bytes", n)
+		return
+	}
+	if skip {
+		d.discard(int64(n))
+		x.textLeftOut = true
+		return
+	}
+	blob := make([]byte, n)
+	d.fill(blob)
+	if d.err != nil {
+		return
+	}
+	t, err := textindex.Decode(blob)
+	if err != nil {
+		d.fail("%v", err)
+		return
+	}
+	docSlot := make([]int32, t.Docs())
+	for i := range docSlot {
+		docSlot[i] = -1
+	}
+	held := 0
+	for s, doc := range docs {
+		switch {
+		case doc == -1 && broken == 1:
+		case doc < 0 || int(doc) >= len(docSlot) || !t.Live(uint32(doc)) || docSlot[doc] >= 0:
+			d.fail("row %q: text document %d", x.rows[s].id, doc)
+			return
+		default:
+			docSlot[doc] = int32(s)
+			held++
+		}
+	}
+	if held != t.Len() {
+		d.fail("%d text documents for %d rows", t.Len(), held)
+		return
+	}
+	for s := range x.rows {
+		x.rows[s].doc, x.rows[s].textHash = docs[s], hashes[s]
+	}
+	x.text, x.docSlot, x.textBroken = t, docSlot, broken == 1
 }
 
 // decoder reads little-endian values from a buffer it fills from r in

@@ -22,6 +22,7 @@ import (
 	"gonum.org/v1/gonum/blas/blas32"
 
 	"github.com/mnemo-dev/mnemo/mnemotype"
+	"github.com/mnemo-dev/mnemo/textindex"
 )
 
 // row is one memory's scope and signals; its vector lives in Index.vecs at
@@ -46,6 +47,10 @@ type row struct {
 	// position in Index.tail, -1 when not there. An embedded row is in
 	// exactly one of the two.
 	node, tail int32
+	// doc is the row's document in the text index (-1: none), textHash
+	// its text's hash (see text.go).
+	doc      int32
+	textHash uint64
 }
 
 // The scope fields with postings: for each value, the slots of the rows
@@ -107,6 +112,15 @@ type Index struct {
 	walks     atomic.Int64
 	// graphLeftOut is set when DecodeWith read past a graph (NoGraph).
 	graphLeftOut bool
+	// text, when not nil, is the rows' full-text index (EnableText);
+	// docSlot maps its documents to slots (-1: deleted). textBroken is set
+	// once a row came without its text: the full-text index is then not
+	// searched.
+	text       *textindex.Index
+	docSlot    []int32
+	textBroken bool
+	// textLeftOut is set when DecodeWith read past a text index (NoText).
+	textLeftOut bool
 	// Seq is the store change sequence the index reflects; maintained by
 	// the caller under its own synchronisation.
 	Seq int64
@@ -186,6 +200,9 @@ func (x *Index) Bytes() int64 {
 	defer x.mu.RUnlock()
 	b := int64(cap(x.vecs))*4 + int64(cap(x.rows))*rowSize + x.keyBytes +
 		int64(len(x.rows))*nPostings*4 + int64(len(x.posts))*mapEntry + int64(cap(x.tail))*4
+	if x.text != nil {
+		b += x.text.Bytes() + int64(cap(x.docSlot))*4
+	}
 	if g := x.graph; g != nil {
 		b += int64(cap(g.nodes))*8 + int64(cap(g.l0))*4 + int64(len(g.up))*(mapEntry+(graphM+1)*4) +
 			int64(len(g.ghosts))*(mapEntry+int64(x.dim)*4)
@@ -249,6 +266,11 @@ func (x *Index) Dim() int {
 // another dimension is kept without its embedding (so the other legs still
 // find it) and reported in the returned ErrDimensionMismatch error.
 func (x *Index) Upsert(mems []mnemotype.Memory) error {
+	return x.upsert(mems, nil)
+}
+
+// upsert is Upsert, with each memory's document when docs is not nil.
+func (x *Index) upsert(mems []mnemotype.Memory, docs []textindex.Doc) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	dim := x.dim
@@ -275,6 +297,7 @@ func (x *Index) Upsert(mems []mnemotype.Memory) error {
 			model:    -1,
 			node:     -1,
 			tail:     -1,
+			doc:      -1,
 		}
 		emb := m.Embedding
 		if len(emb) > 0 && len(emb) != dim {
@@ -286,6 +309,7 @@ func (x *Index) Upsert(mems []mnemotype.Memory) error {
 			r.model = x.intern(m.EmbeddingModel)
 			r.invNorm = inv
 		}
+		oldDoc, oldHash := int32(-1), uint64(0)
 		s, ok := x.slot[m.ID]
 		if !ok {
 			s = len(x.rows)
@@ -300,6 +324,7 @@ func (x *Index) Upsert(mems []mnemotype.Memory) error {
 			}
 		} else {
 			old := &x.rows[s]
+			oldDoc, oldHash = old.doc, old.textHash
 			x.count(old, -1)
 			x.unpost(s)
 			if old.model >= 0 && old.model == r.model && sameBits(x.vecs[s*x.dim:(s+1)*x.dim], emb) {
@@ -312,6 +337,13 @@ func (x *Index) Upsert(mems []mnemotype.Memory) error {
 				x.toTail(s)
 			}
 		}
+		if x.text != nil {
+			var d *textindex.Doc
+			if docs != nil {
+				d = &docs[i]
+			}
+			x.setText(s, d, oldDoc, oldHash)
+		}
 		x.post(s)
 		x.count(&r, 1)
 		if x.dim > 0 {
@@ -323,6 +355,7 @@ func (x *Index) Upsert(mems []mnemotype.Memory) error {
 			}
 		}
 	}
+	x.compactText()
 	if len(mismatched) > 0 {
 		return fmt.Errorf("%d memories (first %s) have embeddings of another dimension than the index's %d; kept without them: %w",
 			len(mismatched), mismatched[0], dim, mnemotype.ErrDimensionMismatch)
@@ -343,11 +376,17 @@ func (x *Index) Delete(ids ...string) {
 		x.count(&x.rows[s], -1)
 		x.unpost(s)
 		x.unlink(s)
+		if d := x.rows[s].doc; d >= 0 {
+			x.dropDoc(d)
+		}
 		last := len(x.rows) - 1
 		if s != last {
 			x.rows[s] = x.rows[last]
 			x.slot[x.rows[s].id] = s
 			x.moved(s)
+			if d := x.rows[s].doc; d >= 0 {
+				x.docSlot[d] = int32(s)
+			}
 			if r := &x.rows[s]; r.node >= 0 {
 				x.graph.nodes[r.node].slot = int32(s)
 			} else if r.tail >= 0 {
@@ -364,6 +403,7 @@ func (x *Index) Delete(ids ...string) {
 		delete(x.slot, id)
 		x.keyBytes -= int64(len(id)) + strHeader + mapEntry
 	}
+	x.compactText()
 }
 
 // instant is a time as Unix seconds and nanoseconds: exact for years

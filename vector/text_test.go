@@ -1,0 +1,171 @@
+package vector_test
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/mnemo-dev/mnemo/mnemotype"
+	"github.com/mnemo-dev/mnemo/textindex"
+	"github.com/mnemo-dev/mnemo/vector"
+)
+
+var textWords = strings.Fields("river stone dune quartz basalt cedar ember fjord garnet heath zebra walrus caroline melanie paint camp")
+
+func randomWords(r *rand.Rand, n int) string {
+	w := make([]string, n)
+	for i := range w {
+		w[i] = textWords[int(r.ExpFloat64()*4)%len(textWords)]
+	}
+	return strings.Join(w, " ")
+}
+
+// textRef is what an index keeping text must hold: each live memory and
+// its document.
+type textRef struct {
+	mems map[string]mnemotype.Memory
+	docs map[string]textindex.Doc
+}
+
+// search ranks the live memories in f with a text index built afresh.
+func (r *textRef) search(q textindex.Query, f vector.Filter, ref *refIndex) []mnemotype.Hit {
+	fresh := textindex.New()
+	var ids []string
+	for _, id := range slices.Sorted(mapsKeys(r.docs)) {
+		fresh.Add(r.docs[id])
+		ids = append(ids, id)
+	}
+	accept := func(d uint32) bool { return ref.in(r.mems[ids[d]], f) }
+	var hits []mnemotype.Hit
+	for _, h := range fresh.Search(q, textindex.Filter{Accept: accept}) {
+		hits = append(hits, mnemotype.Hit{ID: ids[h.Doc], Score: h.Score})
+	}
+	return hits
+}
+
+func mapsKeys[V any](m map[string]V) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// TestIndex_Text: an index keeping text, through random upserts (new
+// texts and unchanged ones), deletes (moving rows) and compactions of its
+// text index, searches as a text index built afresh from its live
+// memories, inside every kind of filter; encoded and decoded, it searches
+// the same; decoded without its text, or given a memory without text, it
+// says it has none.
+func TestIndex_Text(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(4, 5))
+	x := vector.New()
+	x.EnableText()
+	ref := &textRef{mems: map[string]mnemotype.Memory{}, docs: map[string]textindex.Doc{}}
+	vref := newRef()
+	order := int64(0)
+	check := func(step int, x *vector.Index) {
+		t.Helper()
+		toks := []string{}
+		for range 1 + r.IntN(3) {
+			tok, _ := textindex.Token(textWords[r.IntN(len(textWords))])
+			toks = append(toks, tok)
+		}
+		q := textindex.Query{Tokens: toks, Weights: [textindex.NumFields]float64{1, 1, 1, 0.5}, K: []int{0, 5, 20}[r.IntN(3)], All: r.IntN(4) == 0}
+		var f vector.Filter
+		switch r.IntN(5) {
+		case 1:
+			f.Sessions = []string{fmt.Sprint("s", r.IntN(8))}
+		case 2:
+			f.Project = []string{"apollo", "zeus"}[r.IntN(2)]
+		case 3:
+			f.Kinds = []mnemotype.Kind{mnemotype.KindSemantic}
+			f.Exclude = slices.Collect(func(yield func(string) bool) {
+				for id := range ref.mems {
+					if r.IntN(3) == 0 && !yield(id) {
+						return
+					}
+				}
+			})
+		case 4:
+			f.Only = []string{}
+			for id := range ref.mems {
+				if r.IntN(10) == 0 {
+					f.Only = append(f.Only, id)
+				}
+			}
+		}
+		got, ok := x.SearchText(vector.TextQuery{Query: q, Filter: f})
+		if !ok {
+			t.Fatalf("step %d: no text index", step)
+		}
+		want := ref.search(q, f, vref)
+		if q.K > 0 && len(want) > q.K {
+			want = want[:q.K]
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("step %d, %+v in %+v:\n got %v\nwant %v", step, q, f, got, want)
+		}
+		if n, _ := x.CountText(vector.TextQuery{Query: q, Filter: f}, 0); q.K == 0 && n != len(want) {
+			t.Fatalf("step %d: CountText = %d, want %d", step, n, len(want))
+		}
+	}
+	for step := range 4000 {
+		switch {
+		case r.IntN(3) == 0 && len(ref.mems) > 0:
+			ids := slices.Sorted(mapsKeys(ref.mems))
+			id := ids[r.IntN(len(ids))]
+			x.Delete(id)
+			delete(ref.mems, id)
+			delete(ref.docs, id)
+			delete(vref.rows, id)
+		default:
+			id := fmt.Sprint("m", r.IntN(1500))
+			m := mem(id, session(fmt.Sprint("s", r.IntN(8))), project([]string{"", "apollo", "zeus"}[r.IntN(3)]),
+				kind(mnemotype.Kinds[r.IntN(3)]))
+			doc, again := ref.docs[id]
+			if !again || r.IntN(2) == 0 { // a new text; else the same again
+				order++
+				doc = textindex.Doc{Order: order, Fields: [textindex.NumFields]string{randomWords(r, 1+r.IntN(12)), "", "Monday 8 May 2023", randomWords(r, r.IntN(6))}}
+			}
+			if err := x.UpsertText([]mnemotype.Memory{m}, []textindex.Doc{doc}); err != nil {
+				t.Fatal(err)
+			}
+			ref.mems[id], ref.docs[id] = m, doc
+			vref.upsert([]mnemotype.Memory{m})
+		}
+		if step%20 == 0 {
+			check(step, x)
+		}
+	}
+	var buf bytes.Buffer
+	if err := x.Encode(&buf); err != nil {
+		t.Fatal(err)
+	}
+	y, err := vector.Decode(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 50 {
+		check(i, y)
+	}
+	z, err := vector.DecodeWith(bytes.NewReader(buf.Bytes()), int64(buf.Len()), vector.DecodeOptions{NoText: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if z.HasText() || !z.TextLeftOut() || z.Len() != x.Len() {
+		t.Errorf("decoded without text: HasText %v, TextLeftOut %v, %d memories of %d", z.HasText(), z.TextLeftOut(), z.Len(), x.Len())
+	}
+	if err := y.Upsert([]mnemotype.Memory{mem("no-text")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := y.SearchText(vector.TextQuery{Query: textindex.Query{Tokens: []string{"river"}, Weights: [4]float64{1}}}); ok || y.HasText() {
+		t.Error("searched a text index missing a memory's text")
+	}
+}
