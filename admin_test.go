@@ -566,7 +566,9 @@ func TestEngine_RecallPoolSearchesOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	counting := &lexCountingStore{Store: st}
-	e, err := mnemo.Open("", &mnemo.Config{Store: counting, Embedder: embed.NewHash(embed.DefaultHashDim), AccessFlushInterval: -1})
+	// The lexical leg in the store, which this test counts the calls of.
+	e, err := mnemo.Open("", &mnemo.Config{Store: counting, Embedder: embed.NewHash(embed.DefaultHashDim), AccessFlushInterval: -1,
+		LexicalInStore: true})
 	if err != nil {
 		t.Fatal(err)
 	}

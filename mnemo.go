@@ -146,6 +146,13 @@ type Config struct {
 	// dropped and loaded again when next recalled. Defaults to
 	// dense.DefaultBudget.
 	IndexBudget int64
+	// LexicalInStore keeps the lexical leg in the store (SQLite's FTS5, or
+	// the Postgres store's index). Otherwise the in-process indexes keep
+	// each profile's full-text index too and answer it (package
+	// textindex): the same ranking, without the store's shortcut for OR
+	// queries with common terms. One-shot processes (ANN.OneShot) and
+	// the Postgres store's SQL dense leg leave it to the store anyway.
+	LexicalInStore bool
 	// IndexDir is the folder where the dense indexes' snapshots are kept,
 	// so that a new process reads a profile's index from one file and
 	// catches up from the database instead of reading every memory (see
@@ -244,14 +251,19 @@ func Open(path string, cfg *Config) (*Engine, error) {
 	if indexDir == "-" {
 		indexDir = ""
 	}
-	e := &Engine{cfg: c, st: st, emb: c.Embedder, log: c.Logger,
-		dense: dense.NewCatalog(st, dense.Options{Dim: c.Embedder.Dim(), Budget: c.IndexBudget, Dir: indexDir, Logger: c.Logger,
-			GraphMin: c.ANN.GraphMin, ANN: vector.ANN{ExactBelow: c.ANN.ExactBelow, Ef: c.ANN.Ef}, NoBackground: c.ANN.OneShot})}
-	e.vec = e.dense
+	var sqlDense recall.Dense
 	if ps, ok := st.(*postgres.Store); ok {
 		if d := ps.Dense(); d != nil {
-			e.vec = d
+			sqlDense = d
 		}
+	}
+	e := &Engine{cfg: c, st: st, emb: c.Embedder, log: c.Logger,
+		dense: dense.NewCatalog(st, dense.Options{Dim: c.Embedder.Dim(), Budget: c.IndexBudget, Dir: indexDir, Logger: c.Logger,
+			GraphMin: c.ANN.GraphMin, ANN: vector.ANN{ExactBelow: c.ANN.ExactBelow, Ef: c.ANN.Ef}, NoBackground: c.ANN.OneShot,
+			Text: !c.LexicalInStore && !c.ANN.OneShot && sqlDense == nil})}
+	e.vec = e.dense
+	if sqlDense != nil {
+		e.vec = sqlDense
 	}
 	e.access = newTracker(st, c.Logger, c.AccessFlushInterval)
 	return e, nil

@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/mnemo-dev/mnemo/dense"
 	"github.com/mnemo-dev/mnemo/mnemotype"
 	"github.com/mnemo-dev/mnemo/recall"
 	"github.com/mnemo-dev/mnemo/store"
@@ -188,7 +189,7 @@ func (e *Engine) recall(ctx context.Context, q Query, vec recall.Dense) (*Recall
 			e.log.Log(ctx, embedFailureLevel(req.VectorErr), "query embedding unavailable; recalling without the dense leg", "err", req.VectorErr)
 		}
 	}
-	resp, err := recall.Run(ctx, source{e.st, e.access}, vec, req)
+	resp, err := recall.Run(ctx, source{e.st, e.access, e.dense}, vec, req)
 	if err != nil {
 		return nil, err
 	}
@@ -324,6 +325,18 @@ func (e *Engine) foreignDim(ctx context.Context, profile string, vec recall.Dens
 type source struct {
 	store.Store
 	access *tracker
+	// text answers the lexical leg in process when it can (dense.Catalog
+	// with Options.Text); the store otherwise.
+	text *dense.Catalog
+}
+
+func (s source) Lexical(ctx context.Context, p store.LexicalParams) ([]mnemotype.Hit, error) {
+	if s.text != nil {
+		if hits, ok, err := s.text.Lexical(ctx, p); ok || err != nil {
+			return hits, err
+		}
+	}
+	return s.Store.Lexical(ctx, p)
 }
 
 func (s source) Signals(ctx context.Context, profile string, ids []string) (map[string]store.Signals, error) {

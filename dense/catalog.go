@@ -78,6 +78,10 @@ type Options struct {
 	// without their graphs (vector.DecodeOptions.NoGraph), and does not
 	// write a snapshot over one whose graph it left out.
 	NoBackground bool
+	// Text makes each index keep its profile's full-text index too (read
+	// from the change feed with the memories' text), so that Lexical
+	// answers lexical searches in process. Snapshots then carry it.
+	Text bool
 	// Logger receives evictions and snapshot problems; nil discards them.
 	Logger *slog.Logger
 }
@@ -165,6 +169,9 @@ func NewCatalog(st Store, opt Options) *Catalog {
 func (c *Catalog) newIndex() *vector.Index {
 	x := vector.NewDim(c.opt.Dim)
 	x.SetANN(c.opt.ANN)
+	if c.opt.Text {
+		x.EnableText()
+	}
 	return x
 }
 
@@ -351,15 +358,20 @@ func (e *entry) release() { e.turn <- struct{}{} }
 // leaves e consistent at the last page applied.
 func (c *Catalog) catchUp(ctx context.Context, e *entry) error {
 	for {
-		cs, err := c.st.Changes(ctx, store.ChangesParams{Profile: e.profile, Since: e.seq.Load(), Limit: c.opt.PageSize})
+		cs, err := c.st.Changes(ctx, store.ChangesParams{Profile: e.profile, Since: e.seq.Load(), Limit: c.opt.PageSize, Text: c.opt.Text})
 		if err != nil {
 			return err
 		}
 		x := e.x.Load()
 		x.Delete(cs.Deleted...)
+		if c.opt.Text {
+			err = x.UpsertText(cs.Upserts, textDocs(cs))
+		} else {
+			err = x.Upsert(cs.Upserts)
+		}
 		// A memory of another dimension than the index's is held without
 		// its embedding (counted by Foreign): not an error here.
-		if err := x.Upsert(cs.Upserts); err != nil && !errors.Is(err, mnemotype.ErrDimensionMismatch) {
+		if err != nil && !errors.Is(err, mnemotype.ErrDimensionMismatch) {
 			return err
 		}
 		e.unsaved += len(cs.Deleted) + len(cs.Upserts)

@@ -82,11 +82,15 @@ func (c *Catalog) restore(ctx context.Context, e *entry, storeSeq int64) {
 		c.opt.Logger.Warn("dense index snapshot ignored: the index is built from the store", "profile", e.profile, "path", path, "err", err)
 		return
 	}
+	if c.opt.Text && !x.HasText() {
+		c.opt.Logger.Info("dense index snapshot without the full-text index ignored: the index is built from the store", "profile", e.profile, "path", path)
+		return
+	}
 	x.SetANN(c.opt.ANN)
 	e.x.Store(x)
 	e.seq.Store(seq)
 	e.snapshotSeq = seq
-	e.graphLeft = x.GraphLeftOut()
+	e.graphLeft = x.GraphLeftOut() || x.TextLeftOut()
 	c.opt.Logger.Info("dense index restored from its snapshot", "profile", e.profile, "memories", x.Len(), "seq", seq,
 		"behind", storeSeq-seq, "took", time.Since(t0))
 }
@@ -134,7 +138,7 @@ func (c *Catalog) readSnapshot(ctx context.Context, path, profile string, storeS
 			errSnapshotMismatch, seq, storeSeq)
 	}
 	header := int64(8 + 4 + len(gotProfile) + 4 + len(gotInstance) + 8)
-	x, err := vector.DecodeWith(r, fi.Size()-header-4, vector.DecodeOptions{NoGraph: c.opt.NoBackground})
+	x, err := vector.DecodeWith(r, fi.Size()-header-4, vector.DecodeOptions{NoGraph: c.opt.NoBackground, NoText: !c.opt.Text})
 	if err != nil {
 		return nil, 0, err
 	}

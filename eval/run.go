@@ -637,6 +637,9 @@ type IngestOptions struct {
 	// ExactBelow): the evaluation then measures the approximate dense
 	// leg on corpora smaller than its default threshold.
 	ANNMin int
+	// LexicalInStore ranks the lexical leg in the store instead of the
+	// in-process full-text index (Config.LexicalInStore).
+	LexicalInStore bool
 }
 
 // content is the memory content of d.
@@ -696,7 +699,7 @@ func openEngine(at place, emb embed.Embedder, in IngestOptions) (*mnemo.Engine, 
 	}
 	cfg := &mnemo.Config{
 		Embedder: emb, AccessFlushInterval: -1, Store: st, IndexDir: "-", WriteEmbedTimeout: -1, QueryEmbedTimeout: -1,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), LexicalInStore: in.LexicalInStore,
 	}
 	if in.ANNMin > 0 {
 		cfg.ANN = mnemo.ANNOptions{GraphMin: in.ANNMin, ExactBelow: in.ANNMin}

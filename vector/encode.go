@@ -255,7 +255,7 @@ func DecodeWith(r io.Reader, size int64, opt DecodeOptions) (*Index, error) {
 	for range nRows {
 		id := d.str()
 		r := row{id: id, project: ref(d.i32(), false), session: ref(d.i32(), false), actor: ref(d.i32(), false),
-			kindID: ref(d.i32(), false), model: ref(d.i32(), true), node: -1, tail: -1}
+			kindID: ref(d.i32(), false), model: ref(d.i32(), true), node: -1, tail: -1, doc: -1}
 		r.occurred = instant{int64(d.u64()), int32(d.u32())}
 		r.invNorm = math.Float32frombits(d.u32())
 		f := d.u8()

@@ -64,6 +64,7 @@ func cmdEval(ctx context.Context, a *app, args []string) error {
 	captions := fs.Bool("captions", false, "append each document's image_caption to its content")
 	embedContext := fs.Bool("embed-context", false, "embed each document with the previous turn of its session")
 	annMin := fs.Int("ann-min", 0, "give profiles of at least N embedded memories an HNSW graph, built before the queries, and walk it for scopes of N or more (default: the engine's, 20000)")
+	lexicalInStore := fs.Bool("lexical-in-store", false, "rank the lexical leg in the store (FTS5, or Postgres) instead of the in-process full-text index")
 	limit := fs.Int("limit", eval.DefaultLimit, "memories every query recalls, whatever the cutoffs (at least 10; figures at one limit are not comparable with another's)")
 	scopeField := fs.String("scope-field", "", "query and corpus field scoping each query (default: conversation when the queries have it; none: no scoping)")
 	jsonOut := fs.String("json", "", "write the results as JSON to this file")
@@ -91,7 +92,7 @@ func cmdEval(ctx context.Context, a *app, args []string) error {
 	}
 	opts := eval.Options{Baseline: *baseline, Limit: *limit, LimitQueries: *limitQueries, NoAnswer: *noAnswer, Seed: *seed, Resamples: *resamples, Workers: *workers,
 		Ingest: eval.IngestOptions{ContextTurns: *contextTurns, EmbedActor: *embedActor, Captions: *captions, EmbedContext: *embedContext,
-			ANNMin: *annMin},
+			ANNMin: *annMin, LexicalInStore: *lexicalInStore},
 		Postgres: *pgURL}
 	if *pgURL != "" && !postgres.IsDSN(*pgURL) {
 		return usagef("--postgres %q: want a postgres:// URL", *pgURL)

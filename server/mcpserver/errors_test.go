@@ -51,7 +51,8 @@ func TestTools_StableErrorMessages(t *testing.T) {
 	}
 	secret := errors.New("disk I/O error reading /var/lib/secret/mnemo.db page 4711")
 	fs := &failingStore{Store: st, InsertErr: fmt.Errorf("insert memories: %w", secret), LexicalErr: secret}
-	e, err := mnemo.Open("", &mnemo.Config{Embedder: embed.NewHash(embed.DefaultHashDim), Store: fs, AccessFlushInterval: -1})
+	// The lexical leg in the store, whose failure this test injects.
+	e, err := mnemo.Open("", &mnemo.Config{Embedder: embed.NewHash(embed.DefaultHashDim), Store: fs, AccessFlushInterval: -1, LexicalInStore: true})
 	if err != nil {
 		t.Fatal(err)
 	}

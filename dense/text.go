@@ -1,0 +1,90 @@
+package dense
+
+import (
+	"context"
+	"math"
+	"slices"
+
+	"github.com/mnemo-dev/mnemo/internal/ftstoken"
+	"github.com/mnemo-dev/mnemo/mnemotype"
+	"github.com/mnemo-dev/mnemo/store"
+	"github.com/mnemo-dev/mnemo/textindex"
+	"github.com/mnemo-dev/mnemo/vector"
+)
+
+// textDocs are the documents of a change set's upserts (read with Text):
+// the fields the store's full-text index holds.
+func textDocs(cs store.ChangeSet) []textindex.Doc {
+	docs := make([]textindex.Doc, len(cs.Upserts))
+	for i := range cs.Upserts {
+		m := &cs.Upserts[i]
+		docs[i] = textindex.Doc{Order: cs.Texts[i].Order,
+			Fields: [textindex.NumFields]string{m.Content, m.Actor, textindex.TimeWords(m.OccurredAt), cs.Texts[i].Context}}
+	}
+	return docs
+}
+
+// Lexical answers a lexical search as the store's Lexical does — the same
+// memories, order and scores, every match of an OR query scored — from
+// the profile's full-text index in process (Options.Text), caught up with
+// the store first. ok is false when the catalog cannot answer, and the
+// caller asks the store: the catalog keeps no text, a term is a phrase
+// (several tokens), the weights are not valid (the store says why).
+func (c *Catalog) Lexical(ctx context.Context, p store.LexicalParams) (hits []mnemotype.Hit, ok bool, err error) {
+	if !c.opt.Text {
+		return nil, false, nil
+	}
+	w := p.Fields
+	if w.IsZero() {
+		w.Content = 1
+	}
+	weights := [textindex.NumFields]float64{w.Content, w.Actor, w.Time, w.Context}
+	if !slices.ContainsFunc(weights[:], func(v float64) bool { return v > 0 }) ||
+		slices.ContainsFunc(weights[:], func(v float64) bool { return math.IsNaN(v) || math.IsInf(v, 0) || v < 0 }) {
+		return nil, false, nil
+	}
+	var toks []string
+	seen := map[string]bool{}
+	for _, term := range p.Match.Terms {
+		if seen[term] {
+			continue // a repeat: the store searches a term once
+		}
+		seen[term] = true
+		tok, single := textindex.Token(term)
+		if !single {
+			if len(ftstoken.Tokens(term)) == 0 {
+				continue // no token: the store drops the term
+			}
+			return nil, false, nil
+		}
+		toks = append(toks, tok)
+	}
+	if len(toks) == 0 || (p.Only != nil && len(p.Only) == 0) {
+		return nil, true, nil
+	}
+	x, err := c.index(ctx, p.Scope.Profile)
+	if err != nil || !x.HasText() {
+		return nil, false, err
+	}
+	f := vector.FilterOf(p.Scope)
+	f.Only = p.Only
+	if len(p.Scope.Metadata) > 0 {
+		// The scope's metadata filter, which the index cannot evaluate,
+		// resolved by the store (to the listed ids, when there are).
+		in, err := c.st.InScope(ctx, p.Scope, p.Only)
+		if err != nil {
+			return nil, false, err
+		}
+		if f.Only = in; f.Only == nil {
+			f.Only = []string{}
+		}
+	}
+	q := vector.TextQuery{Query: textindex.Query{Tokens: toks, All: p.Match.All, Weights: weights, K: p.Limit}, Filter: f}
+	if p.MinHits > 0 {
+		if n, _ := x.CountText(q, p.MinHits); n < p.MinHits {
+			return nil, true, nil
+		}
+	}
+	hits, _ = x.SearchText(q)
+	return hits, true, nil
+}

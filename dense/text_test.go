@@ -1,0 +1,141 @@
+package dense_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mnemo-dev/mnemo/dense"
+	"github.com/mnemo-dev/mnemo/mnemotype"
+	"github.com/mnemo-dev/mnemo/store"
+	"github.com/mnemo-dev/mnemo/store/sqlitestore"
+)
+
+var lexWords = strings.Fields(`caroline melanie support group painting paint camping lake beach school pottery class dog horse museum
+	book guitar concert friend summer may june 2023 wedding bracelet hike photo sunset bike e-mail pride parade`)
+
+// conversation returns n turns of profile in a few sessions, with actors,
+// times, projects and metadata.
+func conversation(r *rand.Rand, profile string, from, n int) []mnemotype.Memory {
+	out := make([]mnemotype.Memory, n)
+	for i := range out {
+		words := make([]string, 2+r.IntN(12))
+		for j := range words {
+			words[j] = lexWords[int(r.ExpFloat64()*6)%len(lexWords)]
+		}
+		at := time.Date(2023, time.Month(1+r.IntN(12)), 1+r.IntN(28), r.IntN(24), 0, 0, 0, time.UTC)
+		out[i] = mnemotype.Memory{ID: fmt.Sprintf("%s-%04d", profile, from+i), Profile: profile, Content: strings.Join(words, " "),
+			Actor: []string{"Caroline", "Melanie", ""}[r.IntN(3)], Session: fmt.Sprintf("s%d", r.IntN(5)),
+			Project: []string{"", "apollo"}[r.IntN(2)], Kind: mnemotype.Kinds[r.IntN(3)], Importance: mnemotype.DefaultImportance,
+			CreatedAt: at, OccurredAt: at, AccessedAt: at,
+			Metadata: json.RawMessage(fmt.Sprintf(`{"topic":%q}`, []string{"art", "travel"}[r.IntN(2)]))}
+	}
+	return out
+}
+
+// TestCatalog_Lexical: a catalog keeping text answers lexical searches as
+// the store does — the same memories in the same order, the same scores
+// (within 1e-12: the store's C ranking function takes C's logarithm) —
+// for every weighting and scope, Only and MinHits, after writes that
+// change other memories' context, and restored from its snapshot.
+func TestCatalog_Lexical(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	path, dir := filepath.Join(t.TempDir(), "mnemo.db"), t.TempDir()
+	st, err := sqlitestore.Open(ctx, path, sqlitestore.Options{CommonTermRatio: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	r := rand.New(rand.NewPCG(8, 9))
+	if err := st.Insert(ctx, conversation(r, "alice", 0, 600)); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Insert(ctx, conversation(r, "bob", 0, 200)); err != nil {
+		t.Fatal(err)
+	}
+	opt := dense.Options{Text: true, Dir: dir, SaveEvery: 50}
+	c := dense.NewCatalog(st, opt)
+	t.Cleanup(c.Close)
+	scopes := []mnemotype.Scope{{Profile: "alice"}, {Profile: "alice", Sessions: []string{"s2"}}, {Profile: "alice", Project: "apollo"},
+		{Profile: "alice", Actors: []string{"Caroline"}, Kinds: []mnemotype.Kind{mnemotype.KindEpisodic}},
+		{Profile: "alice", After: time.Date(2023, 6, 1, 0, 0, 0, 0, time.UTC), Exclude: []string{"alice-0001", "alice-0002"}},
+		{Profile: "alice", Metadata: []mnemotype.MetadataMatch{{Key: "topic", Value: "art"}}}, {Profile: "nobody"}}
+	weights := []store.FieldWeights{{}, {Content: 1, Actor: 1, Time: 1, Context: 0.5}, {Actor: 1, Context: 2}}
+	compare := func(what string, c *dense.Catalog) {
+		t.Helper()
+		compared := 0
+		for range 60 {
+			var terms []string
+			for range 1 + r.IntN(4) {
+				terms = append(terms, lexWords[r.IntN(len(lexWords))])
+			}
+			p := store.LexicalParams{Scope: scopes[r.IntN(len(scopes))], Match: store.MatchQuery{Terms: terms, All: r.IntN(4) == 0},
+				Limit: []int{0, 10}[r.IntN(2)], Fields: weights[r.IntN(len(weights))]}
+			switch r.IntN(4) {
+			case 0:
+				p.Only = []string{"alice-0003", "alice-0100", "alice-0200", "alice-0599", "bob-0001"}
+				p.Limit = 0
+			case 1:
+				p.MinHits = 1 + r.IntN(40)
+			}
+			want, err := st.Lexical(ctx, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, ok, err := c.Lexical(ctx, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !ok {
+				if !slices.Contains(terms, "e-mail") {
+					t.Fatalf("%s: %+v not answered", what, p)
+				}
+				continue // a phrase: left to the store
+			}
+			same := slices.EqualFunc(got, want, func(a, b mnemotype.Hit) bool {
+				return a.ID == b.ID && math.Abs(a.Score-b.Score) <= 1e-12*math.Max(1, math.Abs(b.Score))
+			})
+			if !same {
+				t.Fatalf("%s: %+v:\n got %v\nwant %v", what, p, got, want)
+			}
+			compared++
+		}
+		if compared < 30 {
+			t.Fatalf("%s: %d compared", what, compared)
+		}
+	}
+	compare("loaded", c)
+	// Writes: a new turn before stored ones, a changed content, deletions.
+	if err := st.Insert(ctx, []mnemotype.Memory{{ID: "alice-new", Profile: "alice", Content: "caroline went to the pottery museum",
+		Session: "s2", Seq: 3, Kind: mnemotype.KindEpisodic, CreatedAt: time.Now(), AccessedAt: time.Now()}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Update(ctx, store.UpdateParams{Profile: "alice", ID: "alice-0010", Content: ptr("melanie painted a sunset by the lake")}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 30 {
+		if err := st.Delete(ctx, "alice", fmt.Sprintf("alice-%04d", 20+i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.Insert(ctx, conversation(r, "alice", 600, 100)); err != nil {
+		t.Fatal(err)
+	}
+	compare("after writes", c)
+	c.Close()
+	c2 := dense.NewCatalog(st, opt)
+	t.Cleanup(c2.Close)
+	compare("restored", c2)
+	// Without text, the catalog does not answer.
+	if _, ok, _ := dense.NewCatalog(st, dense.Options{}).Lexical(ctx, store.LexicalParams{Scope: mnemotype.Scope{Profile: "alice"},
+		Match: store.MatchQuery{Terms: []string{"caroline"}}}); ok {
+		t.Error("a catalog without text answered")
+	}
+}
