@@ -12,8 +12,10 @@ import (
 	"time"
 
 	"github.com/mnemo-dev/mnemo/dense"
+	"github.com/mnemo-dev/mnemo/internal/pgtest"
 	"github.com/mnemo-dev/mnemo/mnemotype"
 	"github.com/mnemo-dev/mnemo/store"
+	"github.com/mnemo-dev/mnemo/store/postgres"
 	"github.com/mnemo-dev/mnemo/store/sqlitestore"
 )
 
@@ -46,13 +48,30 @@ func conversation(r *rand.Rand, profile string, from, n int) []mnemotype.Memory 
 // change other memories' context, and restored from its snapshot.
 func TestCatalog_Lexical(t *testing.T) {
 	t.Parallel()
-	ctx := t.Context()
-	path, dir := filepath.Join(t.TempDir(), "mnemo.db"), t.TempDir()
-	st, err := sqlitestore.Open(ctx, path, sqlitestore.Options{CommonTermRatio: -1})
+	st, err := sqlitestore.Open(t.Context(), filepath.Join(t.TempDir(), "mnemo.db"), sqlitestore.Options{CommonTermRatio: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
+	catalogLexical(t, st)
+}
+
+// TestCatalog_Lexical_Postgres runs the same on the Postgres store (its
+// change feed, its ranking).
+func TestCatalog_Lexical_Postgres(t *testing.T) {
+	t.Parallel()
+	c := pgtest.Start(t)
+	st, err := postgres.Open(t.Context(), c.DSN("postgres"), postgres.Options{Schema: "lexical", CommonTermRatio: -1, NoVectors: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	catalogLexical(t, st)
+}
+
+func catalogLexical(t *testing.T, st store.Store) {
+	ctx := t.Context()
+	dir := t.TempDir()
 	r := rand.New(rand.NewPCG(8, 9))
 	if err := st.Insert(ctx, conversation(r, "alice", 0, 600)); err != nil {
 		t.Fatal(err)
