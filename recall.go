@@ -325,8 +325,8 @@ func (e *Engine) foreignDim(ctx context.Context, profile string, vec recall.Dens
 type source struct {
 	store.Store
 	access *tracker
-	// text answers the lexical leg in process when it can (dense.Catalog
-	// with Options.Text); the store otherwise.
+	// text answers the lexical leg and the neighbour lookup in process
+	// when it can (dense.Catalog with Options.Text); the store otherwise.
 	text *dense.Catalog
 }
 
@@ -337,6 +337,15 @@ func (s source) Lexical(ctx context.Context, p store.LexicalParams) ([]mnemotype
 		}
 	}
 	return s.Store.Lexical(ctx, p)
+}
+
+func (s source) Neighbors(ctx context.Context, sc mnemotype.Scope, ids []string, radius int) ([]store.Neighbor, error) {
+	if s.text != nil {
+		if ns, ok, err := s.text.Neighbors(ctx, sc, ids, radius); ok || err != nil {
+			return ns, err
+		}
+	}
+	return s.Store.Neighbors(ctx, sc, ids, radius)
 }
 
 func (s source) Signals(ctx context.Context, profile string, ids []string) (map[string]store.Signals, error) {

@@ -88,3 +88,31 @@ func (c *Catalog) Lexical(ctx context.Context, p store.LexicalParams) (hits []mn
 	hits, _ = x.SearchText(q)
 	return hits, true, nil
 }
+
+// Neighbors answers store.Store's Neighbors — the turns around each of
+// ids in its session, in scope — from the profile's index, caught up with
+// the store first, when the catalog keeps text (Options.Text: it answers
+// the recall's reads in process). ok is false when it cannot, and the
+// caller asks the store: no text kept, a metadata filter, a session
+// longer than vector.MaxNearSession.
+func (c *Catalog) Neighbors(ctx context.Context, sc mnemotype.Scope, ids []string, radius int) (out []store.Neighbor, ok bool, err error) {
+	if !c.opt.Text || len(sc.Metadata) > 0 {
+		return nil, false, nil
+	}
+	if len(ids) == 0 || radius <= 0 {
+		return nil, true, nil
+	}
+	x, err := c.index(ctx, sc.Profile)
+	if err != nil {
+		return nil, false, err
+	}
+	rows, ok := x.Near(vector.FilterOf(sc), ids, radius)
+	if !ok {
+		return nil, false, nil
+	}
+	ns := make([]store.NeighborRow, len(rows))
+	for i, r := range rows {
+		ns[i] = store.NeighborRow{ID: r.ID, Of: r.Of, Abs: r.Abs, Seq: r.Seq}
+	}
+	return store.SortNeighbors(ns), true, nil
+}

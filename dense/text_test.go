@@ -41,8 +41,8 @@ func conversation(r *rand.Rand, profile string, from, n int) []mnemotype.Memory 
 	return out
 }
 
-// TestCatalog_Lexical: a catalog keeping text answers lexical searches as
-// the store does — the same memories in the same order, the same scores
+// TestCatalog_Lexical: a catalog keeping text answers lexical searches and
+// neighbour lookups as the store does — the same memories in the same order, the same scores
 // (within 1e-12: the store's C ranking function takes C's logarithm) —
 // for every weighting and scope, Only and MinHits, after writes that
 // change other memories' context, and restored from its snapshot.
@@ -129,6 +129,31 @@ func catalogLexical(t *testing.T, st store.Store) {
 		if compared < 30 {
 			t.Fatalf("%s: %d compared", what, compared)
 		}
+		for range 40 {
+			sc := scopes[r.IntN(len(scopes))]
+			ids := []string{"nobody", "bob-0001", "alice-new", "alice-0010"}
+			for range 1 + r.IntN(30) {
+				ids = append(ids, fmt.Sprintf("alice-%04d", r.IntN(700)))
+			}
+			radius := r.IntN(4)
+			want, err := st.Neighbors(ctx, sc, ids, radius)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, ok, err := c.Neighbors(ctx, sc, ids, radius)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !ok {
+				if len(sc.Metadata) == 0 {
+					t.Fatalf("%s: Neighbors in %+v not answered", what, sc)
+				}
+				continue
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("%s: Neighbors(%+v, %v, %d):\n got %v\nwant %v", what, sc, ids, radius, got, want)
+			}
+		}
 	}
 	compare("loaded", c)
 	// Writes: a new turn before stored ones, a changed content, deletions.
@@ -137,6 +162,9 @@ func catalogLexical(t *testing.T, st store.Store) {
 		t.Fatal(err)
 	}
 	if _, err := st.Update(ctx, store.UpdateParams{Profile: "alice", ID: "alice-0010", Content: ptr("melanie painted a sunset by the lake")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Update(ctx, store.UpdateParams{Profile: "alice", ID: "alice-0011", Session: ptr("s4")}); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 30 {

@@ -126,34 +126,42 @@ type Rows interface {
 	Err() error
 }
 
-// ReadNeighbors reads the rows of a Neighbors query — the neighbour's id,
-// the id of the memory it is near, the absolute difference of their Seq,
-// the neighbour's Seq — and returns them in the order Store.Neighbors
-// promises (by that memory's id in byte order, then distance, then Seq),
-// whatever order or collation the database used.
+// NeighborRow is one row of a Neighbors query: the neighbour's id, the id
+// of the memory it is near, the absolute difference of their Seq, the
+// neighbour's Seq.
+type NeighborRow struct {
+	ID, Of   string
+	Abs, Seq int64
+}
+
+// ReadNeighbors reads the rows of a Neighbors query (NeighborRow's
+// columns) and returns them as SortNeighbors does.
 func ReadNeighbors(rows Rows) ([]Neighbor, error) {
-	type neighbor struct {
-		Neighbor
-		abs, seq int64 // Distance is abs, at least 1 (two turns may share a number)
-	}
-	var ns []neighbor
+	var ns []NeighborRow
 	for rows.Next() {
-		var n neighbor
-		if err := rows.Scan(&n.ID, &n.Of, &n.abs, &n.seq); err != nil {
+		var n NeighborRow
+		if err := rows.Scan(&n.ID, &n.Of, &n.Abs, &n.Seq); err != nil {
 			return nil, fmt.Errorf("neighbours: %w", err)
 		}
-		n.Distance = max(1, int(n.abs))
 		ns = append(ns, n)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("neighbours: %w", err)
 	}
-	slices.SortFunc(ns, func(a, b neighbor) int {
-		return cmp.Or(strings.Compare(a.Of, b.Of), cmp.Compare(a.abs, b.abs), cmp.Compare(a.seq, b.seq), strings.Compare(a.ID, b.ID))
+	return SortNeighbors(ns), nil
+}
+
+// SortNeighbors returns the rows of a Neighbors query in the order
+// Store.Neighbors promises (by the memory's id in byte order, then
+// distance, then Seq, then id), whatever order or collation they came in;
+// a distance is at least 1 (two turns may share a number).
+func SortNeighbors(ns []NeighborRow) []Neighbor {
+	slices.SortFunc(ns, func(a, b NeighborRow) int {
+		return cmp.Or(strings.Compare(a.Of, b.Of), cmp.Compare(a.Abs, b.Abs), cmp.Compare(a.Seq, b.Seq), strings.Compare(a.ID, b.ID))
 	})
 	out := make([]Neighbor, len(ns))
 	for i, n := range ns {
-		out[i] = n.Neighbor
+		out[i] = Neighbor{ID: n.ID, Of: n.Of, Distance: max(1, int(n.Abs))}
 	}
-	return out, nil
+	return out
 }

@@ -17,7 +17,7 @@ import (
 
 // encodingMagic opens an encoded index; its last byte is the format's
 // version.
-var encodingMagic = [8]byte{'m', 'n', 'e', 'm', 'o', 'v', 'x', 3}
+var encodingMagic = [8]byte{'m', 'n', 'e', 'm', 'o', 'v', 'x', 4}
 
 // Bounds Decode enforces before it allocates.
 const (
@@ -67,6 +67,7 @@ func (x *Index) Encode(w io.Writer) error {
 		}
 		b = binary.LittleEndian.AppendUint64(b, uint64(r.occurred.sec))
 		b = binary.LittleEndian.AppendUint32(b, uint32(r.occurred.nsec))
+		b = binary.LittleEndian.AppendUint64(b, uint64(r.seq))
 		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(r.invNorm))
 		f := byte(0)
 		if r.foreign {
@@ -241,7 +242,7 @@ func DecodeWith(r io.Reader, size int64, opt DecodeOptions) (*Index, error) {
 		}
 		return v
 	}
-	nRows := d.count(4 + 5*4 + 8 + 4 + 4 + 1 + 4*dim)
+	nRows := d.count(4 + 5*4 + 8 + 4 + 8 + 4 + 1 + 4*dim)
 	// The embeddings first: one large allocation without pointers, so the
 	// garbage collector's next goal is far enough off that the rows, names
 	// and maps below are decoded without a collection.
@@ -257,6 +258,7 @@ func DecodeWith(r io.Reader, size int64, opt DecodeOptions) (*Index, error) {
 		r := row{id: id, project: ref(d.i32(), false), session: ref(d.i32(), false), actor: ref(d.i32(), false),
 			kindID: ref(d.i32(), false), model: ref(d.i32(), true), node: -1, tail: -1, doc: -1}
 		r.occurred = instant{int64(d.u64()), int32(d.u32())}
+		r.seq = int64(d.u64())
 		r.invNorm = math.Float32frombits(d.u32())
 		f := d.u8()
 		r.foreign = f == 1
@@ -731,6 +733,7 @@ func Diff(a, b *Index, max int) []string {
 			{"kind", string(ra.kind), string(rb.kind)},
 			{"model", name(a, ra.model), name(b, rb.model)},
 			{"occurred", fmt.Sprint(ra.occurred), fmt.Sprint(rb.occurred)},
+			{"seq", fmt.Sprint(ra.seq), fmt.Sprint(rb.seq)},
 			{"foreign", fmt.Sprint(ra.foreign), fmt.Sprint(rb.foreign)},
 		} {
 			if f.va != f.vb && !add("%s: %s %q, the other %q", ra.id, f.what, f.va, f.vb) {

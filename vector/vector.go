@@ -36,6 +36,8 @@ type row struct {
 	kindID  int32 // interned kind
 	// occurred is when it happened, exactly (the time filter's bounds).
 	occurred instant
+	// seq is its turn in its session (mnemotype.Memory.Seq).
+	seq int64
 	model    int32 // interned embedding model; -1 without embedding
 	invNorm  float32
 	// foreign marks a memory whose embedding has another dimension than
@@ -294,6 +296,7 @@ func (x *Index) upsert(mems []mnemotype.Memory, docs []textindex.Doc) error {
 			kind:     m.Kind,
 			kindID:   x.intern(string(m.Kind)),
 			occurred: instantOf(occurred(m)),
+			seq:      m.Seq,
 			model:    -1,
 			node:     -1,
 			tail:     -1,
