@@ -37,9 +37,9 @@ type row struct {
 	// occurred is when it happened, exactly (the time filter's bounds).
 	occurred instant
 	// seq is its turn in its session (mnemotype.Memory.Seq).
-	seq int64
-	model    int32 // interned embedding model; -1 without embedding
-	invNorm  float32
+	seq     int64
+	model   int32 // interned embedding model; -1 without embedding
+	invNorm float32
 	// foreign marks a memory whose embedding has another dimension than
 	// the index's: kept without it.
 	foreign bool
