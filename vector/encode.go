@@ -713,6 +713,18 @@ func Diff(a, b *Index, max int) []string {
 		}
 		return x.strList[v]
 	}
+	texts := a.text != nil && b.text != nil
+	switch {
+	case (a.text != nil) != (b.text != nil):
+		if !add("a full-text index in %s only", map[bool]string{true: "the first", false: "the other"}[a.text != nil]) {
+			return out
+		}
+	case texts && (a.text.Len() != b.text.Len() || a.text.Totals() != b.text.Totals() || a.textBroken != b.textBroken):
+		if !add("full-text index: %d documents of lengths %v (incomplete %v), the other %d of %v (%v)", a.text.Len(), a.text.Totals(),
+			a.textBroken, b.text.Len(), b.text.Totals(), b.textBroken) {
+			return out
+		}
+	}
 	for s := range a.rows {
 		ra := &a.rows[s]
 		t, ok := b.slot[ra.id]
@@ -739,6 +751,9 @@ func Diff(a, b *Index, max int) []string {
 			if f.va != f.vb && !add("%s: %s %q, the other %q", ra.id, f.what, f.va, f.vb) {
 				return out
 			}
+		}
+		if texts && ((ra.doc >= 0) != (rb.doc >= 0) || ra.textHash != rb.textHash) && !add("%s: indexed text differs", ra.id) {
+			return out
 		}
 		if ra.model >= 0 && rb.model >= 0 && a.dim == b.dim &&
 			!slices.Equal(a.vecs[s*a.dim:(s+1)*a.dim], b.vecs[t*b.dim:(t+1)*b.dim]) && !add("%s: embedding differs", ra.id) {

@@ -155,12 +155,25 @@ func TestIndex_Text(t *testing.T) {
 	for i := range 50 {
 		check(i, y)
 	}
+	if d := vector.Diff(x, y, 5); len(d) > 0 {
+		t.Fatalf("decoded differs: %v", d)
+	}
 	z, err := vector.DecodeWith(bytes.NewReader(buf.Bytes()), int64(buf.Len()), vector.DecodeOptions{NoText: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if z.HasText() || !z.TextLeftOut() || z.Len() != x.Len() {
 		t.Errorf("decoded without text: HasText %v, TextLeftOut %v, %d memories of %d", z.HasText(), z.TextLeftOut(), z.Len(), x.Len())
+	}
+	if d := vector.Diff(x, z, 5); len(d) != 1 || !strings.Contains(d[0], "full-text index in the first only") {
+		t.Errorf("Diff with an index without text: %v", d)
+	}
+	some := slices.Sorted(mapsKeys(ref.mems))[0]
+	if err := y.UpsertText([]mnemotype.Memory{ref.mems[some]}, []textindex.Doc{{Order: 1, Fields: [textindex.NumFields]string{"another text"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if d := vector.Diff(x, y, 5); len(d) == 0 || !strings.Contains(strings.Join(d, "; "), some+": indexed text differs") {
+		t.Errorf("Diff after a text changed: %v", d)
 	}
 	if err := y.Upsert([]mnemotype.Memory{mem("no-text")}); err != nil {
 		t.Fatal(err)
