@@ -164,6 +164,15 @@ func (e *Engine) recall(ctx context.Context, q Query, vec recall.Dense) (*Recall
 			return out, nil
 		},
 	}
+	if vec == recall.Dense(e.dense) || e.dense.KeepsText() {
+		// The recall's reads of the catalog see the store as of now: one
+		// read of its sequence for all of them.
+		t0 := time.Now()
+		if ctx, err = e.dense.Synced(ctx, q.Profile); err != nil {
+			return nil, err
+		}
+		timings["index_sync"] = msSince(t0)
+	}
 	if err := e.noEmbedding(); err != nil && opts.Fusion.Weight(mnemotype.LegDense) > 0 {
 		req.VectorErr = err // the dense leg is skipped, and the trace says why
 	} else if opts.Fusion.Weight(mnemotype.LegDense) > 0 {
@@ -174,7 +183,7 @@ func (e *Engine) recall(ctx context.Context, q Query, vec recall.Dense) (*Recall
 		if err != nil {
 			return nil, err
 		}
-		timings["index_sync"] = msSince(t0)
+		timings["index_sync"] += msSince(t0)
 		t0 = time.Now()
 		req.Vector, req.VectorErr = e.embedQuery(ctx, q.Text)
 		if req.VectorErr == nil && foreign != 0 {

@@ -304,15 +304,48 @@ func (c *Catalog) index(ctx context.Context, profile string) (*vector.Index, err
 	return e.x.Load(), nil
 }
 
+// syncedKey is the context key of Synced's note.
+type syncedKey struct{}
+
+// synced notes that a catalog caught a profile's index up with the store's
+// sequence seq during the call a context belongs to.
+type synced struct {
+	c       *Catalog
+	profile string
+	seq     int64
+}
+
+// Synced catches profile's index up with the store and returns ctx noting
+// so: the catalog's later calls with it (or a context derived from it)
+// need not read the store's sequence again, since every write committed
+// before the call began is within the one read now. A recall's several
+// reads of one profile pay for one.
+func (c *Catalog) Synced(ctx context.Context, profile string) (context.Context, error) {
+	e, err := c.caughtUp(ctx, profile)
+	if err != nil {
+		return ctx, err
+	}
+	return context.WithValue(ctx, syncedKey{}, synced{c, profile, e.seq.Load()}), nil
+}
+
+// KeepsText reports whether the catalog keeps full-text indexes
+// (Options.Text).
+func (c *Catalog) KeepsText() bool { return c.opt.Text }
+
 // caughtUp returns profile's entry, its index caught up with every change
-// the store committed before the call.
+// the store committed before the call (or before Synced noted ctx).
 func (c *Catalog) caughtUp(ctx context.Context, profile string) (*entry, error) {
 	if profile == "" {
 		return nil, mnemotype.Invalidf("dense retrieval: profile is required")
 	}
-	seq, err := c.st.Sequence(ctx, profile)
-	if err != nil {
-		return nil, fmt.Errorf("dense index of profile %q: %w", profile, err)
+	var seq int64
+	var err error
+	if s, ok := ctx.Value(syncedKey{}).(synced); ok && s.c == c && s.profile == profile {
+		seq = s.seq
+	} else {
+		if seq, err = c.st.Sequence(ctx, profile); err != nil {
+			return nil, fmt.Errorf("dense index of profile %q: %w", profile, err)
+		}
 	}
 	e := c.use(profile)
 	if e.seq.Load() >= seq {

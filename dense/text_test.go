@@ -1,6 +1,7 @@
 package dense_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -184,5 +185,69 @@ func catalogLexical(t *testing.T, st store.Store) {
 	if _, ok, _ := dense.NewCatalog(st, dense.Options{}).Lexical(ctx, store.LexicalParams{Scope: mnemotype.Scope{Profile: "alice"},
 		Match: store.MatchQuery{Terms: []string{"caroline"}}}); ok {
 		t.Error("a catalog without text answered")
+	}
+}
+
+// seqCounting counts the store's sequence reads.
+type seqCounting struct {
+	*sqlitestore.Store
+	reads int
+}
+
+func (s *seqCounting) Sequence(ctx context.Context, profile string) (int64, error) {
+	s.reads++
+	return s.Store.Sequence(ctx, profile)
+}
+
+// TestCatalog_Synced: after Synced, the calls of the same context read
+// the store's sequence no more, and a call without it reads it (and sees
+// the writes since).
+func TestCatalog_Synced(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	sq, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "mnemo.db"), sqlitestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sq.Close() })
+	st := &seqCounting{Store: sq}
+	r := rand.New(rand.NewPCG(1, 1))
+	if err := st.Insert(ctx, conversation(r, "alice", 0, 50)); err != nil {
+		t.Fatal(err)
+	}
+	c := dense.NewCatalog(st, dense.Options{Text: true})
+	t.Cleanup(c.Close)
+	sctx, err := c.Synced(ctx, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := st.reads
+	p := store.LexicalParams{Scope: mnemotype.Scope{Profile: "alice"}, Match: store.MatchQuery{Terms: []string{"caroline"}}}
+	if _, _, err := c.Lexical(sctx, p); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.Neighbors(sctx, p.Scope, []string{"alice-0001"}, 1); err != nil {
+		t.Fatal(err)
+	}
+	if st.reads != before {
+		t.Errorf("%d sequence reads after Synced, want none", st.reads-before)
+	}
+	if err := st.Insert(ctx, []mnemotype.Memory{{ID: "late", Profile: "alice", Content: "caroline zzlate", Kind: mnemotype.KindEpisodic,
+		CreatedAt: time.Now(), AccessedAt: time.Now()}}); err != nil {
+		t.Fatal(err)
+	}
+	late := store.LexicalParams{Scope: p.Scope, Match: store.MatchQuery{Terms: []string{"zzlate"}}}
+	if hits, _, _ := c.Lexical(ctx, late); len(hits) != 1 {
+		t.Errorf("a new call missed the write: %v", hits)
+	}
+	if _, err := c.Synced(ctx, "bob"); err != nil { // another profile's note is no help
+		t.Fatal(err)
+	}
+	n := st.reads
+	if _, _, err := c.Lexical(sctx, store.LexicalParams{Scope: mnemotype.Scope{Profile: "bob"}, Match: p.Match}); err != nil {
+		t.Fatal(err)
+	}
+	if st.reads != n+1 {
+		t.Errorf("a call on another profile read the sequence %d times, want once", st.reads-n)
 	}
 }
