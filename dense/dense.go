@@ -9,7 +9,10 @@
 //     budget with least-recently-used eviction; loading is streamed in pages
 //     and done once per profile however many callers wait for it. With
 //     Options.Dir it keeps a snapshot of each large index on disk, which a
-//     new process restores and catches up from (snapshot.go).
+//     new process restores and catches up from (snapshot.go). With
+//     Options.Text each index also keeps the profile's full-text index
+//     (package textindex), and the catalog answers the store's lexical
+//     searches and neighbour lookups in process (text.go).
 //   - Scan keeps nothing: it reads the embeddings it needs from the store on
 //     every call, for one-shot processes that score a small pool.
 //
