@@ -198,7 +198,7 @@ func (e *Engine) recall(ctx context.Context, q Query, vec recall.Dense) (*Recall
 			e.log.Log(ctx, embedFailureLevel(req.VectorErr), "query embedding unavailable; recalling without the dense leg", "err", req.VectorErr)
 		}
 	}
-	resp, err := recall.Run(ctx, source{e.st, e.access, e.dense}, vec, req)
+	resp, err := recall.Run(ctx, source{e.st, e.access, e.dense, opts.Fusion.Weight(mnemotype.LegAccess) > 0}, vec, req)
 	if err != nil {
 		return nil, err
 	}
@@ -334,9 +334,14 @@ func (e *Engine) foreignDim(ctx context.Context, profile string, vec recall.Dens
 type source struct {
 	store.Store
 	access *tracker
-	// text answers the lexical leg and the neighbour lookup in process
-	// when it can (dense.Catalog with Options.Text); the store otherwise.
+	// text answers the lexical leg, the neighbour lookup and the signals
+	// in process when it can (dense.Catalog with Options.Text); the store
+	// otherwise.
 	text *dense.Catalog
+	// accessStats is set when the recall reads the memories' access
+	// statistics (the access leg), which only the store (and the
+	// accesses this process has not written yet) holds.
+	accessStats bool
 }
 
 func (s source) Lexical(ctx context.Context, p store.LexicalParams) ([]mnemotype.Hit, error) {
@@ -358,6 +363,11 @@ func (s source) Neighbors(ctx context.Context, sc mnemotype.Scope, ids []string,
 }
 
 func (s source) Signals(ctx context.Context, profile string, ids []string) (map[string]store.Signals, error) {
+	if s.text != nil && !s.accessStats {
+		if sig, ok, err := s.text.Signals(ctx, profile, ids); ok || err != nil {
+			return sig, err
+		}
+	}
 	return s.access.signals(ctx, s.Store, profile, ids)
 }
 

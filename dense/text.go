@@ -116,3 +116,24 @@ func (c *Catalog) Neighbors(ctx context.Context, sc mnemotype.Scope, ids []strin
 	}
 	return store.SortNeighbors(ns), true, nil
 }
+
+// Signals answers store.Store's Signals for the signals an index holds —
+// when each memory occurred and its importance, not its access statistics
+// (left zero) — from the profile's index caught up with the store, when
+// the catalog keeps text (Options.Text: it answers the recall's reads in
+// process); ok is false otherwise.
+func (c *Catalog) Signals(ctx context.Context, profile string, ids []string) (out map[string]store.Signals, ok bool, err error) {
+	if !c.opt.Text {
+		return nil, false, nil
+	}
+	x, err := c.index(ctx, profile)
+	if err != nil {
+		return nil, false, err
+	}
+	sig := x.Signals(ids)
+	out = make(map[string]store.Signals, len(sig))
+	for id, s := range sig {
+		out[id] = store.Signals{OccurredAt: s.Occurred, Importance: s.Importance}
+	}
+	return out, true, nil
+}

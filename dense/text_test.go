@@ -42,8 +42,8 @@ func conversation(r *rand.Rand, profile string, from, n int) []mnemotype.Memory 
 	return out
 }
 
-// TestCatalog_Lexical: a catalog keeping text answers lexical searches and
-// neighbour lookups as the store does — the same memories in the same order, the same scores
+// TestCatalog_Lexical: a catalog keeping text answers lexical searches,
+// neighbour lookups and signals (access statistics aside) as the store does — the same memories in the same order, the same scores
 // (within 1e-12: the store's C ranking function takes C's logarithm) —
 // for every weighting and scope, Only and MinHits, after writes that
 // change other memories' context, and restored from its snapshot.
@@ -130,6 +130,20 @@ func catalogLexical(t *testing.T, st store.Store) {
 		if compared < 30 {
 			t.Fatalf("%s: %d compared", what, compared)
 		}
+		ids := []string{"nobody", "bob-0001", "alice-new", "alice-0010", "alice-0020", "alice-0599", "alice-0650"}
+		wantSig, err := st.Signals(ctx, "alice", ids)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gotSig, ok, err := c.Signals(ctx, "alice", ids)
+		if err != nil || !ok || len(gotSig) != len(wantSig) {
+			t.Fatalf("%s: Signals = %v, %v, %v; want %v", what, gotSig, ok, err, wantSig)
+		}
+		for id, w := range wantSig {
+			if g := gotSig[id]; !g.OccurredAt.Equal(w.OccurredAt) || g.Importance != w.Importance {
+				t.Fatalf("%s: Signals[%s] = %+v, want %+v (access statistics aside)", what, id, g, w)
+			}
+		}
 		for range 40 {
 			sc := scopes[r.IntN(len(scopes))]
 			ids := []string{"nobody", "bob-0001", "alice-new", "alice-0010"}
@@ -166,6 +180,9 @@ func catalogLexical(t *testing.T, st store.Store) {
 		t.Fatal(err)
 	}
 	if _, err := st.Update(ctx, store.UpdateParams{Profile: "alice", ID: "alice-0011", Session: ptr("s4")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Update(ctx, store.UpdateParams{Profile: "alice", ID: "alice-0599", Importance: ptr(0.9)}); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 30 {

@@ -17,7 +17,7 @@ import (
 
 // encodingMagic opens an encoded index; its last byte is the format's
 // version.
-var encodingMagic = [8]byte{'m', 'n', 'e', 'm', 'o', 'v', 'x', 4}
+var encodingMagic = [8]byte{'m', 'n', 'e', 'm', 'o', 'v', 'x', 5}
 
 // Bounds Decode enforces before it allocates.
 const (
@@ -68,6 +68,7 @@ func (x *Index) Encode(w io.Writer) error {
 		b = binary.LittleEndian.AppendUint64(b, uint64(r.occurred.sec))
 		b = binary.LittleEndian.AppendUint32(b, uint32(r.occurred.nsec))
 		b = binary.LittleEndian.AppendUint64(b, uint64(r.seq))
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(r.importance))
 		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(r.invNorm))
 		f := byte(0)
 		if r.foreign {
@@ -242,7 +243,7 @@ func DecodeWith(r io.Reader, size int64, opt DecodeOptions) (*Index, error) {
 		}
 		return v
 	}
-	nRows := d.count(4 + 5*4 + 8 + 4 + 8 + 4 + 1 + 4*dim)
+	nRows := d.count(4 + 5*4 + 8 + 4 + 8 + 8 + 4 + 1 + 4*dim)
 	// The embeddings first: one large allocation without pointers, so the
 	// garbage collector's next goal is far enough off that the rows, names
 	// and maps below are decoded without a collection.
@@ -259,13 +260,14 @@ func DecodeWith(r io.Reader, size int64, opt DecodeOptions) (*Index, error) {
 			kindID: ref(d.i32(), false), model: ref(d.i32(), true), node: -1, tail: -1, doc: -1}
 		r.occurred = instant{int64(d.u64()), int32(d.u32())}
 		r.seq = int64(d.u64())
+		r.importance = math.Float64frombits(d.u64())
 		r.invNorm = math.Float32frombits(d.u32())
 		f := d.u8()
 		r.foreign = f == 1
 		if d.err != nil {
 			return nil, d.err
 		}
-		if f > 1 || r.occurred.nsec < 0 || r.occurred.nsec >= int32(time.Second) {
+		if f > 1 || r.occurred.nsec < 0 || r.occurred.nsec >= int32(time.Second) || math.IsNaN(r.importance) || math.IsInf(r.importance, 0) {
 			return nil, fmt.Errorf("%w: row %q", ErrCorrupt, id)
 		}
 		if r.model >= 0 && (dim == 0 || !(r.invNorm > 0) || math.IsInf(float64(r.invNorm), 0)) {
@@ -746,6 +748,7 @@ func Diff(a, b *Index, max int) []string {
 			{"model", name(a, ra.model), name(b, rb.model)},
 			{"occurred", fmt.Sprint(ra.occurred), fmt.Sprint(rb.occurred)},
 			{"seq", fmt.Sprint(ra.seq), fmt.Sprint(rb.seq)},
+			{"importance", fmt.Sprint(ra.importance), fmt.Sprint(rb.importance)},
 			{"foreign", fmt.Sprint(ra.foreign), fmt.Sprint(rb.foreign)},
 		} {
 			if f.va != f.vb && !add("%s: %s %q, the other %q", ra.id, f.what, f.va, f.vb) {

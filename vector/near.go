@@ -1,5 +1,7 @@
 package vector
 
+import "time"
+
 // NearRow is a memory near another in its session (Near).
 type NearRow struct {
 	// ID is the neighbour, Of the memory it is near; Abs is the difference
@@ -73,4 +75,25 @@ func (x *Index) Near(f Filter, ids []string, radius int) (rows []NearRow, ok boo
 		}
 	}
 	return rows, true
+}
+
+// Signal is what an index holds of a memory's signals: when it occurred
+// and its importance.
+type Signal struct {
+	Occurred   time.Time
+	Importance float64
+}
+
+// Signals returns the signals of those of ids the index holds.
+func (x *Index) Signals(ids []string) map[string]Signal {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	out := make(map[string]Signal, len(ids))
+	for _, id := range ids {
+		if s, ok := x.slot[id]; ok {
+			r := &x.rows[s]
+			out[id] = Signal{Occurred: time.Unix(r.occurred.sec, int64(r.occurred.nsec)).UTC(), Importance: r.importance}
+		}
+	}
+	return out
 }

@@ -36,10 +36,12 @@ type row struct {
 	kindID  int32 // interned kind
 	// occurred is when it happened, exactly (the time filter's bounds).
 	occurred instant
-	// seq is its turn in its session (mnemotype.Memory.Seq).
-	seq     int64
-	model   int32 // interned embedding model; -1 without embedding
-	invNorm float32
+	// seq is its turn in its session (mnemotype.Memory.Seq), importance
+	// its importance (the importance prior's).
+	seq        int64
+	importance float64
+	model      int32 // interned embedding model; -1 without embedding
+	invNorm    float32
 	// foreign marks a memory whose embedding has another dimension than
 	// the index's: kept without it.
 	foreign bool
@@ -289,18 +291,19 @@ func (x *Index) upsert(mems []mnemotype.Memory, docs []textindex.Doc) error {
 	for i := range mems {
 		m := &mems[i]
 		r := row{
-			id:       m.ID,
-			project:  x.intern(m.Project),
-			session:  x.intern(m.Session),
-			actor:    x.intern(m.Actor),
-			kind:     m.Kind,
-			kindID:   x.intern(string(m.Kind)),
-			occurred: instantOf(occurred(m)),
-			seq:      m.Seq,
-			model:    -1,
-			node:     -1,
-			tail:     -1,
-			doc:      -1,
+			id:         m.ID,
+			project:    x.intern(m.Project),
+			session:    x.intern(m.Session),
+			actor:      x.intern(m.Actor),
+			kind:       m.Kind,
+			kindID:     x.intern(string(m.Kind)),
+			occurred:   instantOf(occurred(m)),
+			seq:        m.Seq,
+			importance: m.Importance,
+			model:      -1,
+			node:       -1,
+			tail:       -1,
+			doc:        -1,
 		}
 		emb := m.Embedding
 		if len(emb) > 0 && len(emb) != dim {
