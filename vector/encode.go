@@ -42,15 +42,7 @@ func (x *Index) Encode(w io.Writer) error {
 	defer x.mu.RUnlock()
 	bw := bufio.NewWriterSize(w, 1<<20)
 	var b []byte
-	// flush writes b out once it holds at least min bytes.
-	flush := func(min int) error {
-		if len(b) < min {
-			return nil
-		}
-		_, err := bw.Write(b)
-		b = b[:0]
-		return err
-	}
+	var err error
 	b = append(b, encodingMagic[:]...)
 	b = binary.LittleEndian.AppendUint32(b, uint32(x.dim))
 	b = binary.LittleEndian.AppendUint32(b, uint32(x.foreignDim))
@@ -75,11 +67,11 @@ func (x *Index) Encode(w io.Writer) error {
 			f = 1
 		}
 		b = append(b, f)
-		if err := flush(1 << 16); err != nil {
+		if b, err = flushAt(bw, b, 1<<16); err != nil {
 			return err
 		}
 	}
-	if err := flush(0); err != nil {
+	if b, err = flushAt(bw, b, 0); err != nil {
 		return err
 	}
 	if err := writeFloats(bw, x.vecs[:len(x.rows)*x.dim]); err != nil {
@@ -89,7 +81,7 @@ func (x *Index) Encode(w io.Writer) error {
 		return err
 	}
 	b = x.appendText(b)
-	if err := flush(0); err != nil {
+	if b, err = flushAt(bw, b, 0); err != nil {
 		return err
 	}
 	return bw.Flush()
@@ -120,18 +112,12 @@ func (x *Index) appendText(b []byte) []byte {
 // encodeGraph writes the graph section.
 func (x *Index) encodeGraph(bw *bufio.Writer) error {
 	var b []byte
-	flush := func(min int) error {
-		if len(b) < min {
-			return nil
-		}
-		_, err := bw.Write(b)
-		b = b[:0]
-		return err
-	}
+	var err error
 	g := x.graph
 	if g == nil || len(g.nodes) == 0 {
 		b = binary.LittleEndian.AppendUint32(b, 0)
-		return flush(0)
+		_, err = flushAt(bw, b, 0)
+		return err
 	}
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(g.nodes)))
 	b = binary.LittleEndian.AppendUint32(b, uint32(g.entry))
@@ -139,13 +125,13 @@ func (x *Index) encodeGraph(bw *bufio.Writer) error {
 	for _, n := range g.nodes {
 		b = binary.LittleEndian.AppendUint32(b, uint32(n.slot))
 		b = append(b, n.level)
-		if err := flush(1 << 16); err != nil {
+		if b, err = flushAt(bw, b, 1<<16); err != nil {
 			return err
 		}
 	}
 	for _, v := range g.l0 {
 		b = binary.LittleEndian.AppendUint32(b, uint32(v))
-		if err := flush(1 << 16); err != nil {
+		if b, err = flushAt(bw, b, 1<<16); err != nil {
 			return err
 		}
 	}
@@ -156,7 +142,7 @@ func (x *Index) encodeGraph(bw *bufio.Writer) error {
 		for _, v := range g.up[int32(n)] {
 			b = binary.LittleEndian.AppendUint32(b, uint32(v))
 		}
-		if err := flush(1 << 16); err != nil {
+		if b, err = flushAt(bw, b, 1<<16); err != nil {
 			return err
 		}
 	}
@@ -169,11 +155,22 @@ func (x *Index) encodeGraph(bw *bufio.Writer) error {
 		for _, f := range g.ghosts[int32(n)] {
 			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(f))
 		}
-		if err := flush(1 << 16); err != nil {
+		if b, err = flushAt(bw, b, 1<<16); err != nil {
 			return err
 		}
 	}
-	return flush(0)
+	_, err = flushAt(bw, b, 0)
+	return err
+}
+
+// flushAt writes b to bw once it holds at least min bytes, and returns
+// the buffer to fill next (b emptied once written).
+func flushAt(bw *bufio.Writer, b []byte, min int) ([]byte, error) {
+	if len(b) < min {
+		return b, nil
+	}
+	_, err := bw.Write(b)
+	return b[:0], err
 }
 
 // writeFloats writes vs as little-endian float32s.
