@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/mnemo-dev/mnemo/internal/pgtest"
 	"github.com/mnemo-dev/mnemo/internal/testenv"
 	"github.com/mnemo-dev/mnemo/mnemotype"
+	"github.com/mnemo-dev/mnemo/store"
 	"github.com/mnemo-dev/mnemo/store/sqlitestore"
 )
 
@@ -767,5 +769,53 @@ func TestEngine_CollapseDuplicates(t *testing.T) {
 	}
 	if got := ids(res); len(got) != 3 || !slices.Contains(copies, got[1]) || res.Results[0].Duplicates != nil {
 		t.Errorf("collapse_duplicates=false: %v", got)
+	}
+}
+
+// feedCounting counts the reads of the change feed.
+type feedCounting struct {
+	*sqlitestore.Store
+	pages atomic.Int64
+}
+
+func (s *feedCounting) Changes(ctx context.Context, p store.ChangesParams) (store.ChangeSet, error) {
+	s.pages.Add(1)
+	return s.Store.Changes(ctx, p)
+}
+
+// TestEngine_CatalogReadOnlyWhenUsed: a recall reads the in-process
+// indexes (and so loads them) only when a step of it asks them: not with
+// the dense leg off and the lexical leg in the store; with the lexical leg
+// in process, yes.
+func TestEngine_CatalogReadOnlyWhenUsed(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	for _, inStore := range []bool{true, false} {
+		st, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "mnemo.db"), sqlitestore.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fc := &feedCounting{Store: st}
+		e, err := mnemo.Open("", &mnemo.Config{Store: fc, Embedder: embed.NewHash(embed.DefaultHashDim), AccessFlushInterval: -1,
+			LexicalInStore: inStore})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ins []mnemo.Input
+		for i := range 50 {
+			ins = append(ins, mnemo.Input{Profile: "alice", Content: fmt.Sprintf("deploy note %d", i)})
+		}
+		if _, err := e.RememberBatch(ctx, ins); err != nil {
+			t.Fatal(err)
+		}
+		fc.pages.Store(0)
+		res, err := e.Recall(ctx, mnemo.Query{Profile: "alice", Text: "deploy", Limit: 3, Overrides: map[string]string{"semantic_weight": "0"}})
+		if err != nil || len(res.Results) == 0 {
+			t.Fatalf("recall: %v, %v", res, err)
+		}
+		if n := fc.pages.Load(); (n == 0) != inStore {
+			t.Errorf("lexical leg in the store %v, dense leg off: the catalog read %d pages of the change feed", inStore, n)
+		}
+		e.Close()
 	}
 }

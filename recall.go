@@ -164,7 +164,8 @@ func (e *Engine) recall(ctx context.Context, q Query, vec recall.Dense) (*Recall
 			return out, nil
 		},
 	}
-	if vec == recall.Dense(e.dense) || e.dense.KeepsText() {
+	denseRuns := opts.Fusion.Weight(mnemotype.LegDense) > 0 && e.noEmbedding() == nil
+	if e.dense.KeepsText() || (vec == recall.Dense(e.dense) && denseRuns) {
 		// The recall's reads of the catalog see the store as of now: one
 		// read of its sequence for all of them.
 		t0 := time.Now()

@@ -16,6 +16,7 @@ import (
 
 	"github.com/mnemo-dev/mnemo/mnemotype"
 	"github.com/mnemo-dev/mnemo/store"
+	"github.com/mnemo-dev/mnemo/textindex"
 	"github.com/mnemo-dev/mnemo/vector"
 )
 
@@ -340,7 +341,8 @@ func (c *Catalog) caughtUp(ctx context.Context, profile string) (*entry, error) 
 	}
 	var seq int64
 	var err error
-	if s, ok := ctx.Value(syncedKey{}).(synced); ok && s.c == c && s.profile == profile {
+	s, noted := ctx.Value(syncedKey{}).(synced)
+	if noted = noted && s.c == c && s.profile == profile; noted {
 		seq = s.seq
 	} else {
 		if seq, err = c.st.Sequence(ctx, profile); err != nil {
@@ -358,7 +360,15 @@ func (c *Catalog) caughtUp(ctx context.Context, profile string) (*entry, error) 
 	if e.seq.Load() < seq {
 		if !e.restored {
 			e.restored = true
-			c.restore(ctx, e, seq)
+			storeSeq := seq
+			if noted {
+				// A snapshot written since the note may be ahead of it,
+				// not of the store.
+				if storeSeq, err = c.st.Sequence(ctx, profile); err != nil {
+					return nil, fmt.Errorf("dense index of profile %q: %w", profile, err)
+				}
+			}
+			c.restore(ctx, e, storeSeq)
 		}
 		err = c.catchUp(ctx, e)
 		c.account(e)
@@ -395,10 +405,16 @@ func (c *Catalog) catchUp(ctx context.Context, e *entry) error {
 		if err != nil {
 			return err
 		}
+		var docs []textindex.Doc
+		if c.opt.Text {
+			if docs, err = textDocs(cs); err != nil {
+				return err
+			}
+		}
 		x := e.x.Load()
 		x.Delete(cs.Deleted...)
 		if c.opt.Text {
-			err = x.UpsertText(cs.Upserts, textDocs(cs))
+			err = x.UpsertText(cs.Upserts, docs)
 		} else {
 			err = x.Upsert(cs.Upserts)
 		}

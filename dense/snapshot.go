@@ -90,7 +90,9 @@ func (c *Catalog) restore(ctx context.Context, e *entry, storeSeq int64) {
 	e.x.Store(x)
 	e.seq.Store(seq)
 	e.snapshotSeq = seq
-	e.graphLeft = x.GraphLeftOut() || x.TextLeftOut()
+	// A one-shot process leaves the snapshot it read past parts of alone;
+	// a server keeping no text (LexicalInStore) writes its own over it.
+	e.graphLeft = x.GraphLeftOut() || (x.TextLeftOut() && c.opt.NoBackground)
 	c.opt.Logger.Info("dense index restored from its snapshot", "profile", e.profile, "memories", x.Len(), "seq", seq,
 		"behind", storeSeq-seq, "took", time.Since(t0))
 }

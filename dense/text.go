@@ -2,6 +2,7 @@ package dense
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"slices"
 
@@ -13,15 +14,23 @@ import (
 )
 
 // textDocs are the documents of a change set's upserts (read with Text):
-// the fields the store's full-text index holds.
-func textDocs(cs store.ChangeSet) []textindex.Doc {
+// the fields the store's full-text index holds. A store whose texts do not
+// match its upserts one for one is an error.
+func textDocs(cs store.ChangeSet) ([]textindex.Doc, error) {
+	if len(cs.Texts) != len(cs.Upserts) {
+		return nil, fmt.Errorf("the change feed holds %d texts for %d memories (a store that does not honour ChangesParams.Text?)",
+			len(cs.Texts), len(cs.Upserts))
+	}
 	docs := make([]textindex.Doc, len(cs.Upserts))
 	for i := range cs.Upserts {
 		m := &cs.Upserts[i]
+		if cs.Texts[i].ID != m.ID {
+			return nil, fmt.Errorf("the change feed's text %d is memory %q's, not %q's", i, cs.Texts[i].ID, m.ID)
+		}
 		docs[i] = textindex.Doc{Order: cs.Texts[i].Order,
 			Fields: [textindex.NumFields]string{m.Content, m.Actor, textindex.TimeWords(m.OccurredAt), cs.Texts[i].Context}}
 	}
-	return docs
+	return docs, nil
 }
 
 // Lexical answers a lexical search as the store's Lexical does — the same
@@ -69,8 +78,13 @@ func (c *Catalog) Lexical(ctx context.Context, p store.LexicalParams) (hits []mn
 	f := vector.FilterOf(p.Scope)
 	f.Only = p.Only
 	if len(p.Scope.Metadata) > 0 {
-		// The scope's metadata filter, which the index cannot evaluate,
-		// resolved by the store (to the listed ids, when there are).
+		if p.Only == nil {
+			// Every memory of the scope would have to be listed: the
+			// store checks the filter on its matches instead.
+			return nil, false, nil
+		}
+		// The metadata filter, which the index cannot evaluate, resolved
+		// by the store for the listed ids.
 		in, err := c.st.InScope(ctx, p.Scope, p.Only)
 		if err != nil {
 			return nil, false, err
@@ -80,12 +94,19 @@ func (c *Catalog) Lexical(ctx context.Context, p store.LexicalParams) (hits []mn
 		}
 	}
 	q := vector.TextQuery{Query: textindex.Query{Tokens: toks, All: p.Match.All, Weights: weights, K: p.Limit}, Filter: f}
-	if p.MinHits > 0 {
-		if n, _ := x.CountText(q, p.MinHits); n < p.MinHits {
+	if p.MinHits > 0 && p.Only == nil { // as the stores: MinHits does not apply to listed ids
+		n, ok := x.CountText(q, p.MinHits)
+		if !ok {
+			return nil, false, nil
+		}
+		if n < p.MinHits {
 			return nil, true, nil
 		}
 	}
-	hits, _ = x.SearchText(q)
+	hits, ok = x.SearchText(q)
+	if !ok {
+		return nil, false, nil
+	}
 	return hits, true, nil
 }
 

@@ -295,6 +295,8 @@ type ChangesParams struct {
 // IndexedText is what a store's full-text index holds of a memory besides
 // its content, actor and occurred_at.
 type IndexedText struct {
+	// ID is the memory's.
+	ID string
 	// Context is the previous turns of its session the index holds with
 	// it (the store's context turns), oldest first, one per line.
 	Context string

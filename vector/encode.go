@@ -264,7 +264,7 @@ func DecodeWith(r io.Reader, size int64, opt DecodeOptions) (*Index, error) {
 		if d.err != nil {
 			return nil, d.err
 		}
-		if f > 1 || r.occurred.nsec < 0 || r.occurred.nsec >= int32(time.Second) || math.IsNaN(r.importance) || math.IsInf(r.importance, 0) {
+		if f > 1 || r.occurred.nsec < 0 || r.occurred.nsec >= int32(time.Second) || r.seq < 0 || math.IsNaN(r.importance) || math.IsInf(r.importance, 0) {
 			return nil, fmt.Errorf("%w: row %q", ErrCorrupt, id)
 		}
 		if r.model >= 0 && (dim == 0 || !(r.invNorm > 0) || math.IsInf(float64(r.invNorm), 0)) {

@@ -390,7 +390,7 @@ func (s *Store) Changes(ctx context.Context, p store.ChangesParams) (store.Chang
 // seq is in (since, upTo], in seq order: the page Changes just read, in
 // the same transaction.
 func indexedTexts(ctx context.Context, tx pgx.Tx, profile string, since, upTo int64, n int) ([]store.IndexedText, error) {
-	rows, err := tx.Query(ctx, `SELECT m.rid, `+contextSQL("t.turns")+` FROM memories m,
+	rows, err := tx.Query(ctx, `SELECT m.id, m.rid, `+contextSQL("t.turns")+` FROM memories m,
 		(SELECT greatest(value::int, 0) AS turns FROM meta WHERE key = 'context_turns') t
 		WHERE m.profile = $1 AND m.seq > $2 AND m.seq <= $3 ORDER BY m.seq`, profile, since, upTo)
 	if err != nil {
@@ -398,7 +398,7 @@ func indexedTexts(ctx context.Context, tx pgx.Tx, profile string, since, upTo in
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.IndexedText, error) {
 		var t store.IndexedText
-		err := r.Scan(&t.Order, &t.Context)
+		err := r.Scan(&t.ID, &t.Order, &t.Context)
 		return t, err
 	})
 	if err != nil {

@@ -1121,7 +1121,7 @@ func indexedTexts(ctx context.Context, tx *sql.Tx, profile string, since, upTo i
 	if err := tx.QueryRowContext(ctx, `SELECT max(0, value) FROM counters WHERE name = 'context_turns'`).Scan(&turns); err != nil {
 		return nil, err
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT m.rid, `+contextSQLOf("m")+` FROM memories m
+	rows, err := tx.QueryContext(ctx, `SELECT m.id, m.rid, `+contextSQLOf("m")+` FROM memories m
 		WHERE m.profile = ? AND m.seq > ? AND m.seq <= ? ORDER BY m.seq`, turns, turns, profile, since, upTo)
 	if err != nil {
 		return nil, err
@@ -1130,7 +1130,7 @@ func indexedTexts(ctx context.Context, tx *sql.Tx, profile string, since, upTo i
 	out := make([]store.IndexedText, 0, n)
 	for rows.Next() {
 		var t store.IndexedText
-		if err := rows.Scan(&t.Order, &t.Context); err != nil {
+		if err := rows.Scan(&t.ID, &t.Order, &t.Context); err != nil {
 			return nil, err
 		}
 		out = append(out, t)

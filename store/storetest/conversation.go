@@ -2,7 +2,9 @@ package storetest
 
 import (
 	"errors"
+	"fmt"
 	"maps"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -354,6 +356,85 @@ func ExerciseContext(t *testing.T, open OpenFunc) {
 		t.Errorf("after the question was deleted: %v, want none", got)
 	}
 	t.Run("TextFeed", func(t *testing.T) { exerciseTextFeed(t, open) })
+	t.Run("TextFeedFollowsWrites", func(t *testing.T) { exerciseTextFeedFollowsWrites(t, open) })
+}
+
+// exerciseTextFeedFollowsWrites: through random writes of every kind that
+// moves turns (inserts out of order, content, session, seq and actor
+// updates, deletions one by one and by session), the texts of an index
+// kept by applying each change set read with Text are always those of the
+// whole feed read afresh.
+func exerciseTextFeedFollowsWrites(t *testing.T, open OpenFunc) {
+	b := setup(t, open)
+	r := rand.New(rand.NewPCG(3, 4))
+	type text struct {
+		content, actor, context string
+		order                   int64
+	}
+	read := func(since int64) store.ChangeSet {
+		t.Helper()
+		cs, err := b.s.Changes(b.ctx, store.ChangesParams{Profile: "alice", Since: since, Text: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cs
+	}
+	apply := func(state map[string]text, cs store.ChangeSet) {
+		for _, id := range cs.Deleted {
+			delete(state, id)
+		}
+		for i, m := range cs.Upserts {
+			state[m.ID] = text{m.Content, m.Actor, cs.Texts[i].Context, cs.Texts[i].Order}
+		}
+	}
+	kept, since := map[string]text{}, int64(0)
+	n := 0
+	sessions := []string{"s1", "s2", ""}
+	for step := range 60 {
+		switch k := r.IntN(8); {
+		case k < 3 || n < 5:
+			var batch []mnemotype.Memory
+			for range 1 + r.IntN(3) {
+				n++
+				m := mem("alice", fmt.Sprint("m", n), fmt.Sprint("turn ", n), session(sessions[r.IntN(3)]))
+				if r.IntN(3) == 0 {
+					m.Seq = int64(1 + r.IntN(n))
+				}
+				batch = append(batch, m)
+			}
+			b.insert(batch...)
+		case k == 3:
+			_, err := b.s.Update(b.ctx, store.UpdateParams{Profile: "alice", ID: fmt.Sprint("m", 1+r.IntN(n)), Content: ptr(fmt.Sprint("changed ", step))})
+			ignoreNotFound(t, err)
+		case k == 4:
+			_, err := b.s.Update(b.ctx, store.UpdateParams{Profile: "alice", ID: fmt.Sprint("m", 1+r.IntN(n)), Session: ptr(sessions[r.IntN(3)])})
+			ignoreNotFound(t, err)
+		case k == 5:
+			_, err := b.s.Update(b.ctx, store.UpdateParams{Profile: "alice", ID: fmt.Sprint("m", 1+r.IntN(n)), Seq: ptr(int64(1 + r.IntN(n)))})
+			ignoreNotFound(t, err)
+		case k == 6:
+			ignoreNotFound(t, b.s.Delete(b.ctx, "alice", fmt.Sprint("m", 1+r.IntN(n))))
+		default:
+			if _, err := b.s.DeleteMatching(b.ctx, store.DeleteParams{Profile: "alice", Session: sessions[r.IntN(2)]}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cs := read(since)
+		apply(kept, cs)
+		since = cs.Seq
+		fresh := map[string]text{}
+		apply(fresh, read(0))
+		if !maps.Equal(kept, fresh) {
+			t.Fatalf("step %d: the texts kept from the feed differ from the feed read afresh:\n kept %v\nfresh %v", step, kept, fresh)
+		}
+	}
+}
+
+func ignoreNotFound(t *testing.T, err error) {
+	t.Helper()
+	if err != nil && !errors.Is(err, mnemotype.ErrNotFound) {
+		t.Fatal(err)
+	}
 }
 
 // exerciseTextFeed: the change feed read with Text carries each memory's
