@@ -195,6 +195,7 @@ func Decode(data []byte) (*Index, error) {
 		}
 		x.ids[tok] = id
 		x.terms = append(x.terms, t)
+		x.postings += len(t.docs)
 	}
 	no := d.uvarint(uint64(len(d.b)/6), "overflowing counts")
 	for range no {

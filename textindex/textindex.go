@@ -64,12 +64,14 @@ const (
 
 // Index is a full-text index. The zero value is not usable: call New.
 type Index struct {
-	ids    map[string]int32 // token → term
-	terms  []term
-	docs   []doc
-	live   int
-	totals [NumFields]int64 // the live documents' field lengths, summed
-	dead   int
+	ids   map[string]int32 // token → term
+	terms []term
+	docs  []doc
+	// postings counts the postings of every term (Bytes).
+	postings int
+	live     int
+	totals   [NumFields]int64 // the live documents' field lengths, summed
+	dead     int
 	// over holds the counts of the postings with a count of laneMax or
 	// more in some field.
 	over map[overKey][NumFields]uint32
@@ -157,11 +159,9 @@ func (x *Index) Bytes() int64 {
 	b := int64(cap(x.docs))*int64(unsafe.Sizeof(doc{})) +
 		int64(cap(x.terms))*int64(unsafe.Sizeof(term{})) + int64(len(x.ids))*64 + int64(len(x.over))*48 +
 		int64(cached)*56 + int64(len(x.counts))*48 + int64(cap(x.tmp))*16 + int64(cap(x.order))*16
-	for i := range x.terms {
-		t := &x.terms[i]
-		b += int64(cap(t.docs))*4 + int64(cap(t.tfs))*2
-	}
-	return b
+	// Postings as held: 6 bytes each, and the slack of the lists'
+	// doubling (a quarter on average).
+	return b + int64(x.postings)*6*5/4
 }
 
 // Add indexes a document and returns its number.
@@ -217,6 +217,7 @@ func (x *Index) post(id int32, n uint32, tf, lens [NumFields]uint32) {
 	}
 	t.docs = append(t.docs, n)
 	t.tfs = append(t.tfs, packed)
+	x.postings++
 }
 
 // overflows reports whether a packed count did not fit.
@@ -312,6 +313,10 @@ func (x *Index) Compact() (remap []int32) {
 	}
 	x.ids = ids
 	x.docs, x.terms, x.over, x.dead = docs, terms, over, 0
+	x.postings = 0
+	for i := range terms {
+		x.postings += len(terms[i].docs)
+	}
 	clear(x.dfs)
 	x.version++
 	return remap

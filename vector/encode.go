@@ -80,19 +80,23 @@ func (x *Index) Encode(w io.Writer) error {
 	if err := x.encodeGraph(bw); err != nil {
 		return err
 	}
-	b = x.appendText(b)
+	b, text := x.appendText(b)
 	if b, err = flushAt(bw, b, 0); err != nil {
+		return err
+	}
+	if _, err := bw.Write(text); err != nil {
 		return err
 	}
 	return bw.Flush()
 }
 
-// appendText appends the text section: a flag, then with a text index
-// each row's document and text hash, whether the text is incomplete, and
-// the text index's own encoding with its length.
-func (x *Index) appendText(b []byte) []byte {
+// appendText appends the text section but its last part to b: a flag,
+// then with a text index each row's document and text hash, whether the
+// text is incomplete, and the length of the text index's own encoding,
+// which it returns (the last part).
+func (x *Index) appendText(b []byte) (_, text []byte) {
 	if x.text == nil {
-		return append(b, 0)
+		return append(b, 0), nil
 	}
 	b = append(b, 1)
 	for i := range x.rows {
@@ -104,9 +108,8 @@ func (x *Index) appendText(b []byte) []byte {
 		broken = 1
 	}
 	b = append(b, broken)
-	t := x.text.AppendBinary(nil)
-	b = binary.LittleEndian.AppendUint64(b, uint64(len(t)))
-	return append(b, t...)
+	text = x.text.AppendBinary(nil)
+	return binary.LittleEndian.AppendUint64(b, uint64(len(text))), text
 }
 
 // encodeGraph writes the graph section.
