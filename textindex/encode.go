@@ -215,6 +215,7 @@ func Decode(data []byte) (*Index, error) {
 	if d.err != nil {
 		return nil, d.err
 	}
+	x.setNorms()
 	if len(d.b) != 0 {
 		return nil, fmt.Errorf("%w: %d bytes after the end", errCorrupt, len(d.b))
 	}

@@ -105,7 +105,7 @@ func (x *Index) newScorer(q Query) *scorer {
 // contrib returns term i's contribution to the score of a document with
 // counts tf and lengths lens, and whether the term is in a weighted field:
 // the store's arithmetic (sqlitedb's mnemo_bm25).
-func (s *scorer) contrib(i int, tf [NumFields]uint32, lens *[NumFields]uint32) (float64, bool) {
+func (s *scorer) contrib(i int, tf [NumFields]uint32, lens [NumFields]uint32) (float64, bool) {
 	if s.classic {
 		f := float64(tf[Content])
 		if f == 0 {
@@ -274,14 +274,14 @@ type walk struct {
 
 // accept reports whether document d may be returned.
 func (w *walk) accept(d uint32) bool {
-	return !w.s.x.docs[d].dead && (w.f.Accept == nil || w.f.Accept(d))
+	return !w.s.x.isDead(d) && (w.f.Accept == nil || w.f.Accept(d))
 }
 
 // score reads the contributions of the cursors standing on d (moving them
 // past it) and returns d's score, and whether d matches.
 func (w *walk) score(d uint32, cs []*cursor) (float64, bool) {
 	x := w.s.x
-	lens := &x.docs[d].lens
+	lens := x.lengths(d)
 	matched := 0
 	for _, c := range cs {
 		if c.doc() != d {
@@ -386,7 +386,7 @@ func (w *walk) any() {
 			}
 			continue
 		}
-		lens := &x.docs[d].lens
+		lens := x.lengths(d)
 		matched := 0
 		partial := 0.0
 		for _, c := range cs[nonEss:] {

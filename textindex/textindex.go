@@ -67,6 +67,12 @@ type Index struct {
 	ids   map[string]int32 // token → term
 	terms []term
 	docs  []doc
+	// norms packs each document's lengths of the fields BM25 normalises
+	// (content in the low 16 bits, context in the high; normMax in either:
+	// see docs), and deadBits marks its tombstones: what a search reads of
+	// every candidate, kept small so that fewer reads miss the cache.
+	norms    []uint32
+	deadBits []uint64
 	// postings counts the postings of every term (Bytes).
 	postings int
 	live     int
@@ -156,12 +162,48 @@ func (x *Index) Bytes() int64 {
 	x.dfMu.Lock()
 	cached := len(x.dfs)
 	x.dfMu.Unlock()
-	b := int64(cap(x.docs))*int64(unsafe.Sizeof(doc{})) +
+	b := int64(cap(x.docs))*int64(unsafe.Sizeof(doc{})) + int64(cap(x.norms))*4 + int64(cap(x.deadBits))*8 +
 		int64(cap(x.terms))*int64(unsafe.Sizeof(term{})) + int64(len(x.ids))*64 + int64(len(x.over))*48 +
 		int64(cached)*56 + int64(len(x.counts))*48 + int64(cap(x.tmp))*16 + int64(cap(x.order))*16
 	// Postings as held: 6 bytes each, and the slack of the lists'
 	// doubling (a quarter on average).
 	return b + int64(x.postings)*6*5/4
+}
+
+// normMax marks a length norms cannot hold.
+const normMax = 0xFFFF
+
+// packNorms packs the lengths norms keeps.
+func packNorms(lens [NumFields]uint32) uint32 {
+	return min(lens[Content], normMax) | min(lens[Context], normMax)<<16
+}
+
+// setNorms computes norms and deadBits from docs.
+func (x *Index) setNorms() {
+	x.norms = make([]uint32, len(x.docs))
+	x.deadBits = make([]uint64, (len(x.docs)+63)/64)
+	for d := range x.docs {
+		x.norms[d] = packNorms(x.docs[d].lens)
+		if x.docs[d].dead {
+			x.deadBits[d/64] |= 1 << (d % 64)
+		}
+	}
+}
+
+// isDead reports whether document d is a tombstone.
+func (x *Index) isDead(d uint32) bool {
+	return x.dead > 0 && x.deadBits[d/64]&(1<<(d%64)) != 0
+}
+
+// lengths returns document d's lengths of the fields BM25 normalises
+// (FieldB not 0: content and context; the others read 0).
+func (x *Index) lengths(d uint32) [NumFields]uint32 {
+	n := x.norms[d]
+	c, cx := n&normMax, n>>16
+	if c == normMax || cx == normMax {
+		return x.docs[d].lens
+	}
+	return [NumFields]uint32{Content: c, Context: cx}
 }
 
 // Add indexes a document and returns its number.
@@ -185,6 +227,10 @@ func (x *Index) Add(d Doc) uint32 {
 		})
 	}
 	x.docs = append(x.docs, doc{order: d.Order, lens: lens})
+	x.norms = append(x.norms, packNorms(lens))
+	if int(n)/64 >= len(x.deadBits) {
+		x.deadBits = append(x.deadBits, 0)
+	}
 	for i, s := range x.order {
 		id, ok := x.ids[s]
 		if !ok {
@@ -247,6 +293,7 @@ func (x *Index) Delete(d uint32) {
 	}
 	dc := &x.docs[d]
 	dc.dead = true
+	x.deadBits[d/64] |= 1 << (d % 64)
 	for c := range NumFields {
 		x.totals[c] -= int64(dc.lens[c])
 	}
@@ -313,6 +360,7 @@ func (x *Index) Compact() (remap []int32) {
 	}
 	x.ids = ids
 	x.docs, x.terms, x.over, x.dead = docs, terms, over, 0
+	x.setNorms()
 	x.postings = 0
 	for i := range terms {
 		x.postings += len(terms[i].docs)

@@ -307,3 +307,27 @@ func TestSearch_MatchesReference(t *testing.T) {
 		})
 	}
 }
+
+// TestSearch_LongDocument: a document longer than the packed lengths hold
+// (65,535 tokens) scores with its true length.
+func TestSearch_LongDocument(t *testing.T) {
+	t.Parallel()
+	docs := []Doc{
+		{Order: 1, Fields: [NumFields]string{"river stone"}},
+		{Order: 2, Fields: [NumFields]string{strings.Repeat("river ", 70_000), "", "", strings.Repeat("stone ", 66_000)}},
+		{Order: 3, Fields: [NumFields]string{"stone dune", "", "", "river"}},
+	}
+	x := New()
+	for _, d := range docs {
+		x.Add(d)
+	}
+	live := []bool{true, true, true}
+	for _, q := range []Query{
+		{Tokens: []string{"river", "stone"}, Weights: [NumFields]float64{1, 1, 1, 0.5}},
+		{Tokens: []string{"river"}, Weights: [NumFields]float64{Content: 1}},
+	} {
+		if got, want := x.Search(q, Filter{}), reference(docs, live, q, nil); !slices.Equal(got, want) {
+			t.Errorf("%+v: %v, want %v", q, got, want)
+		}
+	}
+}
