@@ -225,12 +225,7 @@ func (s *seqCounting) Sequence(ctx context.Context, profile string) (int64, erro
 func TestCatalog_Synced(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	sq, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "mnemo.db"), sqlitestore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sq.Close() })
-	st := &seqCounting{Store: sq}
+	st := &seqCounting{Store: openStore(t)}
 	r := rand.New(rand.NewPCG(1, 1))
 	if err := st.Insert(ctx, conversation(r, "alice", 0, 50)); err != nil {
 		t.Fatal(err)
@@ -287,17 +282,13 @@ func (s textless) Changes(ctx context.Context, p store.ChangesParams) (store.Cha
 func TestCatalog_TextlessStore(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	sq, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "mnemo.db"), sqlitestore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sq.Close() })
+	sq := openStore(t)
 	if err := sq.Insert(ctx, conversation(rand.New(rand.NewPCG(1, 2)), "alice", 0, 10)); err != nil {
 		t.Fatal(err)
 	}
 	c := dense.NewCatalog(textless{sq}, dense.Options{Text: true})
 	t.Cleanup(c.Close)
-	_, _, err = c.Lexical(ctx, store.LexicalParams{Scope: mnemotype.Scope{Profile: "alice"}, Match: store.MatchQuery{Terms: []string{"caroline"}}})
+	_, _, err := c.Lexical(ctx, store.LexicalParams{Scope: mnemotype.Scope{Profile: "alice"}, Match: store.MatchQuery{Terms: []string{"caroline"}}})
 	if err == nil || !strings.Contains(err.Error(), "0 texts for 10 memories") {
 		t.Errorf("Lexical over a feed without texts: %v", err)
 	}
