@@ -129,7 +129,22 @@ func (e *Engine) recall(ctx context.Context, q Query, vec recall.Dense) (*Recall
 		opts.Fusion.HighConfidence = false
 	}
 	timings := map[string]float64{}
-	size, err := e.st.Count(ctx, q.Profile)
+	denseRuns := opts.Fusion.Weight(mnemotype.LegDense) > 0 && e.noEmbedding() == nil
+	if e.dense.KeepsText() || (vec == recall.Dense(e.dense) && denseRuns) {
+		// The recall's reads of the catalog see the store as of now: one
+		// read of its sequence for all of them.
+		t0 := time.Now()
+		if ctx, err = e.dense.Synced(ctx, q.Profile); err != nil {
+			return nil, err
+		}
+		timings["index_sync"] = msSince(t0)
+	}
+	var size int
+	if e.dense.KeepsText() {
+		size, err = e.dense.Count(ctx, q.Profile)
+	} else {
+		size, err = e.st.Count(ctx, q.Profile)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -163,16 +178,6 @@ func (e *Engine) recall(ctx context.Context, q Query, vec recall.Dense) (*Recall
 			}
 			return out, nil
 		},
-	}
-	denseRuns := opts.Fusion.Weight(mnemotype.LegDense) > 0 && e.noEmbedding() == nil
-	if e.dense.KeepsText() || (vec == recall.Dense(e.dense) && denseRuns) {
-		// The recall's reads of the catalog see the store as of now: one
-		// read of its sequence for all of them.
-		t0 := time.Now()
-		if ctx, err = e.dense.Synced(ctx, q.Profile); err != nil {
-			return nil, err
-		}
-		timings["index_sync"] = msSince(t0)
 	}
 	if err := e.noEmbedding(); err != nil && opts.Fusion.Weight(mnemotype.LegDense) > 0 {
 		req.VectorErr = err // the dense leg is skipped, and the trace says why

@@ -158,3 +158,14 @@ func (c *Catalog) Signals(ctx context.Context, profile string, ids []string) (ou
 	}
 	return out, true, nil
 }
+
+// Count answers store.Store's Count — how many memories profile holds —
+// from its index caught up with the store (it holds every memory of the
+// profile, embedded or not).
+func (c *Catalog) Count(ctx context.Context, profile string) (int, error) {
+	x, err := c.index(ctx, profile)
+	if err != nil {
+		return 0, err
+	}
+	return x.Len(), nil
+}

@@ -43,7 +43,8 @@ func conversation(r *rand.Rand, profile string, from, n int) []mnemotype.Memory 
 }
 
 // TestCatalog_Lexical: a catalog keeping text answers lexical searches,
-// neighbour lookups and signals (access statistics aside) as the store does — the same memories in the same order, the same scores
+// neighbour lookups, signals (access statistics aside) and counts as the
+// store does — the same memories in the same order, the same scores
 // (within 1e-12: the store's C ranking function takes C's logarithm) —
 // for every weighting and scope, Only and MinHits, after writes that
 // change other memories' context, and restored from its snapshot.
@@ -132,6 +133,15 @@ func catalogLexical(t *testing.T, st store.Store) {
 		}
 		if compared < 30 {
 			t.Fatalf("%s: %d compared", what, compared)
+		}
+		for _, profile := range []string{"alice", "bob", "nobody"} {
+			want, err := st.Count(ctx, profile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, err := c.Count(ctx, profile); err != nil || got != want {
+				t.Fatalf("%s: Count(%s) = %d, %v; want %d", what, profile, got, err, want)
+			}
 		}
 		ids := []string{"nobody", "bob-0001", "alice-new", "alice-0010", "alice-0020", "alice-0599", "alice-0650"}
 		wantSig, err := st.Signals(ctx, "alice", ids)
