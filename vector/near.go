@@ -1,6 +1,10 @@
 package vector
 
-import "time"
+import (
+	"cmp"
+	"slices"
+	"time"
+)
 
 // NearRow is a memory near another in its session (Near).
 type NearRow struct {
@@ -10,22 +14,39 @@ type NearRow struct {
 	Abs, Seq int64
 }
 
-// MaxNearSession is the largest session Near reads: it visits every turn
-// of each session it is asked about, which costs more than the store's
-// indexed lookup in a longer one.
-const MaxNearSession = 4096
+// MaxNearSession is the largest session Near reads: it keeps a session's
+// rows ordered by turn, which costs a sort after a deletion in it.
+const MaxNearSession = 1 << 16
 
 // Near returns, for each of ids held in a session (not the empty one),
 // the memories of that session whose turn is within radius of its own,
 // itself aside, that pass f, in no order (each id counted once); the
-// turns are memories' Seq, which are never negative. ok is false when a session
-// holds more than MaxNearSession memories (ask the store).
+// turns are memories' Seq, which are never negative. ok is false when a
+// session holds more than MaxNearSession memories (ask the store).
 func (x *Index) Near(f Filter, ids []string, radius int) (rows []NearRow, ok bool) {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
 	if radius <= 0 || len(ids) == 0 {
 		return nil, true
 	}
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	for {
+		rows, ok, sorted := x.near(f, ids, int64(radius))
+		if sorted {
+			return rows, ok
+		}
+		// A session's rows are out of turn order (a deletion or a turn
+		// written before others): ordered under the write lock, once.
+		x.mu.RUnlock()
+		x.mu.Lock()
+		x.sortSessions(ids)
+		x.mu.Unlock()
+		x.mu.RLock()
+	}
+}
+
+// near is Near under the read lock; sorted is false (and nothing done)
+// when a session it needs is not in turn order.
+func (x *Index) near(f Filter, ids []string, r int64) (rows []NearRow, ok, sorted bool) {
 	empty, hasEmpty := x.strs[""]
 	bySession := map[int32][]int{}
 	seen := make(map[int]bool, len(ids))
@@ -36,45 +57,85 @@ func (x *Index) Near(f Filter, ids []string, radius int) (rows []NearRow, ok boo
 		}
 		seen[s] = true
 		sess := x.rows[s].session
-		if len(x.posts[postingKey{postSession, sess}]) > MaxNearSession {
-			return nil, false
+		l := x.posts[postingKey{postSession, sess}]
+		if len(l) > MaxNearSession {
+			return nil, false, true
+		}
+		if _, ok := bySession[sess]; !ok && !x.inTurnOrder(l) {
+			return nil, false, false
 		}
 		bySession[sess] = append(bySession[sess], s)
 	}
 	if len(bySession) == 0 {
-		return nil, true
+		return nil, true, true
 	}
 	c := x.compile(f)
 	if c.none {
-		return nil, true
+		return nil, true, true
 	}
-	r := int64(radius)
 	for sess, hits := range bySession {
-		for _, t := range x.posts[postingKey{postSession, sess}] {
-			n := &x.rows[t]
-			matched := false
-			for _, h := range hits {
-				if int(t) == h {
+		l := x.posts[postingKey{postSession, sess}]
+		for _, h := range hits {
+			seq := x.rows[h].seq
+			i := sortSearch(len(l), func(i int) bool { return x.rows[l[i]].seq >= seq-r })
+			for ; i < len(l) && x.rows[l[i]].seq <= seq+r; i++ {
+				t := int(l[i])
+				if t == h || !c.match(t, &x.rows[t]) {
 					continue
 				}
-				d := n.seq - x.rows[h].seq
+				d := x.rows[t].seq - seq
 				if d < 0 {
 					d = -d
 				}
-				if d > r {
-					continue
-				}
-				if !matched {
-					if !c.match(int(t), n) {
-						break
-					}
-					matched = true
-				}
-				rows = append(rows, NearRow{ID: n.id, Of: x.rows[h].id, Abs: d, Seq: n.seq})
+				rows = append(rows, NearRow{ID: x.rows[t].id, Of: x.rows[h].id, Abs: d, Seq: x.rows[t].seq})
 			}
 		}
 	}
-	return rows, true
+	return rows, true, true
+}
+
+// inTurnOrder reports whether a session's rows are ordered by turn.
+func (x *Index) inTurnOrder(l []int32) bool {
+	for i := 1; i < len(l); i++ {
+		if x.rows[l[i-1]].seq > x.rows[l[i]].seq {
+			return false
+		}
+	}
+	return true
+}
+
+// sortSessions orders by turn the rows of the sessions of ids (under the
+// write lock), keeping each row's position in its posting.
+func (x *Index) sortSessions(ids []string) {
+	for _, id := range ids {
+		s, held := x.slot[id]
+		if !held {
+			continue
+		}
+		k := postingKey{postSession, x.rows[s].session}
+		l := x.posts[k]
+		if len(l) > MaxNearSession || x.inTurnOrder(l) {
+			continue
+		}
+		slices.SortFunc(l, func(a, b int32) int { return cmp.Or(cmp.Compare(x.rows[a].seq, x.rows[b].seq), cmp.Compare(a, b)) })
+		for i, t := range l {
+			x.rows[t].pos[postSession] = int32(i)
+		}
+	}
+}
+
+// sortSearch is sort.Search without its interface.
+func sortSearch(n int, f func(int) bool) int {
+	lo, hi := 0, n
+	for lo < hi {
+		h := int(uint(lo+hi) >> 1)
+		if !f(h) {
+			lo = h + 1
+		} else {
+			hi = h
+		}
+	}
+	return lo
 }
 
 // Signal is what an index holds of a memory's signals: when it occurred
