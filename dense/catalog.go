@@ -83,6 +83,9 @@ type Options struct {
 	// from the change feed with the memories' text), so that Lexical
 	// answers lexical searches in process. Snapshots then carry it.
 	Text bool
+	// TextOnly, with Text, keeps no embeddings: for a store that ranks
+	// them itself (pgvector), the catalog answers the other reads alone.
+	TextOnly bool
 	// Logger receives evictions and snapshot problems; nil discards them.
 	Logger *slog.Logger
 }
@@ -413,6 +416,11 @@ func (c *Catalog) catchUp(ctx context.Context, e *entry) error {
 		}
 		x := e.x.Load()
 		x.Delete(cs.Deleted...)
+		if c.opt.TextOnly {
+			for i := range cs.Upserts {
+				cs.Upserts[i].Embedding, cs.Upserts[i].EmbeddingModel = nil, ""
+			}
+		}
 		if c.opt.Text {
 			err = x.UpsertText(cs.Upserts, docs)
 		} else {

@@ -37,7 +37,8 @@ func conversation(r *rand.Rand, profile string, from, n int) []mnemotype.Memory 
 			Actor: []string{"Caroline", "Melanie", ""}[r.IntN(3)], Session: fmt.Sprintf("s%d", r.IntN(5)),
 			Project: []string{"", "apollo"}[r.IntN(2)], Kind: mnemotype.Kinds[r.IntN(3)], Importance: mnemotype.DefaultImportance,
 			CreatedAt: at, OccurredAt: at, AccessedAt: at,
-			Metadata: json.RawMessage(fmt.Sprintf(`{"topic":%q}`, []string{"art", "travel"}[r.IntN(2)]))}
+			Metadata:  json.RawMessage(fmt.Sprintf(`{"topic":%q}`, []string{"art", "travel"}[r.IntN(2)])),
+			Embedding: []float32{float32(r.NormFloat64()), float32(r.NormFloat64()), 1}, EmbeddingModel: "m"}
 	}
 	return out
 }
@@ -55,11 +56,12 @@ func TestCatalog_Lexical(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	catalogLexical(t, st)
+	catalogLexical(t, st, false)
 }
 
 // TestCatalog_Lexical_Postgres runs the same on the Postgres store (its
-// change feed, its ranking).
+// change feed, its ranking), keeping the text alone (Options.TextOnly, as
+// beside the store's pgvector dense leg).
 func TestCatalog_Lexical_Postgres(t *testing.T) {
 	t.Parallel()
 	c := pgtest.Start(t)
@@ -68,10 +70,10 @@ func TestCatalog_Lexical_Postgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	catalogLexical(t, st)
+	catalogLexical(t, st, true)
 }
 
-func catalogLexical(t *testing.T, st store.Store) {
+func catalogLexical(t *testing.T, st store.Store, textOnly bool) {
 	ctx := t.Context()
 	dir := t.TempDir()
 	r := rand.New(rand.NewPCG(8, 9))
@@ -81,9 +83,12 @@ func catalogLexical(t *testing.T, st store.Store) {
 	if err := st.Insert(ctx, conversation(r, "bob", 0, 200)); err != nil {
 		t.Fatal(err)
 	}
-	opt := dense.Options{Text: true, Dir: dir, SaveEvery: 50}
+	opt := dense.Options{Text: true, TextOnly: textOnly, Dir: dir, SaveEvery: 50}
 	c := dense.NewCatalog(st, opt)
 	t.Cleanup(c.Close)
+	if stats, err := c.Profile(ctx, "alice"); err != nil || (stats.Embedded > 0) == textOnly {
+		t.Fatalf("text only %v: the index holds %d embeddings (%v)", textOnly, stats.Embedded, err)
+	}
 	scopes := []mnemotype.Scope{{Profile: "alice"}, {Profile: "alice", Sessions: []string{"s2"}}, {Profile: "alice", Project: "apollo"},
 		{Profile: "alice", Actors: []string{"Caroline"}, Kinds: []mnemotype.Kind{mnemotype.KindEpisodic}},
 		{Profile: "alice", After: time.Date(2023, 6, 1, 0, 0, 0, 0, time.UTC), Exclude: []string{"alice-0001", "alice-0002"}},
