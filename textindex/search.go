@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"math"
 	"slices"
+	"sort"
 )
 
 // Query is one search.
@@ -190,21 +191,7 @@ func (c *cursor) advance(target uint32) {
 		step *= 2
 	}
 	hi = min(hi, len(docs))
-	c.i = lo + sortSearch(hi-lo, func(k int) bool { return docs[lo+k] >= target })
-}
-
-// sortSearch is sort.Search without its interface.
-func sortSearch(n int, f func(int) bool) int {
-	lo, hi := 0, n
-	for lo < hi {
-		h := int(uint(lo+hi) >> 1)
-		if !f(h) {
-			lo = h + 1
-		} else {
-			hi = h
-		}
-	}
-	return lo
+	c.i = lo + sort.Search(hi-lo, func(k int) bool { return docs[lo+k] >= target })
 }
 
 // sink receives a search's matches.

@@ -3,6 +3,7 @@ package vector
 import (
 	"cmp"
 	"slices"
+	"sort"
 	"time"
 )
 
@@ -77,7 +78,7 @@ func (x *Index) near(f Filter, ids []string, r int64) (rows []NearRow, ok, sorte
 		l := x.posts[postingKey{postSession, sess}]
 		for _, h := range hits {
 			seq := x.rows[h].seq
-			i := sortSearch(len(l), func(i int) bool { return x.rows[l[i]].seq >= seq-r })
+			i := sort.Search(len(l), func(i int) bool { return x.rows[l[i]].seq >= seq-r })
 			for ; i < len(l) && x.rows[l[i]].seq <= seq+r; i++ {
 				t := int(l[i])
 				if t == h || !c.match(t, &x.rows[t]) {
@@ -122,20 +123,6 @@ func (x *Index) sortSessions(ids []string) {
 			x.rows[t].pos[postSession] = int32(i)
 		}
 	}
-}
-
-// sortSearch is sort.Search without its interface.
-func sortSearch(n int, f func(int) bool) int {
-	lo, hi := 0, n
-	for lo < hi {
-		h := int(uint(lo+hi) >> 1)
-		if !f(h) {
-			lo = h + 1
-		} else {
-			hi = h
-		}
-	}
-	return lo
 }
 
 // Signal is what an index holds of a memory's signals: when it occurred
