@@ -786,7 +786,7 @@ func (s *feedCounting) Changes(ctx context.Context, p store.ChangesParams) (stor
 // TestEngine_CatalogReadOnlyWhenUsed: a recall reads the in-process
 // indexes (and so loads them) only when a step of it asks them: not with
 // the dense leg off and the lexical leg in the store; with the lexical leg
-// in process, yes.
+// in process, yes. The trace says where the lexical leg ranked.
 func TestEngine_CatalogReadOnlyWhenUsed(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -809,12 +809,17 @@ func TestEngine_CatalogReadOnlyWhenUsed(t *testing.T) {
 			t.Fatal(err)
 		}
 		fc.pages.Store(0)
-		res, err := e.Recall(ctx, mnemo.Query{Profile: "alice", Text: "deploy", Limit: 3, Overrides: map[string]string{"semantic_weight": "0"}})
+		res, err := e.Recall(ctx, mnemo.Query{Profile: "alice", Text: "deploy", Limit: 3, Overrides: map[string]string{"semantic_weight": "0"},
+			Trace: true})
 		if err != nil || len(res.Results) == 0 {
 			t.Fatalf("recall: %v, %v", res, err)
 		}
 		if n := fc.pages.Load(); (n == 0) != inStore {
 			t.Errorf("lexical leg in the store %v, dense leg off: the catalog read %d pages of the change feed", inStore, n)
+		}
+		want := map[bool]string{true: "the store's full-text index", false: "the in-process full-text index"}[inStore]
+		if got := res.Trace.LexicalSearch; got != want {
+			t.Errorf("lexical leg in the store %v: the trace says it ranked in %q, want %q", inStore, got, want)
 		}
 		e.Close()
 	}

@@ -204,9 +204,13 @@ func (e *Engine) recall(ctx context.Context, q Query, vec recall.Dense) (*Recall
 			e.log.Log(ctx, embedFailureLevel(req.VectorErr), "query embedding unavailable; recalling without the dense leg", "err", req.VectorErr)
 		}
 	}
-	resp, err := recall.Run(ctx, source{e.st, e.access, e.dense, opts.Fusion.Weight(mnemotype.LegAccess) > 0}, vec, req)
+	src := source{e.st, e.access, e.dense, opts.Fusion.Weight(mnemotype.LegAccess) > 0, &lexicalWhere{}}
+	resp, err := recall.Run(ctx, src, vec, req)
 	if err != nil {
 		return nil, err
+	}
+	if resp.Trace != nil {
+		resp.Trace.LexicalSearch = src.where.said()
 	}
 
 	t0 := time.Now()
@@ -348,14 +352,50 @@ type source struct {
 	// statistics (the access leg), which only the store (and the
 	// accesses this process has not written yet) holds.
 	accessStats bool
+	// where notes where the lexical leg ranked (for the trace).
+	where *lexicalWhere
+}
+
+// lexicalWhere notes where a recall's lexical searches ranked (the
+// searches of a recall run concurrently).
+type lexicalWhere struct {
+	mu              sync.Mutex
+	inProcess, inDB bool
+}
+
+func (w *lexicalWhere) note(inProcess bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if inProcess {
+		w.inProcess = true
+	} else {
+		w.inDB = true
+	}
+}
+
+// said describes where the searches ranked, "" when none ran.
+func (w *lexicalWhere) said() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch {
+	case w.inProcess && w.inDB:
+		return "the in-process full-text index, and the store's for what it could not rank"
+	case w.inProcess:
+		return "the in-process full-text index"
+	case w.inDB:
+		return "the store's full-text index"
+	}
+	return ""
 }
 
 func (s source) Lexical(ctx context.Context, p store.LexicalParams) ([]mnemotype.Hit, error) {
 	if s.text != nil {
 		if hits, ok, err := s.text.Lexical(ctx, p); ok || err != nil {
+			s.where.note(true)
 			return hits, err
 		}
 	}
+	s.where.note(false)
 	return s.Store.Lexical(ctx, p)
 }
 

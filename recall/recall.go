@@ -202,6 +202,9 @@ type Trace struct {
 	// DenseSearch says how the dense leg searched the scope: walking an
 	// approximate (HNSW) index, or scoring every embedding in it.
 	DenseSearch string `json:"dense_search,omitempty"`
+	// LexicalSearch says where the lexical leg ranked: in the full-text
+	// index the process keeps, or in the store's (set by the engine).
+	LexicalSearch string `json:"lexical_search,omitempty"`
 	// Legs holds each executed leg's full ranked list (after the
 	// cross-scoring pass), with raw scores.
 	Legs map[string][]mnemotype.Hit `json:"legs"`
