@@ -150,9 +150,10 @@ type Config struct {
 	// the Postgres store's index). Otherwise the in-process indexes keep
 	// each profile's full-text index too and answer it (package
 	// textindex): the same ranking, without the store's shortcut for OR
-	// queries with common terms. One-shot processes (ANN.OneShot) leave
-	// it to the store anyway. With the Postgres store's SQL dense leg, the
-	// in-process indexes keep the text alone (no embeddings).
+	// queries with common terms. One-shot processes (ANN.OneShot) and a
+	// Postgres store with read replicas leave it to the store anyway. With
+	// the Postgres store's SQL dense leg, the in-process indexes keep the
+	// text alone (no embeddings).
 	LexicalInStore bool
 	// IndexDir is the folder where the dense indexes' snapshots are kept,
 	// so that a new process reads a profile's index from one file and
@@ -253,15 +254,20 @@ func Open(path string, cfg *Config) (*Engine, error) {
 		indexDir = ""
 	}
 	var sqlDense recall.Dense
+	text := !c.LexicalInStore && !c.ANN.OneShot
 	if ps, ok := st.(*postgres.Store); ok {
 		if d := ps.Dense(); d != nil {
 			sqlDense = d
 		}
+		// Recalls read the replicas, the in-process indexes the primary:
+		// a text index would answer with memories a replica has not
+		// replayed yet.
+		text = text && !ps.HasReplicas()
 	}
 	e := &Engine{cfg: c, st: st, emb: c.Embedder, log: c.Logger,
 		dense: dense.NewCatalog(st, dense.Options{Dim: c.Embedder.Dim(), Budget: c.IndexBudget, Dir: indexDir, Logger: c.Logger,
 			GraphMin: c.ANN.GraphMin, ANN: vector.ANN{ExactBelow: c.ANN.ExactBelow, Ef: c.ANN.Ef}, NoBackground: c.ANN.OneShot,
-			Text: !c.LexicalInStore && !c.ANN.OneShot, TextOnly: sqlDense != nil})}
+			Text: text, TextOnly: sqlDense != nil})}
 	e.vec = e.dense
 	if sqlDense != nil {
 		e.vec = sqlDense

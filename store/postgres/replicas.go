@@ -94,6 +94,10 @@ func formatLSN(v uint64) string {
 // reader returns where a read under ctx runs: the primary without
 // replicas or for a read not a recall's (store.AllowReplica); else the
 // replica the recall's first read chose (pick).
+// HasReplicas reports whether the store sends reads to streaming
+// replicas (Options.Replicas).
+func (s *Store) HasReplicas() bool { return len(s.replicas) > 0 }
+
 func (s *Store) reader(ctx context.Context) *pgxpool.Pool {
 	ch := store.ReplicaChoiceFrom(ctx)
 	if len(s.replicas) == 0 || ch == nil {
