@@ -1,7 +1,6 @@
 package vector_test
 
 import (
-	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -144,24 +143,14 @@ func TestIndex_Text(t *testing.T) {
 			check(step, x)
 		}
 	}
-	var buf bytes.Buffer
-	if err := x.Encode(&buf); err != nil {
-		t.Fatal(err)
-	}
-	y, err := vector.Decode(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	y := reencode(t, x, vector.DecodeOptions{})
 	for i := range 50 {
 		check(i, y)
 	}
 	if d := vector.Diff(x, y, 5); len(d) > 0 {
 		t.Fatalf("decoded differs: %v", d)
 	}
-	z, err := vector.DecodeWith(bytes.NewReader(buf.Bytes()), int64(buf.Len()), vector.DecodeOptions{NoText: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	z := reencode(t, x, vector.DecodeOptions{NoText: true})
 	if z.HasText() || !z.TextLeftOut() || z.Len() != x.Len() {
 		t.Errorf("decoded without text: HasText %v, TextLeftOut %v, %d memories of %d", z.HasText(), z.TextLeftOut(), z.Len(), x.Len())
 	}

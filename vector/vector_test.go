@@ -1,6 +1,7 @@
 package vector_test
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -50,6 +51,20 @@ func newIndex(t testing.TB, mems ...mnemotype.Memory) *vector.Index {
 		t.Fatalf("Upsert: %v", err)
 	}
 	return x
+}
+
+// reencode encodes x and decodes it with opt.
+func reencode(t testing.TB, x *vector.Index, opt vector.DecodeOptions) *vector.Index {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := x.Encode(&buf); err != nil {
+		t.Fatal(err)
+	}
+	y, err := vector.DecodeWith(bytes.NewReader(buf.Bytes()), int64(buf.Len()), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return y
 }
 
 func hitIDs(hits []mnemotype.Hit) []string {

@@ -47,6 +47,18 @@ func profileCorpus(rng *rand.Rand, profile string, offset, n int) []mnemotype.Me
 	return ms
 }
 
+// openScoringEveryMatch opens a new store that scores every match of an
+// OR query (CommonTermRatio -1): the comparisons are with exact lists.
+func openScoringEveryMatch(t *testing.T) *Store {
+	t.Helper()
+	s, err := Open(t.Context(), filepath.Join(t.TempDir(), "mnemo.db"), Options{CommonTermRatio: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 // reference scores queries as FTS5's own bm25() does over a table that
 // holds one profile's memories alone, in insertion order.
 type reference struct {
@@ -157,11 +169,7 @@ func TestStore_LexicalIsTheProfilesBM25(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	// Every OR match scored: the comparison is with the exact lists.
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "mnemo.db"), Options{CommonTermRatio: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := openScoringEveryMatch(t)
 	rng := rand.New(rand.NewPCG(1, 2))
 	alice := profileCorpus(rng, "alice", 0, 300)
 	for _, batch := range [][]mnemotype.Memory{alice[:100], profileCorpus(rng, "bob", 7, 400), alice[100:], profileCorpus(rng, "carol", 14, 200)} {
@@ -377,11 +385,7 @@ func TestStore_LexicalWithLengths(t *testing.T) {
 		t.Skip("this build scores in Go: no lengths to load")
 	}
 	ctx := t.Context()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "mnemo.db"), Options{CommonTermRatio: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := openScoringEveryMatch(t)
 	rng := rand.New(rand.NewPCG(5, 6))
 	alice := profileCorpus(rng, "alice", 0, 300)
 	if err := s.Insert(ctx, alice); err != nil {

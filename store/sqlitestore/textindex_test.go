@@ -66,11 +66,7 @@ func textIndexOf(t *testing.T, s *Store, profile string) (x *textindex.Index, id
 func TestTextIndex_RanksAsLexical(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "mnemo.db"), Options{CommonTermRatio: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := openScoringEveryMatch(t)
 	rng := rand.New(rand.NewPCG(11, 12))
 	alice := profileCorpus(rng, "alice", 0, 400)
 	for i := range alice {
