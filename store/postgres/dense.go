@@ -157,8 +157,7 @@ func (s *Store) setupVectors(ctx context.Context, tx pgx.Tx, opt Options) error 
 				model   text NOT NULL,
 				dim     integer NOT NULL,
 				vec     `+v.typ+` NOT NULL,
-				PRIMARY KEY (profile, id),
-				FOREIGN KEY (profile, id) REFERENCES memories (profile, id) ON DELETE CASCADE
+				PRIMARY KEY (profile, id)
 			);
 			CREATE INDEX memory_vectors_model ON memory_vectors (profile, model, dim)`); err != nil {
 				return err
@@ -239,7 +238,7 @@ func addMissingVectors(ctx context.Context, tx pgx.Tx, v *vectors) (int, error) 
 			return added, nil
 		}
 		ix := &indexer{tx: tx, vecType: v.typ}
-		if err := ix.insertVectors(ctx, mems); err != nil {
+		if err := ix.insertVectors(ctx, mems, nil); err != nil {
 			return added, err
 		}
 		added += len(mems)
@@ -278,14 +277,14 @@ func (s *Store) RepairVectors(ctx context.Context) (int, error) {
 }
 
 // removeStaleVectors deletes the rows of memory_vectors that differ from
-// their memory's embedding, in pages.
+// their memory's embedding or have no memory, in pages.
 func removeStaleVectors(ctx context.Context, tx pgx.Tx) (int, error) {
 	const page = 2000
 	var afterProfile, afterID string
 	removed := 0
 	for {
 		rows, err := tx.Query(ctx, `SELECT v.profile, v.id, m.embedding, m.embedding_model, v.model, v.vec::real[]
-			FROM memory_vectors v JOIN memories m ON m.profile = v.profile AND m.id = v.id
+			FROM memory_vectors v LEFT JOIN memories m ON m.profile = v.profile AND m.id = v.id
 			WHERE (v.profile, v.id) > ($1, $2) ORDER BY v.profile, v.id LIMIT `+strconv.Itoa(page), afterProfile, afterID)
 		if err != nil {
 			return removed, fmt.Errorf("compare vectors: %w", err)

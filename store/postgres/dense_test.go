@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -130,6 +131,79 @@ func TestDense_AccessLeavesVectors(t *testing.T) {
 	if err != nil || len(got) != 1 || math.Abs(got[0].Score-1) > 1e-6 {
 		t.Fatalf("Score after the new embedding = %v, %v; want cosine 1", got, err)
 	}
+}
+
+// TestDense_DeletesTakeVectors: deleting memories (by id, by scope, a
+// whole profile) deletes their rows of memory_vectors in the same
+// transaction, and nobody else's.
+func TestDense_DeletesTakeVectors(t *testing.T) {
+	t.Parallel()
+	c := pgtest.Start(t)
+	ctx := t.Context()
+	s, err := postgres.Open(ctx, c.DSN("postgres"), postgres.Options{Schema: "del"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	r := rand.New(rand.NewPCG(9, 9))
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var mems []mnemotype.Memory
+	for _, p := range []string{"a", "b"} {
+		for i := range 20 {
+			mems = append(mems, mnemotype.Memory{ID: fmt.Sprintf("m%02d", i), Profile: p, Session: fmt.Sprintf("s%d", i%2),
+				Content: "x", Kind: mnemotype.KindEpisodic, Importance: 0.5, CreatedAt: t0, OccurredAt: t0, AccessedAt: t0,
+				Embedding: gauss(r, nil, 1), EmbeddingModel: "m"})
+		}
+	}
+	if err := s.Insert(ctx, mems); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, c.DSN("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	// check compares each profile's vectors with its memories, all
+	// embedded.
+	check := func(step string, want map[string]int) {
+		t.Helper()
+		rows, err := conn.Query(ctx, `SELECT coalesce(m.profile, v.profile), count(m.id), count(v.id) FROM del.memories m
+			FULL JOIN del.memory_vectors v ON v.profile = m.profile AND v.id = m.id GROUP BY 1 ORDER BY 1`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]int{}
+		for rows.Next() {
+			var p string
+			var nm, nv int
+			if err := rows.Scan(&p, &nm, &nv); err != nil {
+				t.Fatal(err)
+			}
+			if nm != nv {
+				t.Errorf("%s: profile %s has %d memories and %d vectors", step, p, nm, nv)
+			}
+			got[p] = nv
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if !maps.Equal(got, want) {
+			t.Errorf("%s: vectors per profile %v, want %v", step, got, want)
+		}
+	}
+	check("inserted", map[string]int{"a": 20, "b": 20})
+	if err := s.Delete(ctx, "a", "m03"); err != nil {
+		t.Fatal(err)
+	}
+	check("one deleted", map[string]int{"a": 19, "b": 20})
+	if n, err := s.DeleteMatching(ctx, store.DeleteParams{Profile: "a", Session: "s0"}); err != nil || n != 10 {
+		t.Fatalf("DeleteMatching = %d, %v; want 10", n, err)
+	}
+	check("a session deleted", map[string]int{"a": 9, "b": 20})
+	if _, err := s.DeleteProfile(ctx, "b"); err != nil {
+		t.Fatal(err)
+	}
+	check("a profile deleted", map[string]int{"a": 9})
 }
 
 // annCorpus writes n memories of profile "big" (32-d vectors around 40
@@ -408,8 +482,14 @@ func TestDense_VectorTable(t *testing.T) {
 		WHERE profile = 'big' AND id = 'b00009'`); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := withVec.RepairVectors(ctx); err != nil || n != 3 {
-		t.Fatalf("RepairVectors = %d, %v; want 3 (b00007 added, b00009 removed and added)", n, err)
+	// And one an older process left behind when it deleted its memory
+	// (the table has no foreign key to memories since schema version 4).
+	if _, err := admin.Exec(ctx, `INSERT INTO col.memory_vectors (profile, id, model, dim, vec)
+		SELECT profile, 'gone', model, dim, vec FROM col.memory_vectors WHERE profile = 'big' AND id = 'b00010'`); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := withVec.RepairVectors(ctx); err != nil || n != 4 {
+		t.Fatalf("RepairVectors = %d, %v; want 4 (b00007 added, b00009 removed and added, gone removed)", n, err)
 	}
 	if got, err := d.Search(ctx, q); err != nil || len(got) != 1 || got[0].ID != "b00007" {
 		t.Fatalf("search for b00007's vector after the repair = %v, %v", got, err)

@@ -90,23 +90,85 @@ type entry struct {
 }
 
 // buildEntry tokenizes a memory's fields.
-func buildEntry(tk *ftstoken.Tokenizer, fields [numFields]string) entry {
-	var d entry
-	counts := map[string]*[numFields]int{}
+func buildEntry(fields [numFields]string) entry {
+	var b entryBuilder
+	var parts [numFields][]string
 	for f, text := range fields {
-		tk.Tokenize(text, func(tok []byte, _ int) {
-			d.lens[f]++
-			lx := lexeme(tok)
-			if lx == "" {
-				return
+		parts[f] = []string{text}
+	}
+	return b.build(parts)
+}
+
+// entryBuilder builds index entries, tokenizing each text once: a turn's
+// content is indexed in its own entry and again in the context of each of
+// the turns after it (a field of several parts joined by a line break
+// tokenizes as its parts do, one after the other: a line break separates
+// tokens).
+type entryBuilder struct {
+	tk   ftstoken.Tokenizer
+	seen map[string]*textTokens
+}
+
+// maxSeenTexts bounds the texts an entryBuilder keeps.
+const maxSeenTexts = 1 << 14
+
+// textTokens is a text's tokens as an entry counts them: how many, and
+// each distinct lexeme with its count.
+type textTokens struct {
+	n      int32
+	lex    []string
+	counts []int32
+}
+
+// tokens returns text's tokens, tokenizing it at its first use.
+func (b *entryBuilder) tokens(text string) *textTokens {
+	if t, ok := b.seen[text]; ok {
+		return t
+	}
+	if len(b.seen) >= maxSeenTexts {
+		clear(b.seen) // a rebuild's whole profile
+	}
+	t := &textTokens{}
+	at := map[string]int{}
+	b.tk.Tokenize(text, func(tok []byte, _ int) {
+		t.n++
+		lx := lexeme(tok)
+		if lx == "" {
+			return
+		}
+		i, ok := at[lx]
+		if !ok {
+			i = len(t.lex)
+			at[lx] = i
+			t.lex, t.counts = append(t.lex, lx), append(t.counts, 0)
+		}
+		t.counts[i]++
+	})
+	if b.seen == nil {
+		b.seen = map[string]*textTokens{}
+	}
+	b.seen[text] = t
+	return t
+}
+
+// build returns the entry of a memory whose fields are the parts given
+// (each field its parts joined by line breaks).
+func (b *entryBuilder) build(fields [numFields][]string) entry {
+	var d entry
+	counts := make(map[string]*[numFields]int, 64)
+	for f, parts := range fields {
+		for _, text := range parts {
+			t := b.tokens(text)
+			d.lens[f] += t.n
+			for i, lx := range t.lex {
+				c := counts[lx]
+				if c == nil {
+					c = new([numFields]int)
+					counts[lx] = c
+				}
+				c[f] += int(t.counts[i])
 			}
-			c := counts[lx]
-			if c == nil {
-				c = new([numFields]int)
-				counts[lx] = c
-			}
-			c[f]++
-		})
+		}
 	}
 	d.lexemes = make([]string, 0, len(counts))
 	for lx := range counts {

@@ -115,12 +115,20 @@ type Store struct {
 	postings    *postingCache
 	closeOnce   sync.Once
 	// analyzeMu guards inserted, the memories this store inserted since
-	// it last analyzed the tables, and analyzed, how many there were then.
-	analyzeMu          sync.Mutex
-	inserted, analyzed int64
-	replicas           []*replica
-	nextReplica        atomic.Uint32
-	replicaWait        time.Duration
+	// it last analyzed the tables, analyzed, how many there were then,
+	// analyzing, set while an analysis runs (in the background: bg), and
+	// bgClosed, set by Close (no background work starts after).
+	analyzeMu           sync.Mutex
+	inserted, analyzed  int64
+	analyzing, bgClosed bool
+	// bg runs the store's background work, which Close cancels (stop)
+	// and waits for.
+	bg          sync.WaitGroup
+	bgCtx       context.Context
+	stopBg      context.CancelFunc
+	replicas    []*replica
+	nextReplica atomic.Uint32
+	replicaWait time.Duration
 	// vec is set when the store has its table of vectors (see dense.go),
 	// which every write then keeps; noSearch (Options.NoVectors) leaves it
 	// unused for ranking; noVectors says why there is none.
@@ -172,6 +180,7 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 		return nil, fmt.Errorf("connect to postgres: %w", err)
 	}
 	s := &Store{pool: pool, schema: opt.Schema, commonRatio: opt.CommonTermRatio, commonMin: opt.CommonTermMinDocs, rareBudget: opt.RareTermBudget}
+	s.bgCtx, s.stopBg = context.WithCancel(context.WithoutCancel(ctx))
 	if s.commonRatio == 0 {
 		s.commonRatio = DefaultCommonTermRatio
 	}
@@ -271,6 +280,11 @@ func DropSchema(ctx context.Context, dsn, schema string) error {
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
+		s.analyzeMu.Lock()
+		s.bgClosed = true
+		s.analyzeMu.Unlock()
+		s.stopBg()
+		s.bg.Wait()
 		s.pool.Close()
 		for _, r := range s.replicas {
 			r.pool.Close()
@@ -454,6 +468,11 @@ var migrations = []string{
 	`CREATE SEQUENCE lex_versions;
 	ALTER TABLE lex_terms ADD COLUMN ver bigint NOT NULL DEFAULT 0;
 	UPDATE lex_terms SET ver = nextval('lex_versions');`,
+	// 4: memory_vectors without its foreign key to memories, checked row
+	// by row: most of what writing the table cost an import. The store
+	// deletes a memory's vector with the memory, and RepairVectors
+	// removes any an older mnemo left.
+	`ALTER TABLE IF EXISTS memory_vectors DROP CONSTRAINT IF EXISTS memory_vectors_profile_id_fkey;`,
 }
 
 // migrate creates the schema if needed and applies the migrations it

@@ -12,7 +12,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/mnemo-dev/mnemo/internal/ftstoken"
 	"github.com/mnemo-dev/mnemo/mnemotype"
 	"github.com/mnemo-dev/mnemo/store"
 )
@@ -100,6 +99,17 @@ func (s *Store) insert(ctx context.Context, mems []mnemotype.Memory) error {
 		profiles = append(profiles, p)
 	}
 	slices.Sort(profiles)
+	// The contents are tokenized before the transaction, which holds the
+	// profiles' lock: their entries and the contexts that hold them are
+	// built from these.
+	var eb entryBuilder
+	for i := range mems {
+		eb.tokens(mems[i].Content)
+	}
+	var vecs []*string // pgvector's text of each embedding
+	if s.vec != nil {
+		vecs = vectorTexts(mems)
+	}
 
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
@@ -130,6 +140,7 @@ func (s *Store) insert(ctx context.Context, mems []mnemotype.Memory) error {
 	if err != nil {
 		return fmt.Errorf("insert memories: %w", err)
 	}
+	ix.eb = eb
 	docs, err := ix.newDocs(ctx, mems, stored)
 	if err != nil {
 		return fmt.Errorf("insert memories: %w", err)
@@ -226,7 +237,7 @@ func (s *Store) insert(ctx context.Context, mems []mnemotype.Memory) error {
 	for i := range docs {
 		docs[i].rid = rids[[2]string{mems[i].Profile, mems[i].ID}]
 	}
-	if err := ix.insertVectors(ctx, mems); err != nil {
+	if err := ix.insertVectors(ctx, mems, vecs); err != nil {
 		return fmt.Errorf("insert memories: %w", err)
 	}
 	for _, p := range profiles {
@@ -253,7 +264,7 @@ func (s *Store) insert(ctx context.Context, mems []mnemotype.Memory) error {
 	if err := finish(ctx, tx, profiles...); err != nil {
 		return fmt.Errorf("insert memories: %w", err)
 	}
-	s.grew(ctx, len(mems))
+	s.grew(len(mems))
 	return nil
 }
 
@@ -262,23 +273,33 @@ func (s *Store) insert(ctx context.Context, mems []mnemotype.Memory) error {
 // least analyzeMin): a table loaded faster than autovacuum looks at it
 // would otherwise be planned without statistics (a neighbour query of a
 // few rows then walked a whole conversation: 90 ms, against 0.5 ms
-// analyzed). Later growth is autovacuum's.
-func (s *Store) grew(ctx context.Context, n int) {
+// analyzed). Later growth is autovacuum's. The analysis runs in the
+// background, one at a time: the writer does not wait for it.
+func (s *Store) grew(n int) {
 	s.analyzeMu.Lock()
 	defer s.analyzeMu.Unlock()
 	s.inserted += int64(n)
-	if s.inserted < max(analyzeMin, s.analyzed) {
+	if s.analyzing || s.bgClosed || s.inserted < max(analyzeMin, s.analyzed) {
 		return
 	}
+	s.analyzing, s.inserted = true, 0
 	tables := "memories, lex_blocks"
 	if s.vec != nil {
 		tables += ", memory_vectors"
 	}
-	if _, err := s.pool.Exec(ctx, `ANALYZE `+tables); err != nil {
-		return // autovacuum will
-	}
-	_ = s.pool.QueryRow(ctx, `SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = 'memories'::regclass`).Scan(&s.analyzed)
-	s.inserted = 0
+	s.bg.Go(func() {
+		ctx := s.bgCtx
+		analyzed := int64(-1)
+		if _, err := s.pool.Exec(ctx, `ANALYZE `+tables); err == nil { // else autovacuum will
+			_ = s.pool.QueryRow(ctx, `SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = 'memories'::regclass`).Scan(&analyzed)
+		}
+		s.analyzeMu.Lock()
+		defer s.analyzeMu.Unlock()
+		s.analyzing = false
+		if analyzed >= 0 {
+			s.analyzed = analyzed
+		}
+	})
 }
 
 // analyzeMin is the least number of memories inserted before a store
@@ -589,6 +610,9 @@ func (s *Store) deleteOnce(ctx context.Context, sc mnemotype.Scope, ids []string
 	if _, err := tx.Exec(ctx, `DELETE FROM memories WHERE profile = $1 AND id = ANY($2)`, sc.Profile, gone); err != nil {
 		return 0, mapErr(err)
 	}
+	if err := ix.deleteVectors(ctx, sc.Profile, gone); err != nil {
+		return 0, err
+	}
 	if err := ix.reindex(ctx, sc.Profile, nil, turns); err != nil {
 		return 0, err
 	}
@@ -649,6 +673,13 @@ func (s *Store) deleteProfile(ctx context.Context, profile string) (store.Profil
 				return out, fmt.Errorf("delete profile: %s: %w", st.what, mapErr(err))
 			}
 		}
+		ix, err := s.newIndexer(ctx, tx)
+		if err != nil {
+			return out, fmt.Errorf("delete profile: %w", err)
+		}
+		if err := ix.deleteVectors(ctx, profile, nil); err != nil {
+			return out, fmt.Errorf("delete profile: %w", err)
+		}
 		if out.Memories > 0 {
 			if _, err := tx.Exec(ctx, `UPDATE profiles SET seq = currval('changes') WHERE name = $1`, profile); err != nil {
 				return out, fmt.Errorf("delete profile: %w", mapErr(err))
@@ -688,7 +719,7 @@ type turn struct {
 type indexer struct {
 	tx    pgx.Tx
 	turns int
-	tk    ftstoken.Tokenizer
+	eb    entryBuilder
 	// vecType is the type of memory_vectors' vectors ("" when the store
 	// has no such table).
 	vecType string
@@ -785,7 +816,7 @@ func (ix *indexer) newDocs(ctx context.Context, mems []mnemotype.Memory, stored 
 				parts = append(append(parts, storedAt[pl]...), added[pl]...)
 			}
 		}
-		docs[i].entry = buildEntry(&ix.tk, [numFields]string{m.Content, m.Actor, timeWords(m.OccurredAt), strings.Join(parts, "\n")})
+		docs[i].entry = ix.eb.build([numFields][]string{{m.Content}, {m.Actor}, {timeWords(m.OccurredAt)}, parts})
 	}
 	return docs, nil
 }
@@ -876,7 +907,7 @@ func (ix *indexer) reindex(ctx context.Context, profile string, ids []string, tu
 			return fmt.Errorf("read the fields: %w", err)
 		}
 		f[fieldTime] = timeWords(joinTime(occurred, ns))
-		d.entry = buildEntry(&ix.tk, f)
+		d.entry = ix.eb.build([numFields][]string{{f[fieldContent]}, {f[fieldActor]}, {f[fieldTime]}, {f[fieldContext]}})
 		docs = append(docs, d)
 	}
 	rows.Close()
@@ -964,22 +995,35 @@ func (s *Store) rebuildIndex(ctx context.Context, tx pgx.Tx, turns int) error {
 	return nil
 }
 
+// vectorTexts returns vectorText of each memory's embedding.
+func vectorTexts(mems []mnemotype.Memory) []*string {
+	out := make([]*string, len(mems))
+	for i := range mems {
+		out[i] = vectorText(mems[i].Embedding)
+	}
+	return out
+}
+
 // insertVectors adds the vectors of mems, just inserted, to memory_vectors
-// (when the store has it): pgvector's text form, one row per embedding;
-// a memory that has its row already (a repair meeting a writer) keeps it.
-func (ix *indexer) insertVectors(ctx context.Context, mems []mnemotype.Memory) error {
+// (when the store has it): pgvector's text form (vecs, vectorTexts of
+// mems, or nil to have them written here), one row per embedding; a
+// memory that has its row already (a repair meeting a writer) keeps it.
+func (ix *indexer) insertVectors(ctx context.Context, mems []mnemotype.Memory, vecs []*string) error {
 	if ix.vecType == "" {
 		return nil
+	}
+	if vecs == nil {
+		vecs = vectorTexts(mems)
 	}
 	var profiles, ids, models, texts []string
 	var dims []int32
 	for i := range mems {
 		m := &mems[i]
-		if len(m.Embedding) == 0 {
+		if vecs[i] == nil {
 			continue
 		}
 		profiles, ids, models = append(profiles, m.Profile), append(ids, m.ID), append(models, m.EmbeddingModel)
-		dims, texts = append(dims, int32(len(m.Embedding))), append(texts, *vectorText(m.Embedding))
+		dims, texts = append(dims, int32(len(m.Embedding))), append(texts, *vecs[i])
 	}
 	if len(ids) == 0 {
 		return nil
@@ -989,6 +1033,24 @@ func (ix *indexer) insertVectors(ctx context.Context, mems []mnemotype.Memory) e
 		ON CONFLICT (profile, id) DO NOTHING`,
 		profiles, ids, models, dims, texts); err != nil {
 		return fmt.Errorf("write vectors: %w", mapErr(err))
+	}
+	return nil
+}
+
+// deleteVectors removes the rows of memory_vectors (when the store has it)
+// of profile's memories with ids, or of all its memories when ids is nil.
+func (ix *indexer) deleteVectors(ctx context.Context, profile string, ids []string) error {
+	if ix.vecType == "" {
+		return nil
+	}
+	var err error
+	if ids == nil {
+		_, err = ix.tx.Exec(ctx, `DELETE FROM memory_vectors WHERE profile = $1`, profile)
+	} else {
+		_, err = ix.tx.Exec(ctx, `DELETE FROM memory_vectors WHERE profile = $1 AND id = ANY($2)`, profile, ids)
+	}
+	if err != nil {
+		return fmt.Errorf("delete vectors: %w", mapErr(err))
 	}
 	return nil
 }
