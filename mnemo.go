@@ -501,6 +501,27 @@ func (r *WriteResult) AllReplayed() bool { return r.Created == 0 && len(r.Memori
 // An invalid input is an ErrInvalid error naming its index and field.
 // Nothing is written when Write returns an error.
 func (e *Engine) Write(ctx context.Context, ins []Input) (*WriteResult, error) {
+	p, err := e.Prepare(ctx, ins)
+	if err != nil {
+		return nil, err
+	}
+	return e.Commit(ctx, p)
+}
+
+// A PreparedWrite is a batch of inputs made ready to store by Prepare.
+type PreparedWrite struct {
+	ins  []Input
+	mems []mnemotype.Memory
+	res  *WriteResult
+}
+
+// Prepare does what Write does before it stores: it validates ins, finds
+// those already stored under their ids (replays) and embeds the others.
+// Commit stores what it prepared. Write is Prepare then Commit; a bulk
+// writer (mnemo import) prepares a batch while the batch before it is
+// being stored, committing them in order. ins must not change until
+// Commit returns.
+func (e *Engine) Prepare(ctx context.Context, ins []Input) (*PreparedWrite, error) {
 	done, err := e.enter()
 	if err != nil {
 		return nil, err
@@ -567,6 +588,23 @@ func (e *Engine) Write(ctx context.Context, ins []Input) (*WriteResult, error) {
 				mems[i].Embedding, mems[i].EmbeddingModel = vecs[j], e.emb.Model()
 			}
 		}
+	}
+	return &PreparedWrite{ins: ins, mems: mems, res: res}, nil
+}
+
+// Commit stores the memories p prepared, as Write does (all or none), and
+// reports what it did. A memory another writer stored under the same id
+// since Prepare is a replay as Write's. p is used up.
+func (e *Engine) Commit(ctx context.Context, p *PreparedWrite) (*WriteResult, error) {
+	done, err := e.enter()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	ins, mems, res := p.ins, p.mems, p.res
+	p.ins, p.mems, p.res = nil, nil, nil
+	if res == nil {
+		return nil, fmt.Errorf("%w: a prepared write committed twice", ErrInvalid)
 	}
 	for attempt := 1; ; attempt++ {
 		fresh := make([]mnemotype.Memory, 0, len(mems))

@@ -152,3 +152,54 @@ func TestEngine_ConcurrentRetries(t *testing.T) {
 		t.Errorf("count = %d, want 1", c)
 	}
 }
+
+// TestEngine_PrepareThenCommit: a write prepared (validated, embedded) is
+// stored by Commit as Write stores it; a memory another writer stored
+// under one of its ids in between is a replay, or a conflict when it
+// differs; a prepared write is committed once; nothing is committed after
+// Close.
+func TestEngine_PrepareThenCommit(t *testing.T) {
+	t.Parallel()
+	e, _ := setup(t)
+	ctx := t.Context()
+	ins := []mnemo.Input{{ID: "a", Profile: "me", Content: "first"}, {ID: "b", Profile: "me", Content: "second"}}
+	p, err := e.Prepare(ctx, ins)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := e.Count(ctx, "me"); n != 0 {
+		t.Fatalf("Prepare stored %d memories", n)
+	}
+	remember(t, e, ins[1]) // another writer, in between
+	res, err := e.Commit(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Created != 1 || !res.Replayed[1] || res.Replayed[0] || len(res.Memories[0].Embedding) == 0 {
+		t.Errorf("Commit = created %d, replayed %v, embedding of a %d", res.Created, res.Replayed, len(res.Memories[0].Embedding))
+	}
+	if _, err := e.Commit(ctx, p); !errors.Is(err, mnemo.ErrInvalid) {
+		t.Errorf("second Commit = %v, want ErrInvalid", err)
+	}
+
+	p, err = e.Prepare(ctx, []mnemo.Input{{ID: "c", Profile: "me", Content: "third"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	remember(t, e, mnemo.Input{ID: "c", Profile: "me", Content: "something else"})
+	if _, err := e.Commit(ctx, p); !errors.Is(err, mnemo.ErrExists) || !strings.Contains(err.Error(), "content") {
+		t.Errorf("Commit over a different memory = %v, want ErrExists naming the content", err)
+	}
+
+	if _, err := e.Prepare(ctx, []mnemo.Input{{Profile: "me"}}); !errors.Is(err, mnemo.ErrInvalid) {
+		t.Errorf("Prepare without content = %v, want ErrInvalid", err)
+	}
+	p, err = e.Prepare(ctx, []mnemo.Input{{ID: "d", Profile: "me", Content: "fourth"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
+	if _, err := e.Commit(ctx, p); !errors.Is(err, mnemo.ErrClosed) {
+		t.Errorf("Commit after Close = %v, want ErrClosed", err)
+	}
+}

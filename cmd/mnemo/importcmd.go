@@ -134,6 +134,7 @@ or every line bad), 1 internal error.
 	im := &importer{a: a, e: e, profile: *profile, sessionField: *sessionField, strict: *strict,
 		progress: newProgress(a.stderr, size), occurrences: map[[sha256.Size]byte]int{}, ids: map[string]int{}}
 	ierr := im.run(ctx, r)
+	im.settle()
 	cerr := e.Close()
 	im.progress.done()
 	if ierr != nil {
@@ -172,6 +173,9 @@ type importer struct {
 
 	stored, already int
 	rejected        []int // line numbers
+
+	// inflight is the batch being stored, if any.
+	inflight *commit
 }
 
 type pending struct {
@@ -234,37 +238,109 @@ func (im *importer) run(ctx context.Context, r io.Reader) error {
 		}
 		batch = append(batch, pending{line, in})
 		if len(batch) == importBatch {
-			if err := im.flush(ctx, batch); err != nil {
+			if err := im.submit(ctx, batch); err != nil {
 				return err
 			}
-			batch = batch[:0]
+			batch = nil // the batch is being stored
 			im.progress.update(lr.read, im.stored+im.already)
 		}
 	}
 	if im.strict {
 		return im.flushStrict(ctx, all)
 	}
-	if err := im.flush(ctx, batch); err != nil {
+	if err := im.submit(ctx, batch); err != nil {
+		return err
+	}
+	if err := im.wait(ctx); err != nil {
 		return err
 	}
 	im.progress.update(lr.read, im.stored+im.already)
 	return nil
 }
 
-// write stores batch in one transaction and counts what was created and
-// what was already stored (a replayed line: a re-run after a crash).
-func (im *importer) write(ctx context.Context, batch []pending) error {
+// commit is a batch being stored in the background while the next is
+// read and prepared.
+type commit struct {
+	batch []pending
+	done  chan struct{}
+	res   *mnemo.WriteResult
+	err   error
+}
+
+// submit prepares batch (validation, embeddings) while the batch before it
+// is stored, waits for that one, then starts storing batch: batches are
+// stored in order, one at a time.
+func (im *importer) submit(ctx context.Context, batch []pending) error {
+	if len(batch) == 0 {
+		return nil
+	}
+	p, perr := im.e.Prepare(ctx, inputs(batch))
+	if err := im.wait(ctx); err != nil {
+		return err
+	}
+	if perr != nil {
+		return im.retry(ctx, batch, perr)
+	}
+	c := &commit{batch: batch, done: make(chan struct{})}
+	im.inflight = c
+	go func() {
+		defer close(c.done)
+		c.res, c.err = im.e.Commit(ctx, p)
+	}()
+	return nil
+}
+
+// wait waits for the batch being stored, if any, and counts it (or
+// retries it line by line).
+func (im *importer) wait(ctx context.Context) error {
+	c := im.inflight
+	if c == nil {
+		return nil
+	}
+	im.inflight = nil
+	<-c.done
+	if c.err != nil {
+		return im.retry(ctx, c.batch, c.err)
+	}
+	im.count(len(c.batch), c.res)
+	return nil
+}
+
+// settle waits for the batch being stored, if any, after the import
+// failed: it is counted if it was stored.
+func (im *importer) settle() {
+	if c := im.inflight; c != nil {
+		im.inflight = nil
+		<-c.done
+		if c.err == nil {
+			im.count(len(c.batch), c.res)
+		}
+	}
+}
+
+func inputs(batch []pending) []mnemo.Input {
 	ins := make([]mnemo.Input, len(batch))
 	for i, p := range batch {
 		ins[i] = p.in
 	}
-	res, err := im.e.Write(ctx, ins)
+	return ins
+}
+
+// write stores batch in one transaction and counts what was created and
+// what was already stored (a replayed line: a re-run after a crash).
+func (im *importer) write(ctx context.Context, batch []pending) error {
+	res, err := im.e.Write(ctx, inputs(batch))
 	if err != nil {
 		return err
 	}
-	im.stored += res.Created
-	im.already += len(batch) - res.Created
+	im.count(len(batch), res)
 	return nil
+}
+
+// count counts a stored batch of n lines.
+func (im *importer) count(n int, res *mnemo.WriteResult) {
+	im.stored += res.Created
+	im.already += n - res.Created
 }
 
 // flushStrict writes every line in one transaction, or nothing.
@@ -287,18 +363,11 @@ func lineErr(err error, batch []pending) error {
 	return err
 }
 
-// flush writes batch in one transaction (lines already stored as they are
-// count as such). If the batch is rejected (an invalid line, or an id
-// stored with other content), it is retried line by line so only the bad
-// lines are rejected.
-func (im *importer) flush(ctx context.Context, batch []pending) error {
-	if len(batch) == 0 {
-		return nil
-	}
-	err := im.write(ctx, batch)
-	if err == nil {
-		return nil
-	}
+// retry handles the error of a batch written in one transaction (lines
+// already stored as they are count as such): if the batch was rejected (an
+// invalid line, or an id stored with other content), it is written line
+// by line so only the bad lines are rejected.
+func (im *importer) retry(ctx context.Context, batch []pending, err error) error {
 	if !errors.Is(err, mnemo.ErrInvalid) && !errors.Is(err, mnemo.ErrDimensionMismatch) {
 		return err
 	}

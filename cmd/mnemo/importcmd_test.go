@@ -238,3 +238,63 @@ func TestImport_MapsConversationFields(t *testing.T) {
 		}
 	}
 }
+
+// TestImport_BatchesStoredInOrder checks that batches, each prepared while
+// the one before is stored, are stored in file order: the turns of a
+// session spanning 3.5 batches are numbered as the lines come, a line the
+// engine rejects (content too long) in the third batch is the only one
+// left out, and a second run stores nothing.
+func TestImport_BatchesStoredInOrder(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	const n = 3*importBatch + importBatch/2
+	bad := 2*importBatch + 17 // 0-based
+	lines := make([]string, 0, n)
+	for i := range n {
+		text := fmt.Sprintf("turn %d", i)
+		if i == bad {
+			text = strings.Repeat("x", mnemo.MaxContentBytes+1)
+		}
+		lines = append(lines, fmt.Sprintf(`{"text":%q,"session":"s","created_at":"2024-01-01T00:00:00Z"}`, text))
+	}
+	file := writeLines(t, lines)
+	code, out, errs := c.run("", "import", file, "--profile", "me")
+	want := fmt.Sprintf("imported %d memories, 0 already stored, 1 lines rejected (lines %d)", n-1, bad+1)
+	if code != exitSomeRejected || !strings.Contains(out, want) || !strings.Contains(errs, fmt.Sprintf("line %d: rejected:", bad+1)) {
+		t.Fatalf("import: exit %d: %q, want %q; %s", code, out, want, errs)
+	}
+	e, err := openKeys(&app{getenv: func(k string) string { return c.env[k] }, stderr: os.Stderr}, "", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	seqs := map[string]int64{}
+	for cursor := ""; ; {
+		page, err := e.List(t.Context(), mnemo.ListQuery{Profile: "me", Limit: mnemo.MaxListLimit, Cursor: cursor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range page.Memories {
+			seqs[m.Content] = m.Seq
+		}
+		if cursor = page.NextCursor; cursor == "" {
+			break
+		}
+	}
+	want64 := int64(0)
+	for i := range n {
+		if i == bad {
+			continue
+		}
+		want64++
+		if got, ok := seqs[fmt.Sprintf("turn %d", i)]; !ok || got != want64 {
+			t.Fatalf("line %d stored as turn %d (found %v), want turn %d", i+1, got, ok, want64)
+		}
+	}
+	e.Close()
+	code, out, errs = c.run("", "import", file, "--profile", "me")
+	want = fmt.Sprintf("imported 0 memories, %d already stored, 1 lines rejected", n-1)
+	if code != exitSomeRejected || !strings.Contains(out, want) {
+		t.Errorf("second run: exit %d: %q, want %q; %s", code, out, want, errs)
+	}
+}
