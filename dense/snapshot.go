@@ -36,8 +36,12 @@ import (
 //
 // Layout: snapshotMagic, the profile, the instance (each a little-endian
 // uint32 length and its bytes), the watermark (int64), the index
-// (vector.Index.Encode), and the CRC-32C of everything before it.
-var snapshotMagic = [8]byte{'m', 'n', 'e', 'm', 'o', 'd', 'x', 1}
+// (vector.Index.EncodeIndex), the CRC-32C of everything before it, the
+// text section (vector.Index.EncodeText), its CRC-32C, then the lengths of
+// the index and of the text section (int64 each). A process that keeps no
+// text (a one-shot command) reads the first part only: at a million
+// memories the text section is more than half the file.
+var snapshotMagic = [8]byte{'m', 'n', 'e', 'm', 'o', 'd', 'x', 2}
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
@@ -122,6 +126,11 @@ func (c *Catalog) readSnapshot(ctx context.Context, path, profile string, storeS
 	if _, err := io.ReadFull(r, magic[:]); err != nil || magic != snapshotMagic {
 		return nil, 0, fmt.Errorf("%w: not a snapshot of this version", vector.ErrCorrupt)
 	}
+	var lens [16]byte
+	if _, err := f.ReadAt(lens[:], fi.Size()-int64(len(lens))); err != nil {
+		return nil, 0, fmt.Errorf("%w: truncated: %w", vector.ErrCorrupt, err)
+	}
+	indexLen, textLen := int64(binary.LittleEndian.Uint64(lens[:])), int64(binary.LittleEndian.Uint64(lens[8:]))
 	gotProfile, err1 := readString(r)
 	gotInstance, err2 := readString(r)
 	var seqb [8]byte
@@ -140,16 +149,36 @@ func (c *Catalog) readSnapshot(ctx context.Context, path, profile string, storeS
 			errSnapshotMismatch, seq, storeSeq)
 	}
 	header := int64(8 + 4 + len(gotProfile) + 4 + len(gotInstance) + 8)
-	x, err := vector.DecodeWith(r, fi.Size()-header-4, vector.DecodeOptions{NoGraph: c.opt.NoBackground, NoText: !c.opt.Text})
+	if indexLen < 0 || textLen < 1 || header+indexLen+4+textLen+4+int64(len(lens)) != fi.Size() {
+		return nil, 0, fmt.Errorf("%w: sections of %d and %d bytes in a snapshot of %d", vector.ErrCorrupt, indexLen, textLen, fi.Size())
+	}
+	x, err := vector.DecodeIndex(r, indexLen, vector.DecodeOptions{NoGraph: c.opt.NoBackground})
 	if err != nil {
 		return nil, 0, err
 	}
-	var tail [4]byte
-	if _, err := io.ReadFull(br, tail[:]); err != nil {
-		return nil, 0, fmt.Errorf("%w: no checksum", vector.ErrCorrupt)
+	checksum := func() error {
+		var tail [4]byte
+		if _, err := io.ReadFull(br, tail[:]); err != nil {
+			return fmt.Errorf("%w: no checksum", vector.ErrCorrupt)
+		}
+		if binary.LittleEndian.Uint32(tail[:]) != sum.Sum32() {
+			return fmt.Errorf("%w: checksum mismatch", vector.ErrCorrupt)
+		}
+		sum.Reset()
+		return nil
 	}
-	if binary.LittleEndian.Uint32(tail[:]) != sum.Sum32() {
-		return nil, 0, fmt.Errorf("%w: checksum mismatch", vector.ErrCorrupt)
+	if err := checksum(); err != nil {
+		return nil, 0, err
+	}
+	// Without text, the section's first byte says whether it holds any,
+	// and the rest is not read.
+	if err := x.DecodeText(r, textLen, !c.opt.Text); err != nil {
+		return nil, 0, err
+	}
+	if c.opt.Text {
+		if err := checksum(); err != nil {
+			return nil, 0, err
+		}
 	}
 	if d := x.Dim(); c.opt.Dim > 0 && d != 0 && d != c.opt.Dim {
 		return nil, 0, fmt.Errorf("%w: it holds %d-dimensional embeddings, the embedder's have %d", errSnapshotMismatch, d, c.opt.Dim)
@@ -262,10 +291,19 @@ func writeSnapshot(dir, profile, instance string, seq int64, x *vector.Index) (e
 	if _, err := w.Write(h); err != nil {
 		return err
 	}
-	if err := x.Encode(w); err != nil {
-		return err
+	var lens []byte
+	for _, encode := range []func(io.Writer) error{x.EncodeIndex, x.EncodeText} {
+		n := &countingWriter{w: w}
+		if err := encode(n); err != nil {
+			return err
+		}
+		if _, err := bw.Write(binary.LittleEndian.AppendUint32(nil, sum.Sum32())); err != nil {
+			return err
+		}
+		sum.Reset()
+		lens = binary.LittleEndian.AppendUint64(lens, uint64(n.n))
 	}
-	if _, err := bw.Write(binary.LittleEndian.AppendUint32(nil, sum.Sum32())); err != nil {
+	if _, err := bw.Write(lens); err != nil {
 		return err
 	}
 	if err := bw.Flush(); err != nil {
@@ -278,6 +316,18 @@ func writeSnapshot(dir, profile, instance string, seq int64, x *vector.Index) (e
 		return err
 	}
 	return os.Rename(f.Name(), SnapshotPath(dir, profile))
+}
+
+// countingWriter counts the bytes written through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // tempPattern names the temporary files snapshots are written to.

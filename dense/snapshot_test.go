@@ -3,6 +3,7 @@ package dense_test
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -432,5 +433,62 @@ func TestCatalog_SnapshotAfterSync(t *testing.T) {
 	}
 	if _, err := os.Stat(dense.SnapshotPath(dir, "alice")); err != nil {
 		t.Errorf("no snapshot after a Rebuild with Sync working: %v", err)
+	}
+}
+
+// TestCatalog_SnapshotTextUnread: a catalog keeping no text (a one-shot
+// command) restores a snapshot written with the full-text index from its
+// index part alone: with the text section damaged it still restores
+// (reading nothing from the store), while a catalog keeping text finds the
+// damage and builds from the store.
+func TestCatalog_SnapshotTextUnread(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	path, dir := filepath.Join(t.TempDir(), "mnemo.db"), t.TempDir()
+	st := openPath(t, path)
+	if err := st.Insert(ctx, mixedKinds(memories("alice", 500, 5))); err != nil {
+		t.Fatal(err)
+	}
+	c := dense.NewCatalog(st, dense.Options{Dir: dir, Text: true})
+	if _, err := c.Rebuild(ctx, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	snap := dense.SnapshotPath(dir, "alice")
+	b, err := os.ReadFile(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The file ends with the text section, its checksum and the two
+	// sections' lengths.
+	textLen := int(binary.LittleEndian.Uint64(b[len(b)-8:]))
+	if textLen < 1000 || textLen > len(b)/2 {
+		t.Fatalf("a text section of %d bytes in a snapshot of %d", textLen, len(b))
+	}
+	b[len(b)-16-4-textLen/2] ^= 0x5a
+	if err := os.WriteFile(snap, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	var logs testenv.SyncBuffer
+	logger := slog.New(slog.NewTextHandler(&logs, nil))
+	st.rows.Store(0)
+	oneShot := dense.NewCatalog(st, dense.Options{Dir: dir, NoBackground: true, Logger: logger})
+	sameAsStore(t, "one-shot", oneShot, st.Store)
+	oneShot.Close()
+	if n := st.rows.Load(); n != 0 || !strings.Contains(logs.String(), "restored from its snapshot") {
+		t.Fatalf("the one-shot catalog read %d memories from the store:\n%s", n, logs.String())
+	}
+	if after, err := os.ReadFile(snap); err != nil || !bytes.Equal(after, b) {
+		t.Fatalf("the one-shot catalog rewrote the snapshot (%v)", err)
+	}
+
+	withText := dense.NewCatalog(st, dense.Options{Dir: dir, Text: true, Logger: logger})
+	defer withText.Close()
+	if _, err := withText.Profile(ctx, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if n := st.rows.Load(); n < 500 || !strings.Contains(logs.String(), "snapshot ignored") {
+		t.Fatalf("the catalog keeping text read %d memories from the store:\n%s", n, logs.String())
 	}
 }

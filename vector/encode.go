@@ -41,6 +41,41 @@ func (x *Index) Encode(w io.Writer) error {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	bw := bufio.NewWriterSize(w, 1<<20)
+	if err := x.encodeIndex(bw); err != nil {
+		return err
+	}
+	if err := x.encodeText(bw); err != nil {
+		return err
+	}
+	return bw.Flush()
+}
+
+// EncodeIndex writes what Encode writes before the text section, which
+// EncodeText writes: DecodeIndex and DecodeText read them, so that a
+// reader needing no text (DecodeOptions.NoText) need not read past it.
+// x must not change between the two calls.
+func (x *Index) EncodeIndex(w io.Writer) error {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	bw := bufio.NewWriterSize(w, 1<<20)
+	if err := x.encodeIndex(bw); err != nil {
+		return err
+	}
+	return bw.Flush()
+}
+
+// EncodeText writes the text section Encode ends with (see EncodeIndex).
+func (x *Index) EncodeText(w io.Writer) error {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	bw := bufio.NewWriterSize(w, 1<<20)
+	if err := x.encodeText(bw); err != nil {
+		return err
+	}
+	return bw.Flush()
+}
+
+func (x *Index) encodeIndex(bw *bufio.Writer) error {
 	var b []byte
 	var err error
 	b = append(b, encodingMagic[:]...)
@@ -77,17 +112,16 @@ func (x *Index) Encode(w io.Writer) error {
 	if err := writeFloats(bw, x.vecs[:len(x.rows)*x.dim]); err != nil {
 		return err
 	}
-	if err := x.encodeGraph(bw); err != nil {
+	return x.encodeGraph(bw)
+}
+
+func (x *Index) encodeText(bw *bufio.Writer) error {
+	b, text := x.appendText(nil)
+	if _, err := bw.Write(b); err != nil {
 		return err
 	}
-	b, text := x.appendText(b)
-	if b, err = flushAt(bw, b, 0); err != nil {
-		return err
-	}
-	if _, err := bw.Write(text); err != nil {
-		return err
-	}
-	return bw.Flush()
+	_, err := bw.Write(text)
+	return err
 }
 
 // appendText appends the text section but its last part to b: a flag,
@@ -220,6 +254,65 @@ type DecodeOptions struct {
 // DecodeWith is Decode with options.
 func DecodeWith(r io.Reader, size int64, opt DecodeOptions) (*Index, error) {
 	d := decoder{r: r, left: size}
+	x, err := decodeIndex(&d, opt)
+	if err != nil {
+		return nil, err
+	}
+	x.decodeText(&d, opt.NoText)
+	d.done()
+	if d.err != nil {
+		return nil, d.err
+	}
+	return x, nil
+}
+
+// DecodeIndex reads an index EncodeIndex wrote, of size bytes, as Decode
+// reads Encode's (opt.NoText does not apply: DecodeText reads the text).
+func DecodeIndex(r io.Reader, size int64, opt DecodeOptions) (*Index, error) {
+	d := decoder{r: r, left: size}
+	x, err := decodeIndex(&d, opt)
+	if err != nil {
+		return nil, err
+	}
+	d.done()
+	if d.err != nil {
+		return nil, d.err
+	}
+	return x, nil
+}
+
+// DecodeText reads the text section EncodeText wrote, of size bytes, into
+// x, just decoded by DecodeIndex from what EncodeIndex wrote with it. With
+// skip, it reads the section's first byte only and leaves its text out
+// (TextLeftOut), as DecodeOptions.NoText does.
+func (x *Index) DecodeText(r io.Reader, size int64, skip bool) error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.text != nil || x.textLeftOut {
+		return errors.New("vector: DecodeText on an index with text")
+	}
+	if skip {
+		var flag [1]byte
+		if _, err := io.ReadFull(r, flag[:]); err != nil || size < 1 {
+			return fmt.Errorf("%w: no text section", ErrCorrupt)
+		}
+		switch {
+		case flag[0] > 1:
+			return fmt.Errorf("%w: text flag %d", ErrCorrupt, flag[0])
+		case flag[0] == 0 && size != 1:
+			return fmt.Errorf("%w: %d bytes after the text section", ErrCorrupt, size-1)
+		}
+		x.textLeftOut = flag[0] == 1
+		return nil
+	}
+	d := decoder{r: r, left: size}
+	x.decodeText(&d, false)
+	d.done()
+	return d.err
+}
+
+// decodeIndex reads what encodeIndex wrote.
+func decodeIndex(d *decoder, opt DecodeOptions) (*Index, error) {
 	if magic := d.next(len(encodingMagic)); d.err == nil && string(magic) != string(encodingMagic[:]) {
 		return nil, fmt.Errorf("%w: not a vector index (or another version of its format)", ErrCorrupt)
 	}
@@ -316,12 +409,10 @@ func DecodeWith(r io.Reader, size int64, opt DecodeOptions) (*Index, error) {
 		}
 	}
 	if opt.NoGraph {
-		x.skipGraph(&d)
+		x.skipGraph(d)
 	} else {
-		x.decodeGraph(&d)
+		x.decodeGraph(d)
 	}
-	x.decodeText(&d, opt.NoText)
-	d.done()
 	if id, ok := <-dup; ok {
 		return nil, fmt.Errorf("%w: row %q twice", ErrCorrupt, id)
 	}

@@ -1,6 +1,8 @@
 package vector_test
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -157,6 +159,33 @@ func TestIndex_Text(t *testing.T) {
 	if d := vector.Diff(x, z, 5); len(d) != 1 || !strings.Contains(d[0], "full-text index in the first only") {
 		t.Errorf("Diff with an index without text: %v", d)
 	}
+	// In two sections (a snapshot's): the same bytes as Encode's, read
+	// back alike; the text section skipped after its first byte.
+	var index, text, whole bytes.Buffer
+	if err := errors.Join(x.EncodeIndex(&index), x.EncodeText(&text), x.Encode(&whole)); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(append(slices.Clip(index.Bytes()), text.Bytes()...), whole.Bytes()) {
+		t.Error("EncodeIndex then EncodeText differ from Encode")
+	}
+	for _, skip := range []bool{false, true} {
+		w, err := vector.DecodeIndex(bytes.NewReader(index.Bytes()), int64(index.Len()), vector.DecodeOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.DecodeText(bytes.NewReader(text.Bytes()[:1+(text.Len()-1)*btoi(!skip)]), int64(text.Len()), skip); err != nil {
+			t.Fatalf("DecodeText (skip %v): %v", skip, err)
+		}
+		if d := vector.Diff(x, w, 5); skip != (len(d) > 0) || w.TextLeftOut() != skip || w.HasText() == skip {
+			t.Errorf("decoded in sections (skip %v): TextLeftOut %v, Diff %v", skip, w.TextLeftOut(), d)
+		}
+		if err := w.DecodeText(bytes.NewReader(text.Bytes()), int64(text.Len()), false); err == nil {
+			t.Error("DecodeText twice")
+		}
+	}
+	if _, err := vector.DecodeIndex(bytes.NewReader(whole.Bytes()), int64(whole.Len()), vector.DecodeOptions{}); !errors.Is(err, vector.ErrCorrupt) {
+		t.Errorf("DecodeIndex of a whole encoding = %v, want ErrCorrupt (bytes after the index)", err)
+	}
 	some := slices.Sorted(mapsKeys(ref.mems))[0]
 	if err := y.UpsertText([]mnemotype.Memory{ref.mems[some]}, []textindex.Doc{{Order: 1, Fields: [textindex.NumFields]string{"another text"}}}); err != nil {
 		t.Fatal(err)
@@ -170,4 +199,11 @@ func TestIndex_Text(t *testing.T) {
 	if _, ok := y.SearchText(vector.TextQuery{Query: textindex.Query{Tokens: []string{"river"}, Weights: [4]float64{1}}}); ok || y.HasText() {
 		t.Error("searched a text index missing a memory's text")
 	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
