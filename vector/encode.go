@@ -2,6 +2,7 @@ package vector
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -382,6 +383,9 @@ func decodeIndex(d *decoder, opt DecodeOptions) (*Index, error) {
 		for v, l := range lists[f] {
 			if len(l) > 0 {
 				x.posts[postingKey{uint8(f), int32(v)}] = l
+			}
+			if f == postSession && !slices.IsSortedFunc(l, func(a, b int32) int { return cmp.Compare(x.rows[a].seq, x.rows[b].seq) }) {
+				x.markUnordered(int32(v))
 			}
 		}
 	}

@@ -62,7 +62,7 @@ func (x *Index) near(f Filter, ids []string, r int64) (rows []NearRow, ok, sorte
 		if len(l) > MaxNearSession {
 			return nil, false, true
 		}
-		if _, ok := bySession[sess]; !ok && !x.inTurnOrder(l) {
+		if x.unordered[sess] {
 			return nil, false, false
 		}
 		bySession[sess] = append(bySession[sess], s)
@@ -95,16 +95,6 @@ func (x *Index) near(f Filter, ids []string, r int64) (rows []NearRow, ok, sorte
 	return rows, true, true
 }
 
-// inTurnOrder reports whether a session's rows are ordered by turn.
-func (x *Index) inTurnOrder(l []int32) bool {
-	for i := 1; i < len(l); i++ {
-		if x.rows[l[i-1]].seq > x.rows[l[i]].seq {
-			return false
-		}
-	}
-	return true
-}
-
 // sortSessions orders by turn the rows of the sessions of ids (under the
 // write lock), keeping each row's position in its posting.
 func (x *Index) sortSessions(ids []string) {
@@ -113,15 +103,16 @@ func (x *Index) sortSessions(ids []string) {
 		if !held {
 			continue
 		}
-		k := postingKey{postSession, x.rows[s].session}
-		l := x.posts[k]
-		if len(l) > MaxNearSession || x.inTurnOrder(l) {
+		sess := x.rows[s].session
+		l := x.posts[postingKey{postSession, sess}]
+		if len(l) > MaxNearSession || !x.unordered[sess] {
 			continue
 		}
 		slices.SortFunc(l, func(a, b int32) int { return cmp.Or(cmp.Compare(x.rows[a].seq, x.rows[b].seq), cmp.Compare(a, b)) })
 		for i, t := range l {
 			x.rows[t].pos[postSession] = int32(i)
 		}
+		delete(x.unordered, sess)
 	}
 }
 

@@ -125,6 +125,10 @@ type Index struct {
 	textBroken bool
 	// textLeftOut is set when DecodeWith read past a text index (NoText).
 	textLeftOut bool
+	// unordered holds the sessions whose rows may be out of turn order in
+	// their posting (a turn written before others, a deletion): Near
+	// orders them under the write lock.
+	unordered map[int32]bool
 	// Seq is the store change sequence the index reflects; maintained by
 	// the caller under its own synchronisation.
 	Seq int64
@@ -220,6 +224,9 @@ func (x *Index) post(s int) {
 	for f := range nPostings {
 		k := r.key(f)
 		l := x.posts[k]
+		if f == postSession && len(l) > 0 && x.rows[l[len(l)-1]].seq > r.seq {
+			x.markUnordered(r.session)
+		}
 		r.pos[f] = int32(len(l))
 		x.posts[k] = append(l, int32(s))
 	}
@@ -232,14 +239,28 @@ func (x *Index) unpost(s int) {
 		k := r.key(f)
 		l := x.posts[k]
 		i, last := r.pos[f], l[len(l)-1]
+		if f == postSession && int(i) != len(l)-1 {
+			x.markUnordered(r.session) // the last row moves into its place
+		}
 		l[i] = last
 		x.rows[last].pos[f] = i
 		if l = l[:len(l)-1]; len(l) == 0 {
 			delete(x.posts, k)
+			if f == postSession {
+				delete(x.unordered, r.session)
+			}
 		} else {
 			x.posts[k] = l
 		}
 	}
+}
+
+// markUnordered notes that session's rows may be out of turn order.
+func (x *Index) markUnordered(session int32) {
+	if x.unordered == nil {
+		x.unordered = map[int32]bool{}
+	}
+	x.unordered[session] = true
 }
 
 // moved points the postings of the row now at slot s (moved there from
