@@ -38,40 +38,26 @@ var ErrCorrupt = errors.New("corrupt vector index encoding")
 // graph (its nodes, their links, and the tombstones' vectors), then the
 // full-text index when the index keeps one (appendText). It holds
 // x's read lock throughout, so x does not change while it is written.
-func (x *Index) Encode(w io.Writer) error {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	bw := bufio.NewWriterSize(w, 1<<20)
-	if err := x.encodeIndex(bw); err != nil {
-		return err
-	}
-	if err := x.encodeText(bw); err != nil {
-		return err
-	}
-	return bw.Flush()
-}
+func (x *Index) Encode(w io.Writer) error { return x.encode(w, x.encodeIndex, x.encodeText) }
 
 // EncodeIndex writes what Encode writes before the text section, which
 // EncodeText writes: DecodeIndex and DecodeText read them, so that a
 // reader needing no text (DecodeOptions.NoText) need not read past it.
 // x must not change between the two calls.
-func (x *Index) EncodeIndex(w io.Writer) error {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	bw := bufio.NewWriterSize(w, 1<<20)
-	if err := x.encodeIndex(bw); err != nil {
-		return err
-	}
-	return bw.Flush()
-}
+func (x *Index) EncodeIndex(w io.Writer) error { return x.encode(w, x.encodeIndex) }
 
 // EncodeText writes the text section Encode ends with (see EncodeIndex).
-func (x *Index) EncodeText(w io.Writer) error {
+func (x *Index) EncodeText(w io.Writer) error { return x.encode(w, x.encodeText) }
+
+// encode writes parts through one buffer under x's read lock.
+func (x *Index) encode(w io.Writer, parts ...func(*bufio.Writer) error) error {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	bw := bufio.NewWriterSize(w, 1<<20)
-	if err := x.encodeText(bw); err != nil {
-		return err
+	for _, part := range parts {
+		if err := part(bw); err != nil {
+			return err
+		}
 	}
 	return bw.Flush()
 }
