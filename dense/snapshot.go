@@ -149,7 +149,8 @@ func (c *Catalog) readSnapshot(ctx context.Context, path, profile string, storeS
 			errSnapshotMismatch, seq, storeSeq)
 	}
 	header := int64(8 + 4 + len(gotProfile) + 4 + len(gotInstance) + 8)
-	if indexLen < 0 || textLen < 1 || header+indexLen+4+textLen+4+int64(len(lens)) != fi.Size() {
+	if indexLen < 0 || textLen < 1 || indexLen > fi.Size() || textLen > fi.Size() ||
+		header+indexLen+4+textLen+4+int64(len(lens)) != fi.Size() {
 		return nil, 0, fmt.Errorf("%w: sections of %d and %d bytes in a snapshot of %d", vector.ErrCorrupt, indexLen, textLen, fi.Size())
 	}
 	x, err := vector.DecodeIndex(r, indexLen, vector.DecodeOptions{NoGraph: c.opt.NoBackground})

@@ -238,7 +238,7 @@ func addMissingVectors(ctx context.Context, tx pgx.Tx, v *vectors) (int, error) 
 			return added, nil
 		}
 		ix := &indexer{tx: tx, vecType: v.typ}
-		if err := ix.insertVectors(ctx, mems, nil); err != nil {
+		if err := ix.insertVectors(ctx, mems, nil, false); err != nil {
 			return added, err
 		}
 		added += len(mems)

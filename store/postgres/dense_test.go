@@ -204,6 +204,22 @@ func TestDense_DeletesTakeVectors(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("a profile deleted", map[string]int{"a": 9})
+	// A vector an older mnemo left behind when it deleted its memory is
+	// replaced when a memory of that id is written again.
+	if _, err := conn.Exec(ctx, `INSERT INTO del.memory_vectors (profile, id, model, dim, vec)
+		SELECT profile, 'm03', model, dim, vec FROM del.memory_vectors WHERE profile = 'a' AND id = 'm01'`); err != nil {
+		t.Fatal(err)
+	}
+	again := mems[3]
+	again.Embedding = gauss(r, nil, 1)
+	if err := s.Insert(ctx, []mnemotype.Memory{again}); err != nil {
+		t.Fatal(err)
+	}
+	check("an id written again", map[string]int{"a": 10})
+	got, err := s.Dense().Score(ctx, dense.Query{Vector: again.Embedding, Model: "m", Scope: mnemotype.Scope{Profile: "a"}}, []string{"m03"})
+	if err != nil || len(got) != 1 || math.Abs(got[0].Score-1) > 1e-6 {
+		t.Fatalf("Score of the id written again = %v, %v; want cosine 1 with its new embedding", got, err)
+	}
 }
 
 // annCorpus writes n memories of profile "big" (32-d vectors around 40

@@ -107,10 +107,12 @@ func buildEntry(fields [numFields]string) entry {
 type entryBuilder struct {
 	tk   ftstoken.Tokenizer
 	seen map[string]*textTokens
+	// held is the bytes of the texts seen keeps.
+	held int
 }
 
-// maxSeenTexts bounds the texts an entryBuilder keeps.
-const maxSeenTexts = 1 << 14
+// maxSeenBytes bounds the texts an entryBuilder keeps.
+const maxSeenBytes = 16 << 20
 
 // textTokens is a text's tokens as an entry counts them: how many, and
 // each distinct lexeme with its count.
@@ -125,8 +127,9 @@ func (b *entryBuilder) tokens(text string) *textTokens {
 	if t, ok := b.seen[text]; ok {
 		return t
 	}
-	if len(b.seen) >= maxSeenTexts {
+	if b.held += len(text); b.held > maxSeenBytes {
 		clear(b.seen) // a rebuild's whole profile
+		b.held = len(text)
 	}
 	t := &textTokens{}
 	at := map[string]int{}

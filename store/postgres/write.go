@@ -237,7 +237,7 @@ func (s *Store) insert(ctx context.Context, mems []mnemotype.Memory) error {
 	for i := range docs {
 		docs[i].rid = rids[[2]string{mems[i].Profile, mems[i].ID}]
 	}
-	if err := ix.insertVectors(ctx, mems, vecs); err != nil {
+	if err := ix.insertVectors(ctx, mems, vecs, true); err != nil {
 		return fmt.Errorf("insert memories: %w", err)
 	}
 	for _, p := range profiles {
@@ -282,6 +282,7 @@ func (s *Store) grew(n int) {
 	if s.analyzing || s.bgClosed || s.inserted < max(analyzeMin, s.analyzed) {
 		return
 	}
+	pending := s.inserted
 	s.analyzing, s.inserted = true, 0
 	tables := "memories, lex_blocks"
 	if s.vec != nil {
@@ -298,6 +299,8 @@ func (s *Store) grew(n int) {
 		s.analyzing = false
 		if analyzed >= 0 {
 			s.analyzed = analyzed
+		} else {
+			s.inserted += pending // the next write tries again
 		}
 	})
 }
@@ -1004,11 +1007,14 @@ func vectorTexts(mems []mnemotype.Memory) []*string {
 	return out
 }
 
-// insertVectors adds the vectors of mems, just inserted, to memory_vectors
-// (when the store has it): pgvector's text form (vecs, vectorTexts of
-// mems, or nil to have them written here), one row per embedding; a
-// memory that has its row already (a repair meeting a writer) keeps it.
-func (ix *indexer) insertVectors(ctx context.Context, mems []mnemotype.Memory, vecs []*string) error {
+// insertVectors adds the vectors of mems to memory_vectors (when the store
+// has it): pgvector's text form (vecs, vectorTexts of mems, or nil to have
+// them written here), one row per embedding. For memories just inserted
+// (fresh), a row already there is replaced: its memory is gone (an older
+// mnemo deleted it, the foreign key that deleted its vector gone). A
+// repair's (not fresh) leaves a row already there alone: a writer that
+// changed the memory's embedding since the repair read it wrote it.
+func (ix *indexer) insertVectors(ctx context.Context, mems []mnemotype.Memory, vecs []*string, fresh bool) error {
 	if ix.vecType == "" {
 		return nil
 	}
@@ -1028,9 +1034,13 @@ func (ix *indexer) insertVectors(ctx context.Context, mems []mnemotype.Memory, v
 	if len(ids) == 0 {
 		return nil
 	}
+	conflict := `DO NOTHING`
+	if fresh {
+		conflict = `DO UPDATE SET model = excluded.model, dim = excluded.dim, vec = excluded.vec`
+	}
 	if _, err := ix.tx.Exec(ctx, `INSERT INTO memory_vectors (profile, id, model, dim, vec)
 		SELECT p, i, mo, d, v::`+ix.vecType+` FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::text[]) AS u(p, i, mo, d, v)
-		ON CONFLICT (profile, id) DO NOTHING`,
+		ON CONFLICT (profile, id) `+conflict,
 		profiles, ids, models, dims, texts); err != nil {
 		return fmt.Errorf("write vectors: %w", mapErr(err))
 	}
