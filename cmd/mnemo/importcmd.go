@@ -94,6 +94,9 @@ most %d bytes.
 An import waits for its embeddings unless --write-embed-timeout (or
 MNEMO_WRITE_EMBED_TIMEOUT) is given; a provider that keeps failing is no
 longer called (its memories are stored without embeddings for mnemo reembed).
+Lines are written in batches of %d, one transaction each, in file order; the
+next batch is embedded while one is written. Unless GOGC is set, an import
+runs Go's garbage collector at GOGC=%d (more memory, less CPU).
 
 A bad line (malformed, invalid, too long) is reported with its number and
 skipped; --strict aborts at the first one with nothing written. A line
@@ -104,7 +107,7 @@ stores only what is missing: ids already stored are counted, not rejected.
 Exit codes: 0 every line stored (now or before), %d some lines rejected and
 the others stored, 2 nothing written (usage error, --strict with a bad line,
 or every line bad), 1 internal error.
-`, importUsage, maxImportLine, exitSomeRejected)
+`, importUsage, maxImportLine, importBatch, importGCPercent, exitSomeRejected)
 		fs.PrintDefaults()
 	}
 	pos, err := parseInterleaved(fs, args)
