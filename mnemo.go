@@ -594,18 +594,19 @@ func (e *Engine) Prepare(ctx context.Context, ins []Input) (*PreparedWrite, erro
 
 // Commit stores the memories p prepared, as Write does (all or none), and
 // reports what it did. A memory another writer stored under the same id
-// since Prepare is a replay as Write's. p is used up.
+// since Prepare is a replay as Write's. p is used up: commit it once,
+// from one goroutine.
 func (e *Engine) Commit(ctx context.Context, p *PreparedWrite) (*WriteResult, error) {
 	done, err := e.enter()
 	if err != nil {
 		return nil, err
 	}
 	defer done()
+	if p == nil || p.res == nil {
+		return nil, fmt.Errorf("%w: no prepared write (nil, or committed already)", ErrInvalid)
+	}
 	ins, mems, res := p.ins, p.mems, p.res
 	p.ins, p.mems, p.res = nil, nil, nil
-	if res == nil {
-		return nil, fmt.Errorf("%w: a prepared write committed twice", ErrInvalid)
-	}
 	for attempt := 1; ; attempt++ {
 		fresh := make([]mnemotype.Memory, 0, len(mems))
 		for i, m := range mems {

@@ -181,6 +181,9 @@ func TestEngine_PrepareThenCommit(t *testing.T) {
 	if _, err := e.Commit(ctx, p); !errors.Is(err, mnemo.ErrInvalid) {
 		t.Errorf("second Commit = %v, want ErrInvalid", err)
 	}
+	if _, err := e.Commit(ctx, nil); !errors.Is(err, mnemo.ErrInvalid) {
+		t.Errorf("Commit(nil) = %v, want ErrInvalid", err)
+	}
 
 	p, err = e.Prepare(ctx, []mnemo.Input{{ID: "c", Profile: "me", Content: "third"}})
 	if err != nil {
