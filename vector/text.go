@@ -157,6 +157,10 @@ func (x *Index) textFilter(f Filter) (*textindex.Filter, bool) {
 	if c.none {
 		return nil, true
 	}
+	if c.keepsAll() {
+		// Every live document is a row's: no row need be read.
+		return &textindex.Filter{}, true
+	}
 	tf := &textindex.Filter{Accept: func(d uint32) bool {
 		s := x.docSlot[d]
 		return s >= 0 && c.match(int(s), &x.rows[s])

@@ -619,6 +619,12 @@ func (x *Index) candidates(c *compiled, f Filter) []int32 {
 	return out
 }
 
+// keepsAll reports whether c keeps every row (the whole profile).
+func (c *compiled) keepsAll() bool {
+	return !c.none && c.project < 0 && c.only == nil && c.sessions == nil && c.actors == nil && c.after == nil &&
+		c.before == nil && c.kinds == nil && len(c.exclude) == 0
+}
+
 func (c *compiled) match(s int, r *row) bool {
 	if c.project >= 0 && r.project != c.project {
 		return false
