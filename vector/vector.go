@@ -479,7 +479,8 @@ func FilterOf(sc mnemotype.Scope) Filter {
 		After: sc.After, Before: sc.Before}
 }
 
-// compiled is a Filter resolved against the intern table.
+// compiled is a Filter resolved against the intern table. A field added
+// here is checked by match and by keepsAll.
 type compiled struct {
 	none          bool
 	project       int32 // -1 = any
