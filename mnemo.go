@@ -254,7 +254,7 @@ func Open(path string, cfg *Config) (*Engine, error) {
 		indexDir = ""
 	}
 	var sqlDense recall.Dense
-	text := !c.LexicalInStore && !c.ANN.OneShot
+	text, snapshotText := !c.LexicalInStore && !c.ANN.OneShot, !c.LexicalInStore && c.ANN.OneShot
 	if ps, ok := st.(*postgres.Store); ok {
 		if d := ps.Dense(); d != nil {
 			sqlDense = d
@@ -263,11 +263,12 @@ func Open(path string, cfg *Config) (*Engine, error) {
 		// a text index would answer with memories a replica has not
 		// replayed yet.
 		text = text && !ps.HasReplicas()
+		snapshotText = snapshotText && !ps.HasReplicas()
 	}
 	e := &Engine{cfg: c, st: st, emb: c.Embedder, log: c.Logger,
 		dense: dense.NewCatalog(st, dense.Options{Dim: c.Embedder.Dim(), Budget: c.IndexBudget, Dir: indexDir, Logger: c.Logger,
 			GraphMin: c.ANN.GraphMin, ANN: vector.ANN{ExactBelow: c.ANN.ExactBelow, Ef: c.ANN.Ef}, NoBackground: c.ANN.OneShot,
-			Text: text, TextOnly: sqlDense != nil})}
+			Text: text, SnapshotText: snapshotText, TextOnly: sqlDense != nil})}
 	e.vec = e.dense
 	if sqlDense != nil {
 		e.vec = sqlDense

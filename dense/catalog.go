@@ -83,6 +83,14 @@ type Options struct {
 	// from the change feed with the memories' text), so that Lexical
 	// answers lexical searches in process. Snapshots then carry it.
 	Text bool
+	// SnapshotText is for a short-lived process that keeps no text
+	// otherwise: a profile whose snapshot holds its full-text index keeps
+	// it, read lazily from the snapshot file (vector.Index.OpenText: each
+	// token's postings when a search first needs them), so that Lexical
+	// answers in process without reading every posting. The file stays
+	// open while the index is held. A profile without such a snapshot
+	// keeps no text, as without the option.
+	SnapshotText bool
 	// TextOnly, with Text, keeps no embeddings: for a store that ranks
 	// them itself (pgvector), the catalog answers the other reads alone.
 	TextOnly bool
@@ -404,24 +412,25 @@ func (e *entry) release() { e.turn <- struct{}{} }
 // leaves e consistent at the last page applied.
 func (c *Catalog) catchUp(ctx context.Context, e *entry) error {
 	for {
-		cs, err := c.st.Changes(ctx, store.ChangesParams{Profile: e.profile, Since: e.seq.Load(), Limit: c.opt.PageSize, Text: c.opt.Text})
+		x := e.x.Load()
+		text := x.KeepsText() // Options.Text, or a snapshot's (SnapshotText)
+		cs, err := c.st.Changes(ctx, store.ChangesParams{Profile: e.profile, Since: e.seq.Load(), Limit: c.opt.PageSize, Text: text})
 		if err != nil {
 			return err
 		}
 		var docs []textindex.Doc
-		if c.opt.Text {
+		if text {
 			if docs, err = textDocs(cs); err != nil {
 				return err
 			}
 		}
-		x := e.x.Load()
 		x.Delete(cs.Deleted...)
 		if c.opt.TextOnly {
 			for i := range cs.Upserts {
 				cs.Upserts[i].Embedding, cs.Upserts[i].EmbeddingModel = nil, ""
 			}
 		}
-		if c.opt.Text {
+		if text {
 			err = x.UpsertText(cs.Upserts, docs)
 		} else {
 			err = x.Upsert(cs.Upserts)

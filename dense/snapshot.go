@@ -37,11 +37,13 @@ import (
 // Layout: snapshotMagic, the profile, the instance (each a little-endian
 // uint32 length and its bytes), the watermark (int64), the index
 // (vector.Index.EncodeIndex), the CRC-32C of everything before it, the
-// text section (vector.Index.EncodeText), its CRC-32C, then the lengths of
-// the index and of the text section (int64 each). A process that keeps no
-// text (a one-shot command) reads the first part only: at a million
-// memories the text section is more than half the file.
-var snapshotMagic = [8]byte{'m', 'n', 'e', 'm', 'o', 'd', 'x', 2}
+// text section (vector.Index.EncodeText, which carries its own
+// checksums), then the lengths of the index and of the text section
+// (int64 each). A process that keeps no text reads the first part only,
+// and a one-shot one (Options.SnapshotText) the text section's postings
+// as its searches need them: at a million memories the text section is
+// almost half the file.
+var snapshotMagic = [8]byte{'m', 'n', 'e', 'm', 'o', 'd', 'x', 3}
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
@@ -105,12 +107,17 @@ func (c *Catalog) restore(ctx context.Context, e *entry, storeSeq int64) {
 // here.
 var errSnapshotMismatch = errors.New("snapshot does not match")
 
-func (c *Catalog) readSnapshot(ctx context.Context, path, profile string, storeSeq int64) (*vector.Index, int64, error) {
+func (c *Catalog) readSnapshot(ctx context.Context, path, profile string, storeSeq int64) (_ *vector.Index, _ int64, err error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, 0, err
 	}
-	defer f.Close()
+	lazy := false // the index reads f after this returns (OpenText)
+	defer func() {
+		if !lazy || err != nil {
+			f.Close()
+		}
+	}()
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, 0, err
@@ -150,36 +157,33 @@ func (c *Catalog) readSnapshot(ctx context.Context, path, profile string, storeS
 	}
 	header := int64(8 + 4 + len(gotProfile) + 4 + len(gotInstance) + 8)
 	if indexLen < 0 || textLen < 1 || indexLen > fi.Size() || textLen > fi.Size() ||
-		header+indexLen+4+textLen+4+int64(len(lens)) != fi.Size() {
+		header+indexLen+4+textLen+int64(len(lens)) != fi.Size() {
 		return nil, 0, fmt.Errorf("%w: sections of %d and %d bytes in a snapshot of %d", vector.ErrCorrupt, indexLen, textLen, fi.Size())
 	}
 	x, err := vector.DecodeIndex(r, indexLen, vector.DecodeOptions{NoGraph: c.opt.NoBackground})
 	if err != nil {
 		return nil, 0, err
 	}
-	checksum := func() error {
-		var tail [4]byte
-		if _, err := io.ReadFull(br, tail[:]); err != nil {
-			return fmt.Errorf("%w: no checksum", vector.ErrCorrupt)
-		}
-		if binary.LittleEndian.Uint32(tail[:]) != sum.Sum32() {
-			return fmt.Errorf("%w: checksum mismatch", vector.ErrCorrupt)
-		}
-		sum.Reset()
-		return nil
+	var tail [4]byte
+	if _, err := io.ReadFull(br, tail[:]); err != nil {
+		return nil, 0, fmt.Errorf("%w: no checksum", vector.ErrCorrupt)
 	}
-	if err := checksum(); err != nil {
+	if binary.LittleEndian.Uint32(tail[:]) != sum.Sum32() {
+		return nil, 0, fmt.Errorf("%w: checksum mismatch", vector.ErrCorrupt)
+	}
+	switch {
+	case c.opt.Text:
+		err = x.DecodeText(br, textLen, false)
+	case c.opt.SnapshotText:
+		lazy = true
+		err = x.OpenText(f, header+indexLen+4, textLen)
+	default:
+		// The section's first byte says whether it holds text; the rest
+		// is not read.
+		err = x.DecodeText(br, textLen, true)
+	}
+	if err != nil {
 		return nil, 0, err
-	}
-	// Without text, the section's first byte says whether it holds any,
-	// and the rest is not read.
-	if err := x.DecodeText(r, textLen, !c.opt.Text); err != nil {
-		return nil, 0, err
-	}
-	if c.opt.Text {
-		if err := checksum(); err != nil {
-			return nil, 0, err
-		}
 	}
 	if d := x.Dim(); c.opt.Dim > 0 && d != 0 && d != c.opt.Dim {
 		return nil, 0, fmt.Errorf("%w: it holds %d-dimensional embeddings, the embedder's have %d", errSnapshotMismatch, d, c.opt.Dim)
@@ -292,19 +296,18 @@ func writeSnapshot(dir, profile, instance string, seq int64, x *vector.Index) (e
 	if _, err := w.Write(h); err != nil {
 		return err
 	}
-	var lens []byte
-	for _, encode := range []func(io.Writer) error{x.EncodeIndex, x.EncodeText} {
-		n := &countingWriter{w: w}
-		if err := encode(n); err != nil {
-			return err
-		}
-		if _, err := bw.Write(binary.LittleEndian.AppendUint32(nil, sum.Sum32())); err != nil {
-			return err
-		}
-		sum.Reset()
-		lens = binary.LittleEndian.AppendUint64(lens, uint64(n.n))
+	index, text := &countingWriter{w: w}, &countingWriter{w: bw}
+	if err := x.EncodeIndex(index); err != nil {
+		return err
 	}
-	if _, err := bw.Write(lens); err != nil {
+	if _, err := bw.Write(binary.LittleEndian.AppendUint32(nil, sum.Sum32())); err != nil {
+		return err
+	}
+	if err := x.EncodeText(text); err != nil {
+		return err
+	}
+	lens := binary.LittleEndian.AppendUint64(nil, uint64(index.n))
+	if _, err := bw.Write(binary.LittleEndian.AppendUint64(lens, uint64(text.n))); err != nil {
 		return err
 	}
 	if err := bw.Flush(); err != nil {
@@ -390,6 +393,9 @@ func (c *Catalog) Verify(ctx context.Context, profile string) (Verification, err
 	}
 	opt := c.opt
 	opt.SaveEvery, opt.Budget, opt.GraphMin = math.MaxInt, math.MaxInt64, -1
+	if opt.SnapshotText { // verify reads every posting
+		opt.Text, opt.SnapshotText = true, false
+	}
 	restored := NewCatalog(c.st, opt)
 	opt.Dir = ""
 	fresh := NewCatalog(c.st, opt)

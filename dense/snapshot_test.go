@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,6 +22,7 @@ import (
 	"github.com/mnemo-dev/mnemo/mnemotype"
 	"github.com/mnemo-dev/mnemo/store"
 	"github.com/mnemo-dev/mnemo/store/sqlitestore"
+	"github.com/mnemo-dev/mnemo/textindex"
 )
 
 // rowStore counts the memories the change feed hands out, and can report
@@ -459,13 +461,12 @@ func TestCatalog_SnapshotTextUnread(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The file ends with the text section, its checksum and the two
-	// sections' lengths.
+	// The file ends with the text section and the two sections' lengths.
 	textLen := int(binary.LittleEndian.Uint64(b[len(b)-8:]))
 	if textLen < 1000 || textLen > len(b)/2 {
 		t.Fatalf("a text section of %d bytes in a snapshot of %d", textLen, len(b))
 	}
-	b[len(b)-16-4-textLen/2] ^= 0x5a
+	b[len(b)-16-textLen/2] ^= 0x5a
 	if err := os.WriteFile(snap, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -481,6 +482,38 @@ func TestCatalog_SnapshotTextUnread(t *testing.T) {
 	}
 	if after, err := os.ReadFile(snap); err != nil || !bytes.Equal(after, b) {
 		t.Fatalf("the one-shot catalog rewrote the snapshot (%v)", err)
+	}
+
+	// A one-shot catalog reading the text lazily restores too, and finds
+	// the damage when a search reads the postings: the store answers.
+	lazy := dense.NewCatalog(st, dense.Options{Dir: dir, NoBackground: true, SnapshotText: true, Logger: logger})
+	sameAsStore(t, "one-shot, lazy text", lazy, st.Store)
+	// Each token of the memories' fields (content, time, the previous
+	// turn's content) alone, then all of them: the damaged one's search is
+	// not answered, and from then on none is.
+	terms := append(strings.Fields(strings.ToLower(textindex.TimeWords(t0))), "text")
+	answered := 0
+	for _, terms := range append(slices.Collect(slices.Chunk(terms, 1)), terms) {
+		p := store.LexicalParams{Scope: mnemotype.Scope{Profile: "alice"}, Match: store.MatchQuery{Terms: terms}, Limit: 10,
+			Fields: store.FieldWeights{Content: 1, Time: 1, Context: 1}}
+		got, ok, err := lazy.Lexical(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok {
+			want, err := st.Lexical(ctx, p)
+			if err != nil || fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("%v: lazily read %v, the store %v (%v)", terms, got, want, err)
+			}
+			answered++
+		}
+	}
+	if answered == len(terms)+1 {
+		t.Fatal("every search of a lazily read text index with damaged postings answered")
+	}
+	lazy.Close()
+	if n := st.rows.Load(); n != 0 {
+		t.Fatalf("the one-shot catalogs read %d memories from the store", n)
 	}
 
 	withText := dense.NewCatalog(st, dense.Options{Dir: dir, Text: true, Logger: logger})

@@ -37,10 +37,11 @@ func textDocs(cs store.ChangeSet) ([]textindex.Doc, error) {
 // memories, order and scores, every match of an OR query scored — from
 // the profile's full-text index in process (Options.Text), caught up with
 // the store first. ok is false when the catalog cannot answer, and the
-// caller asks the store: the catalog keeps no text, a term is a phrase
-// (several tokens), the weights are not valid (the store says why).
+// caller asks the store: the catalog keeps no text (Options.Text, or
+// SnapshotText and a snapshot with text), a term is a phrase (several
+// tokens), the weights are not valid (the store says why).
 func (c *Catalog) Lexical(ctx context.Context, p store.LexicalParams) (hits []mnemotype.Hit, ok bool, err error) {
-	if !c.opt.Text {
+	if !c.opt.Text && !c.opt.SnapshotText {
 		return nil, false, nil
 	}
 	w := p.Fields
@@ -112,19 +113,20 @@ func (c *Catalog) Lexical(ctx context.Context, p store.LexicalParams) (hits []mn
 
 // Neighbors answers store.Store's Neighbors — the turns around each of
 // ids in its session, in scope — from the profile's index, caught up with
-// the store first, when the catalog keeps text (Options.Text: it answers
-// the recall's reads in process). ok is false when it cannot, and the
-// caller asks the store: no text kept, a metadata filter, a session
-// longer than vector.MaxNearSession.
+// the store first, when the catalog keeps text (Options.Text, or
+// SnapshotText and a snapshot with text: it answers the recall's reads in
+// process). ok is false when it cannot, and the caller asks the store: no
+// text kept, a metadata filter, a session longer than
+// vector.MaxNearSession.
 func (c *Catalog) Neighbors(ctx context.Context, sc mnemotype.Scope, ids []string, radius int) (out []store.Neighbor, ok bool, err error) {
-	if !c.opt.Text || len(sc.Metadata) > 0 {
+	if (!c.opt.Text && !c.opt.SnapshotText) || len(sc.Metadata) > 0 {
 		return nil, false, nil
 	}
 	if len(ids) == 0 || radius <= 0 {
 		return nil, true, nil
 	}
 	x, err := c.index(ctx, sc.Profile)
-	if err != nil {
+	if err != nil || !x.KeepsText() {
 		return nil, false, err
 	}
 	rows, ok := x.Near(vector.FilterOf(sc), ids, radius)
@@ -141,14 +143,14 @@ func (c *Catalog) Neighbors(ctx context.Context, sc mnemotype.Scope, ids []strin
 // Signals answers store.Store's Signals for the signals an index holds —
 // when each memory occurred and its importance, not its access statistics
 // (left zero) — from the profile's index caught up with the store, when
-// the catalog keeps text (Options.Text: it answers the recall's reads in
-// process); ok is false otherwise.
+// the catalog keeps text (as for Neighbors: it answers the recall's reads
+// in process); ok is false otherwise.
 func (c *Catalog) Signals(ctx context.Context, profile string, ids []string) (out map[string]store.Signals, ok bool, err error) {
-	if !c.opt.Text {
+	if !c.opt.Text && !c.opt.SnapshotText {
 		return nil, false, nil
 	}
 	x, err := c.index(ctx, profile)
-	if err != nil {
+	if err != nil || !x.KeepsText() {
 		return nil, false, err
 	}
 	sig := x.Signals(ids)

@@ -161,7 +161,6 @@ func (s *scorer) bound(i int, maxTF, minLen [NumFields]uint32) float64 {
 // cursor walks one term's postings.
 type cursor struct {
 	t  *term
-	id int32
 	qi int // the term's place in the query
 	i  int // the current posting
 	ub float64
@@ -231,8 +230,8 @@ func (x *Index) run(q Query, f Filter, out sink) {
 		if id < 0 {
 			continue
 		}
-		t := &x.terms[id]
-		cs = append(cs, &cursor{t: t, id: id, qi: i})
+		t := x.term(id)
+		cs = append(cs, &cursor{t: t, qi: i})
 		postings += len(t.docs)
 	}
 	w := &walk{s: s, cs: cs, f: f, out: out, contrib: make([]float64, len(q.Tokens))}
@@ -291,7 +290,7 @@ func (w *walk) score(d uint32, cs []*cursor) (float64, bool) {
 		if c.doc() != d {
 			continue
 		}
-		v, ok := w.s.contrib(c.qi, x.counts4(c.id, c.t, c.i), lens)
+		v, ok := w.s.contrib(c.qi, c.t.counts(c.i), lens)
 		c.i++
 		if ok {
 			w.contrib[c.qi] = v
@@ -397,7 +396,7 @@ func (w *walk) any() {
 			if c.doc() != d {
 				continue
 			}
-			v, ok := s.contrib(c.qi, x.counts4(c.id, c.t, c.i), lens)
+			v, ok := s.contrib(c.qi, c.t.counts(c.i), lens)
 			c.i++
 			if ok {
 				w.contrib[c.qi] = v
@@ -415,7 +414,7 @@ func (w *walk) any() {
 			if c.advance(d); c.doc() != d {
 				continue
 			}
-			v, ok := s.contrib(c.qi, x.counts4(c.id, c.t, c.i), lens)
+			v, ok := s.contrib(c.qi, c.t.counts(c.i), lens)
 			if ok {
 				w.contrib[c.qi] = v
 				partial += v

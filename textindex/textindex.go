@@ -9,7 +9,8 @@
 //
 // Documents are numbered in the order they are added; Delete leaves a
 // tombstone, and Compact drops the tombstones and renumbers. AppendBinary
-// and Decode write and read an index whole (for a snapshot). An Index is
+// and Decode write and read an index whole (for a snapshot); Open reads
+// one from a file lazily, each token's postings on first use. An Index is
 // not synchronised: searches may run concurrently with each other, not
 // with a write.
 package textindex
@@ -55,8 +56,8 @@ type Doc struct {
 }
 
 // A posting's counts are packed 4 bits a field; laneMax in a field marks
-// a count that did not fit, and the posting's counts are then in
-// Index.over.
+// a count that did not fit, and the posting's counts are then in its
+// term's over.
 const (
 	laneBits = 4
 	laneMax  = 1<<laneBits - 1
@@ -73,14 +74,15 @@ type Index struct {
 	// every candidate, kept small so that fewer reads miss the cache.
 	norms    []uint32
 	deadBits []uint64
-	// postings counts the postings of every term (Bytes).
-	postings int
-	live     int
-	totals   [NumFields]int64 // the live documents' field lengths, summed
-	dead     int
-	// over holds the counts of the postings with a count of laneMax or
-	// more in some field.
-	over map[overKey][NumFields]uint32
+	// postings counts the postings held in memory, overs the overflowing
+	// counts (Bytes).
+	postings, overs int
+	live            int
+	totals          [NumFields]int64 // the live documents' field lengths, summed
+	dead            int
+	// lazy, when not nil, holds the terms not yet read of an index Open
+	// read lazily.
+	lazy *lazy
 	// version changes with every write, deletes with every Delete (the
 	// document-frequency cache's keys).
 	version, deletes uint64
@@ -92,11 +94,6 @@ type Index struct {
 	counts map[string]int
 	tmp    [][NumFields]uint32
 	order  []string
-}
-
-type overKey struct {
-	term int32
-	doc  uint32
 }
 
 type dfKey struct {
@@ -120,14 +117,18 @@ type doc struct {
 }
 
 // term is one token's posting list: the documents holding it, ascending,
-// and their counts in each field, packed (see laneBits). maxTF and minLen
-// bound every posting ever added: the highest count in each field, the
-// shortest length of each field.
+// and their counts in each field, packed (see laneBits), with the counts
+// that do not fit by document in over. maxTF and minLen bound every
+// posting ever added: the highest count in each field, the shortest
+// length of each field. The term of a lazily read index whose postings
+// are not read yet has them in its block, pending.
 type term struct {
 	docs   []uint32
 	tfs    []uint16
+	over   map[uint32][NumFields]uint32
 	maxTF  [NumFields]uint32
 	minLen [NumFields]uint32
+	block  block
 }
 
 // noLength is the bound of lengths of a term without postings.
@@ -135,7 +136,7 @@ var noLength = [NumFields]uint32{math.MaxUint32, math.MaxUint32, math.MaxUint32,
 
 // New returns an empty index.
 func New() *Index {
-	return &Index{ids: map[string]int32{}, over: map[overKey][NumFields]uint32{}, dfs: map[dfKey]dfCount{}, counts: map[string]int{}}
+	return &Index{ids: map[string]int32{}, dfs: map[dfKey]dfCount{}, counts: map[string]int{}}
 }
 
 // Len returns the number of live documents.
@@ -162,8 +163,12 @@ func (x *Index) Bytes() int64 {
 	x.dfMu.Lock()
 	cached := len(x.dfs)
 	x.dfMu.Unlock()
+	if l := x.lazy; l != nil { // searches read terms
+		l.mu.Lock()
+		defer l.mu.Unlock()
+	}
 	b := int64(cap(x.docs))*int64(unsafe.Sizeof(doc{})) + int64(cap(x.norms))*4 + int64(cap(x.deadBits))*8 +
-		int64(cap(x.terms))*int64(unsafe.Sizeof(term{})) + int64(len(x.ids))*64 + int64(len(x.over))*48 +
+		int64(cap(x.terms))*int64(unsafe.Sizeof(term{})) + int64(len(x.ids))*64 + int64(x.overs)*48 +
 		int64(cached)*56 + int64(len(x.counts))*48 + int64(cap(x.tmp))*16 + int64(cap(x.order))*16
 	// Postings as held: 6 bytes each, and the slack of the lists'
 	// doubling (a quarter on average).
@@ -238,7 +243,7 @@ func (x *Index) Add(d Doc) uint32 {
 			x.ids[s] = id
 			x.terms = append(x.terms, term{minLen: noLength})
 		}
-		x.post(id, n, x.tmp[i], lens)
+		x.post(x.term(id), n, x.tmp[i], lens)
 	}
 	x.live++
 	for c := range NumFields {
@@ -248,10 +253,8 @@ func (x *Index) Add(d Doc) uint32 {
 	return n
 }
 
-// post appends document n, with counts tf and lengths lens, to term id's
-// list.
-func (x *Index) post(id int32, n uint32, tf, lens [NumFields]uint32) {
-	t := &x.terms[id]
+// post appends document n, with counts tf and lengths lens, to t's list.
+func (x *Index) post(t *term, n uint32, tf, lens [NumFields]uint32) {
 	var packed uint16
 	for c, f := range tf {
 		packed |= uint16(min(f, laneMax)) << (laneBits * c)
@@ -259,7 +262,11 @@ func (x *Index) post(id int32, n uint32, tf, lens [NumFields]uint32) {
 		t.minLen[c] = min(t.minLen[c], lens[c])
 	}
 	if overflows(packed) {
-		x.over[overKey{id, n}] = tf
+		if t.over == nil {
+			t.over = map[uint32][NumFields]uint32{}
+		}
+		t.over[n] = tf
+		x.overs++
 	}
 	t.docs = append(t.docs, n)
 	t.tfs = append(t.tfs, packed)
@@ -276,11 +283,11 @@ func overflows(p uint16) bool {
 	return false
 }
 
-// counts4 returns the counts of term t's posting i.
-func (x *Index) counts4(id int32, t *term, i int) [NumFields]uint32 {
+// counts returns the counts of t's posting i.
+func (t *term) counts(i int) [NumFields]uint32 {
 	p := t.tfs[i]
 	if overflows(p) {
-		return x.over[overKey{id, t.docs[i]}]
+		return t.over[t.docs[i]]
 	}
 	return [NumFields]uint32{uint32(p & laneMax), uint32(p >> laneBits & laneMax), uint32(p >> (2 * laneBits) & laneMax), uint32(p >> (3 * laneBits))}
 }
@@ -319,9 +326,9 @@ func (x *Index) Compact() (remap []int32) {
 	// Terms left without a live posting go; the others are renumbered.
 	termMap := make([]int32, len(x.terms))
 	terms := make([]term, 0, len(x.terms))
-	over := map[overKey][NumFields]uint32{}
+	x.overs = 0
 	for id := range x.terms {
-		t := &x.terms[id]
+		t := x.term(int32(id))
 		n := 0
 		for _, d := range t.docs {
 			if remap[d] >= 0 {
@@ -332,15 +339,18 @@ func (x *Index) Compact() (remap []int32) {
 			termMap[id] = -1
 			continue
 		}
-		nid := int32(len(terms))
-		termMap[id] = nid
+		termMap[id] = int32(len(terms))
 		// The bounds are those of the postings kept.
 		nt := term{docs: make([]uint32, 0, n), tfs: make([]uint16, 0, n), minLen: noLength}
 		for i, d := range t.docs {
 			if r := remap[d]; r >= 0 {
-				tf := x.counts4(int32(id), t, i)
+				tf := t.counts(i)
 				if overflows(t.tfs[i]) {
-					over[overKey{nid, uint32(r)}] = tf
+					if nt.over == nil {
+						nt.over = map[uint32][NumFields]uint32{}
+					}
+					nt.over[uint32(r)] = tf
+					x.overs++
 				}
 				for c := range NumFields {
 					nt.maxTF[c] = max(nt.maxTF[c], tf[c])
@@ -359,7 +369,10 @@ func (x *Index) Compact() (remap []int32) {
 		}
 	}
 	x.ids = ids
-	x.docs, x.terms, x.over, x.dead = docs, terms, over, 0
+	x.docs, x.terms, x.dead = docs, terms, 0
+	if x.lazy != nil && x.Err() == nil {
+		x.lazy = nil // every term is read
+	}
 	x.setNorms()
 	x.postings = 0
 	for i := range terms {
@@ -393,7 +406,7 @@ const allFields = 1<<NumFields - 1
 // tombstone; otherwise the postings are counted once per number of
 // deletes (for every field) or version (for some), and the count cached.
 func (x *Index) df(id int32, mask uint8) int {
-	t := &x.terms[id]
+	t := x.term(id)
 	if mask == allFields && x.dead == 0 {
 		return len(t.docs)
 	}

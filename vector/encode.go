@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"math"
 	"slices"
@@ -18,7 +19,7 @@ import (
 
 // encodingMagic opens an encoded index; its last byte is the format's
 // version.
-var encodingMagic = [8]byte{'m', 'n', 'e', 'm', 'o', 'v', 'x', 5}
+var encodingMagic = [8]byte{'m', 'n', 'e', 'm', 'o', 'v', 'x', 6}
 
 // Bounds Decode enforces before it allocates.
 const (
@@ -104,6 +105,11 @@ func (x *Index) encodeIndex(bw *bufio.Writer) error {
 
 func (x *Index) encodeText(bw *bufio.Writer) error {
 	b, text := x.appendText(nil)
+	if x.text != nil {
+		if err := x.text.Err(); err != nil {
+			return err // postings it could not read are not in text
+		}
+	}
 	if _, err := bw.Write(b); err != nil {
 		return err
 	}
@@ -113,12 +119,15 @@ func (x *Index) encodeText(bw *bufio.Writer) error {
 
 // appendText appends the text section but its last part to b: a flag,
 // then with a text index each row's document and text hash, whether the
-// text is incomplete, and the length of the text index's own encoding,
-// which it returns (the last part).
+// text is incomplete, the length of the text index's own encoding, and the
+// CRC-32C of these (from the flag on); it returns the text index's
+// encoding (the last part), which carries its own checksums. A reader of
+// the section (OpenText) thus checks all it reads without reading all.
 func (x *Index) appendText(b []byte) (_, text []byte) {
 	if x.text == nil {
 		return append(b, 0), nil
 	}
+	start := len(b)
 	b = append(b, 1)
 	for i := range x.rows {
 		b = binary.LittleEndian.AppendUint32(b, uint32(x.rows[i].doc))
@@ -130,8 +139,11 @@ func (x *Index) appendText(b []byte) (_, text []byte) {
 	}
 	b = append(b, broken)
 	text = x.text.AppendBinary(nil)
-	return binary.LittleEndian.AppendUint64(b, uint64(len(text))), text
+	b = binary.LittleEndian.AppendUint64(b, uint64(len(text)))
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b[start:], castagnoli)), text
 }
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // encodeGraph writes the graph section.
 func (x *Index) encodeGraph(bw *bufio.Writer) error {
@@ -245,7 +257,7 @@ func DecodeWith(r io.Reader, size int64, opt DecodeOptions) (*Index, error) {
 	if err != nil {
 		return nil, err
 	}
-	x.decodeText(&d, opt.NoText)
+	x.decodeText(&d, opt.NoText, nil)
 	d.done()
 	if d.err != nil {
 		return nil, d.err
@@ -293,9 +305,33 @@ func (x *Index) DecodeText(r io.Reader, size int64, skip bool) error {
 		return nil
 	}
 	d := decoder{r: r, left: size}
-	x.decodeText(&d, false)
+	x.decodeText(&d, false, nil)
 	d.done()
 	return d.err
+}
+
+// OpenText is DecodeText for the section of size bytes at off in r, the
+// full-text index read lazily (textindex.Open): the postings of each
+// token are read from r when a search or a write first needs them. r
+// must hold the same bytes for as long as x is used; a token whose
+// postings cannot be read then leaves x without text (HasText), and the
+// searches it was in are not answered (SearchText's ok).
+func (x *Index) OpenText(r io.ReaderAt, off, size int64) error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.text != nil || x.textLeftOut {
+		return errors.New("vector: OpenText on an index with text")
+	}
+	d := decoder{r: io.NewSectionReader(r, off, size), left: size}
+	x.decodeText(&d, false, &textSection{r: r, off: off, size: size})
+	d.done()
+	return d.err
+}
+
+// textSection is where a text section is, for OpenText.
+type textSection struct {
+	r         io.ReaderAt
+	off, size int64
 }
 
 // decodeIndex reads what encodeIndex wrote.
@@ -557,8 +593,9 @@ func (x *Index) decodeGraph(d *decoder) {
 
 // decodeText reads the text section Encode wrote after the graph,
 // checking that the rows and the text index's live documents match one to
-// one (every row has one unless the text was incomplete).
-func (x *Index) decodeText(d *decoder, skip bool) {
+// one (every row has one unless the text was incomplete). With lazy (the
+// section d reads), the text index is opened there, not read.
+func (x *Index) decodeText(d *decoder, skip bool, lazy *textSection) {
 	switch flag := d.u8(); {
 	case d.err != nil || flag == 0:
 		return
@@ -573,7 +610,20 @@ func (x *Index) decodeText(d *decoder, skip bool) {
 	}
 	broken := d.u8()
 	n := d.u64()
+	sum := d.u32()
 	if d.err != nil {
+		return
+	}
+	// The checksum of what was just read, encoded again.
+	front := make([]byte, 0, 1+12*len(docs)+1+8)
+	front = append(front, 1)
+	for s := range docs {
+		front = binary.LittleEndian.AppendUint32(front, uint32(docs[s]))
+		front = binary.LittleEndian.AppendUint64(front, hashes[s])
+	}
+	front = binary.LittleEndian.AppendUint64(append(front, broken), n)
+	if crc32.Checksum(front, castagnoli) != sum {
+		d.fail("text section checksum mismatch")
 		return
 	}
 	if broken > 1 || n > uint64(d.left+int64(len(d.buf)-d.pos)) {
@@ -585,12 +635,25 @@ func (x *Index) decodeText(d *decoder, skip bool) {
 		x.textLeftOut = true
 		return
 	}
-	blob := make([]byte, n)
-	d.fill(blob)
-	if d.err != nil {
-		return
+	var t *textindex.Index
+	var err error
+	if lazy != nil {
+		// The text index ends the section.
+		rest := d.left + int64(len(d.buf)-d.pos)
+		if int64(n) != rest {
+			d.fail("text index of %d bytes in the last %d", n, rest)
+			return
+		}
+		t, err = textindex.Open(io.NewSectionReader(lazy.r, lazy.off+lazy.size-rest, rest), rest)
+		d.pos, d.left = len(d.buf), 0
+	} else {
+		blob := make([]byte, n)
+		d.fill(blob)
+		if d.err != nil {
+			return
+		}
+		t, err = textindex.Decode(blob)
 	}
-	t, err := textindex.Decode(blob)
 	if err != nil {
 		d.fail("%v", err)
 		return

@@ -30,7 +30,15 @@ func (x *Index) EnableText() {
 func (x *Index) HasText() bool {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	return x.text != nil && !x.textBroken
+	return x.text != nil && !x.textBroken && x.text.Err() == nil
+}
+
+// KeepsText reports whether the index keeps a full-text index, complete
+// or not (HasText): its memories then come with their text (UpsertText).
+func (x *Index) KeepsText() bool {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return x.text != nil
 }
 
 // TextLeftOut reports whether the index was decoded without the text
@@ -128,6 +136,9 @@ func (x *Index) SearchText(q TextQuery) (hits []mnemotype.Hit, ok bool) {
 		return nil, ok
 	}
 	found := x.text.Search(q.Query, *f)
+	if x.text.Err() != nil {
+		return nil, false // a token's postings could not be read (OpenText)
+	}
 	hits = make([]mnemotype.Hit, len(found))
 	for i, h := range found {
 		hits[i] = mnemotype.Hit{ID: x.rows[x.docSlot[h.Doc]].id, Score: h.Score}
@@ -144,13 +155,14 @@ func (x *Index) CountText(q TextQuery, limit int) (n int, ok bool) {
 	if !ok || f == nil {
 		return 0, ok
 	}
-	return x.text.Count(q.Query, *f, limit), true
+	n = x.text.Count(q.Query, *f, limit)
+	return n, x.text.Err() == nil
 }
 
 // textFilter compiles f for the text index (nil when nothing can pass),
 // under the read lock; ok is false without a complete text index.
 func (x *Index) textFilter(f Filter) (*textindex.Filter, bool) {
-	if x.text == nil || x.textBroken {
+	if x.text == nil || x.textBroken || x.text.Err() != nil {
 		return nil, false
 	}
 	c := x.compile(f)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -181,6 +182,42 @@ func TestIndex_Text(t *testing.T) {
 		}
 		if err := w.DecodeText(bytes.NewReader(text.Bytes()), int64(text.Len()), false); err == nil {
 			t.Error("DecodeText twice")
+		}
+	}
+	// Opened lazily, at an offset in a file: it searches as x, takes
+	// writes, and encodes as x; a corrupt block leaves it without text.
+	for _, corrupt := range []bool{false, true} {
+		const at = 13
+		file := append(bytes.Repeat([]byte{7}, at), text.Bytes()...)
+		if corrupt {
+			file[at+1+12*x.Len()+1+8+4+1] ^= 0xff // the first token's postings
+		}
+		o, err := vector.DecodeIndex(bytes.NewReader(index.Bytes()), int64(index.Len()), vector.DecodeOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := o.OpenText(bytes.NewReader(file), at, int64(text.Len())); err != nil {
+			t.Fatal(err)
+		}
+		if err := o.OpenText(bytes.NewReader(file), at, int64(text.Len())); err == nil {
+			t.Error("OpenText twice")
+		}
+		err = o.EncodeText(io.Discard) // reads every token's postings
+		if corrupt {
+			_, ok := o.SearchText(vector.TextQuery{Query: textindex.Query{Tokens: []string{"river"}, Weights: [4]float64{1}}})
+			if err == nil || ok || o.HasText() {
+				t.Errorf("a corrupt text index opened lazily: EncodeText %v, searched %v, HasText %v", err, ok, o.HasText())
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 50 {
+			check(i, o)
+		}
+		if d := vector.Diff(x, o, 5); len(d) > 0 {
+			t.Fatalf("opened lazily, differs: %v", d)
 		}
 	}
 	if _, err := vector.DecodeIndex(bytes.NewReader(whole.Bytes()), int64(whole.Len()), vector.DecodeOptions{}); !errors.Is(err, vector.ErrCorrupt) {
