@@ -6,9 +6,9 @@ import (
 	"errors"
 	"io"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
-	"slices"
 	"testing"
 )
 
