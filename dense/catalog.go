@@ -225,6 +225,10 @@ type Stats struct {
 	// many embedded ones it does not yet (scanned exactly by every search
 	// until the builder links them).
 	Linked, Unlinked int
+	// Coded is set when the index holds its embeddings as int8 codes,
+	// read from a snapshot by a one-shot process (Options.NoBackground;
+	// vector.DecodeOptions.Codes).
+	Coded bool
 }
 
 // Profile returns the stats of profile's index, caught up with the store.
@@ -240,7 +244,7 @@ func statsOf(x *vector.Index) Stats {
 	n, d := x.Foreign()
 	g := x.Graph()
 	return Stats{Memories: x.Len(), Embedded: x.Embedded(), Foreign: n, ForeignDim: d, Bytes: x.Bytes(),
-		Linked: g.Linked, Unlinked: g.Unlinked}
+		Linked: g.Linked, Unlinked: g.Unlinked, Coded: x.Coded()}
 }
 
 // Walks returns how many searches of the indexes held walked a graph

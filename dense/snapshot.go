@@ -112,7 +112,7 @@ func (c *Catalog) readSnapshot(ctx context.Context, path, profile string, storeS
 	if err != nil {
 		return nil, 0, err
 	}
-	lazy := false // the index reads f after this returns (OpenText)
+	lazy := false // the index reads f after this returns (OpenText, DecodeOptions.Codes)
 	defer func() {
 		if !lazy || err != nil {
 			f.Close()
@@ -160,27 +160,41 @@ func (c *Catalog) readSnapshot(ctx context.Context, path, profile string, storeS
 		header+indexLen+4+textLen+int64(len(lens)) != fi.Size() {
 		return nil, 0, fmt.Errorf("%w: sections of %d and %d bytes in a snapshot of %d", vector.ErrCorrupt, indexLen, textLen, fi.Size())
 	}
-	x, err := vector.DecodeIndex(r, indexLen, vector.DecodeOptions{NoGraph: c.opt.NoBackground})
+	opt := vector.DecodeOptions{NoGraph: c.opt.NoBackground}
+	if c.opt.NoBackground && !c.opt.Text {
+		// A one-shot process reads the embeddings' int8 codes, and the
+		// float32s of each search's best candidates from f.
+		opt.Codes = &vector.Source{R: f, Off: header}
+	}
+	x, err := vector.DecodeIndex(r, indexLen, opt)
 	if err != nil {
 		return nil, 0, err
 	}
-	var tail [4]byte
-	if _, err := io.ReadFull(br, tail[:]); err != nil {
-		return nil, 0, fmt.Errorf("%w: no checksum", vector.ErrCorrupt)
-	}
-	if binary.LittleEndian.Uint32(tail[:]) != sum.Sum32() {
-		return nil, 0, fmt.Errorf("%w: checksum mismatch", vector.ErrCorrupt)
+	textAt := header + indexLen + 4
+	if x.Coded() {
+		// The rest of the index is not read, nor its checksum: the
+		// encoding checks its rows and codes, and each float32 read
+		// against its codes.
+		lazy = true
+	} else {
+		var tail [4]byte
+		if _, err := io.ReadFull(br, tail[:]); err != nil {
+			return nil, 0, fmt.Errorf("%w: no checksum", vector.ErrCorrupt)
+		}
+		if binary.LittleEndian.Uint32(tail[:]) != sum.Sum32() {
+			return nil, 0, fmt.Errorf("%w: checksum mismatch", vector.ErrCorrupt)
+		}
 	}
 	switch {
 	case c.opt.Text:
 		err = x.DecodeText(br, textLen, false)
 	case c.opt.SnapshotText:
 		lazy = true
-		err = x.OpenText(f, header+indexLen+4, textLen)
+		err = x.OpenText(f, textAt, textLen)
 	default:
 		// The section's first byte says whether it holds text; the rest
 		// is not read.
-		err = x.DecodeText(br, textLen, true)
+		err = x.DecodeText(io.NewSectionReader(f, textAt, textLen), textLen, true)
 	}
 	if err != nil {
 		return nil, 0, err

@@ -476,6 +476,9 @@ func TestCatalog_SnapshotTextUnread(t *testing.T) {
 	st.rows.Store(0)
 	oneShot := dense.NewCatalog(st, dense.Options{Dir: dir, NoBackground: true, Logger: logger})
 	sameAsStore(t, "one-shot", oneShot, st.Store)
+	if stats, err := oneShot.Profile(ctx, "alice"); err != nil || !stats.Coded {
+		t.Fatalf("the one-shot catalog's index: %+v, %v; want it coded", stats, err)
+	}
 	oneShot.Close()
 	if n := st.rows.Load(); n != 0 || !strings.Contains(logs.String(), "restored from its snapshot") {
 		t.Fatalf("the one-shot catalog read %d memories from the store:\n%s", n, logs.String())

@@ -19,7 +19,7 @@ import (
 
 // encodingMagic opens an encoded index; its last byte is the format's
 // version.
-var encodingMagic = [8]byte{'m', 'n', 'e', 'm', 'o', 'v', 'x', 6}
+var encodingMagic = [8]byte{'m', 'n', 'e', 'm', 'o', 'v', 'x', 7}
 
 // Bounds Decode enforces before it allocates.
 const (
@@ -63,7 +63,11 @@ func (x *Index) encode(w io.Writer, parts ...func(*bufio.Writer) error) error {
 	return bw.Flush()
 }
 
-func (x *Index) encodeIndex(bw *bufio.Writer) error {
+func (x *Index) encodeIndex(out *bufio.Writer) error {
+	// The rows and the codes are checksummed on their own: a reader of the
+	// codes alone (DecodeOptions.Codes) checks what it reads.
+	sum := crc32.New(castagnoli)
+	bw := bufio.NewWriterSize(io.MultiWriter(out, sum), 1<<16)
 	var b []byte
 	var err error
 	b = append(b, encodingMagic[:]...)
@@ -97,10 +101,64 @@ func (x *Index) encodeIndex(bw *bufio.Writer) error {
 	if b, err = flushAt(bw, b, 0); err != nil {
 		return err
 	}
-	if err := writeFloats(bw, x.vecs[:len(x.rows)*x.dim]); err != nil {
+	if err := x.encodeCodes(bw); err != nil {
 		return err
 	}
-	return x.encodeGraph(bw)
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	if _, err := out.Write(binary.LittleEndian.AppendUint32(nil, sum.Sum32())); err != nil {
+		return err
+	}
+	if x.q == nil {
+		if err := writeFloats(out, x.vecs[:len(x.rows)*x.dim]); err != nil {
+			return err
+		}
+	} else {
+		buf := make([]float32, x.dim)
+		for s := range x.rows {
+			v := buf
+			if x.rows[s].model >= 0 {
+				if v, err = x.vector(s, buf); err != nil {
+					return err
+				}
+			} else {
+				clear(v)
+			}
+			if err := writeFloats(out, v); err != nil {
+				return err
+			}
+		}
+	}
+	return x.encodeGraph(out)
+}
+
+// encodeCodes writes each row's scale and int8 codes (see quant.go).
+func (x *Index) encodeCodes(bw *bufio.Writer) error {
+	if x.dim == 0 {
+		return nil
+	}
+	b := make([]byte, 0, 1<<16)
+	codes := make([]int8, x.dim)
+	for s := range x.rows {
+		var sc float32
+		if q := x.q; q != nil {
+			copy(codes, q.codes[s*x.dim:(s+1)*x.dim])
+			sc = q.scale[s]
+		} else {
+			sc = quantize(x.vecs[s*x.dim:(s+1)*x.dim], codes)
+		}
+		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(sc))
+		for _, c := range codes {
+			b = append(b, byte(c))
+		}
+		var err error
+		if b, err = flushAt(bw, b, 1<<16-x.dim-4); err != nil {
+			return err
+		}
+	}
+	_, err := flushAt(bw, b, 0)
+	return err
 }
 
 func (x *Index) encodeText(bw *bufio.Writer) error {
@@ -240,6 +298,13 @@ func Decode(r io.Reader, size int64) (*Index, error) {
 
 // DecodeOptions tune Decode.
 type DecodeOptions struct {
+	// Codes, for DecodeIndex, reads the embeddings' int8 codes and
+	// stops there: the index is coded (quant.go, Coded), and reads the
+	// float32 embeddings of a search's best candidates from Codes.R, which
+	// holds the encoding at Codes.Off and must not change while the index
+	// is used. The graph is left out (as with NoGraph), and the encoding
+	// past the codes is neither read nor checked.
+	Codes *Source
 	// NoGraph reads past the graph instead of building it: every
 	// embedded row goes on the tail (searches scan exactly), for a
 	// process that answers a call or two, to which decoding a large graph
@@ -250,8 +315,16 @@ type DecodeOptions struct {
 	NoText bool
 }
 
-// DecodeWith is Decode with options.
+// Source is where an encoding is (DecodeOptions.Codes).
+type Source struct {
+	R   io.ReaderAt
+	Off int64
+}
+
+// DecodeWith is Decode with options (Codes aside, which applies to
+// DecodeIndex alone).
 func DecodeWith(r io.Reader, size int64, opt DecodeOptions) (*Index, error) {
+	opt.Codes = nil
 	d := decoder{r: r, left: size}
 	x, err := decodeIndex(&d, opt)
 	if err != nil {
@@ -272,6 +345,10 @@ func DecodeIndex(r io.Reader, size int64, opt DecodeOptions) (*Index, error) {
 	x, err := decodeIndex(&d, opt)
 	if err != nil {
 		return nil, err
+	}
+	if opt.Codes != nil && x.q != nil {
+		x.q.off = opt.Codes.Off + d.consumed(size)
+		return x, nil
 	}
 	d.done()
 	if d.err != nil {
@@ -336,6 +413,7 @@ type textSection struct {
 
 // decodeIndex reads what encodeIndex wrote.
 func decodeIndex(d *decoder, opt DecodeOptions) (*Index, error) {
+	d.summing = true
 	if magic := d.next(len(encodingMagic)); d.err == nil && string(magic) != string(encodingMagic[:]) {
 		return nil, fmt.Errorf("%w: not a vector index (or another version of its format)", ErrCorrupt)
 	}
@@ -363,7 +441,10 @@ func decodeIndex(d *decoder, opt DecodeOptions) (*Index, error) {
 	// The embeddings first: one large allocation without pointers, so the
 	// garbage collector's next goal is far enough off that the rows, names
 	// and maps below are decoded without a collection.
-	x.vecs = make([]float32, nRows*dim)
+	coded := opt.Codes != nil && nRows > 0 && dim > 0
+	if !coded {
+		x.vecs = make([]float32, nRows*dim)
+	}
 	x.rows = make([]row, 0, nRows)
 	x.slot = make(map[string]int, nRows)
 	var lists [nPostings][][]int32
@@ -415,6 +496,10 @@ func decodeIndex(d *decoder, opt DecodeOptions) (*Index, error) {
 	// The map from ids is built on another CPU while the embeddings are
 	// read: the two take about as long.
 	dup := make(chan string, 1)
+	defer func() {
+		for range dup { // the goroutine is done before x is returned
+		}
+	}()
 	go func() {
 		defer close(dup)
 		for s := range x.rows {
@@ -425,6 +510,29 @@ func decodeIndex(d *decoder, opt DecodeOptions) (*Index, error) {
 			}
 		}
 	}()
+	if coded {
+		x.q = &quant{codes: make([]int8, nRows*dim), scale: make([]float32, nRows), orig: make([]int32, nRows),
+			fresh: map[string][]float32{}, src: opt.Codes.R}
+	}
+	x.readCodes(d)
+	if coded {
+		if d.err == nil {
+			x.graphLeftOut = true
+			for s := range x.rows {
+				x.q.orig[s] = int32(s)
+				if x.rows[s].model >= 0 {
+					x.toTail(s)
+				}
+			}
+		}
+		if id, ok := <-dup; ok {
+			return nil, fmt.Errorf("%w: row %q twice", ErrCorrupt, id)
+		}
+		if d.err != nil {
+			return nil, d.err
+		}
+		return x, nil
+	}
 	if len(x.vecs) > 0 {
 		b := unsafe.Slice((*byte)(unsafe.Pointer(&x.vecs[0])), len(x.vecs)*4)
 		d.fill(b)
@@ -450,6 +558,35 @@ func decodeIndex(d *decoder, opt DecodeOptions) (*Index, error) {
 
 // skipGraph reads past the graph Encode wrote after the embeddings and
 // puts every embedded row on the tail.
+// readCodes reads the rows' codes (encodeCodes) into x.q when it is set,
+// and the checksum of all read so far.
+func (x *Index) readCodes(d *decoder) {
+	if x.dim > 0 {
+		for s := range x.rows {
+			b := d.next(4 + x.dim)
+			if b == nil {
+				return
+			}
+			sc := math.Float32frombits(binary.LittleEndian.Uint32(b))
+			if !(sc >= 0) || math.IsInf(float64(sc), 0) || (sc == 0 && x.rows[s].model >= 0) {
+				d.fail("row %q: codes of scale %v", x.rows[s].id, sc)
+				return
+			}
+			if q := x.q; q != nil {
+				q.scale[s] = sc
+				codes := q.codes[s*x.dim : (s+1)*x.dim]
+				for i := range codes {
+					codes[i] = int8(b[4+i])
+				}
+			}
+		}
+	}
+	d.summing = false
+	if sum := d.u32(); d.err == nil && sum != d.crc {
+		d.fail("checksum mismatch in the rows or codes")
+	}
+}
+
 func (x *Index) skipGraph(d *decoder) {
 	nNodes := d.count(4 + 1 + (graphM0+1)*4)
 	x.graphLeftOut = nNodes > 0
@@ -693,7 +830,14 @@ type decoder struct {
 	buf  []byte // read from r; buf[pos:] is not yet consumed
 	pos  int
 	err  error
+	// crc is the CRC-32C of the bytes consumed while summing.
+	crc     uint32
+	summing bool
 }
+
+// consumed returns how many bytes of an encoding of size bytes d has
+// consumed.
+func (d *decoder) consumed(size int64) int64 { return size - d.left - int64(len(d.buf)-d.pos) }
 
 const decodeBuffer = 1 << 20
 
@@ -731,6 +875,9 @@ func (d *decoder) next(n int) []byte {
 	}
 	b := d.buf[d.pos : d.pos+n]
 	d.pos += n
+	if d.summing {
+		d.crc = crc32.Update(d.crc, castagnoli, b)
+	}
 	return b
 }
 
@@ -760,6 +907,9 @@ func (d *decoder) fill(p []byte) {
 			return
 		}
 		d.left -= int64(len(rest))
+	}
+	if d.summing {
+		d.crc = crc32.Update(d.crc, castagnoli, p)
 	}
 }
 
@@ -860,6 +1010,7 @@ func Diff(a, b *Index, max int) []string {
 		return x.strList[v]
 	}
 	texts := a.text != nil && b.text != nil
+	bufA, bufB := make([]float32, a.dim), make([]float32, b.dim)
 	switch {
 	case (a.text != nil) != (b.text != nil):
 		if !add("a full-text index in %s only", map[bool]string{true: "the first", false: "the other"}[a.text != nil]) {
@@ -902,9 +1053,16 @@ func Diff(a, b *Index, max int) []string {
 		if texts && ((ra.doc >= 0) != (rb.doc >= 0) || ra.textHash != rb.textHash) && !add("%s: indexed text differs", ra.id) {
 			return out
 		}
-		if ra.model >= 0 && rb.model >= 0 && a.dim == b.dim &&
-			!slices.Equal(a.vecs[s*a.dim:(s+1)*a.dim], b.vecs[t*b.dim:(t+1)*b.dim]) && !add("%s: embedding differs", ra.id) {
-			return out
+		if ra.model >= 0 && rb.model >= 0 && a.dim == b.dim {
+			va, errA := a.vector(s, bufA)
+			vb, errB := b.vector(t, bufB)
+			err := errors.Join(errA, errB)
+			if err != nil && !add("%s: %v", ra.id, err) {
+				return out
+			}
+			if err == nil && !slices.Equal(va, vb) && !add("%s: embedding differs", ra.id) {
+				return out
+			}
 		}
 	}
 	for t := range b.rows {

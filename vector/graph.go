@@ -201,7 +201,9 @@ func (x *Index) Graph() GraphStats {
 // of rows) so that writers wait little.
 func (x *Index) GrowGraph(n, workers int) (left int) {
 	x.mu.Lock()
-	if x.dim == 0 {
+	// A coded index reads its float32 embeddings first; when it cannot,
+	// it grows no graph (its searches report why).
+	if x.dim == 0 || x.readFloats() != nil {
 		defer x.mu.Unlock()
 		return len(x.tail)
 	}

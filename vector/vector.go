@@ -99,6 +99,8 @@ type Index struct {
 	slot                          map[string]int
 	strs                          map[string]int32
 	strList                       []string
+	// q, when not nil, holds the embeddings instead of vecs (quant.go).
+	q *quant
 	// posts holds, per scope value, the slots of its rows in no order;
 	// each row knows its position in each (row.pos), so a row leaves a
 	// posting in O(1) by swapping the posting's last entry into its place.
@@ -208,6 +210,9 @@ func (x *Index) Bytes() int64 {
 	defer x.mu.RUnlock()
 	b := int64(cap(x.vecs))*4 + int64(cap(x.rows))*rowSize + x.keyBytes +
 		int64(len(x.rows))*nPostings*4 + int64(len(x.posts))*mapEntry + int64(cap(x.tail))*4
+	if q := x.q; q != nil {
+		b += int64(cap(q.codes)) + int64(cap(q.scale))*4 + int64(cap(q.orig))*4 + int64(len(q.fresh))*(mapEntry+int64(x.dim)*4)
+	}
 	if x.text != nil {
 		b += x.text.Bytes() + int64(cap(x.docSlot))*4
 	}
@@ -343,7 +348,10 @@ func (x *Index) upsert(mems []mnemotype.Memory, docs []textindex.Doc) error {
 			x.slot[m.ID] = s
 			x.keyBytes += int64(len(m.ID)) + strHeader + mapEntry
 			x.rows = append(x.rows, r)
-			if x.dim > 0 {
+			if q := x.q; q != nil {
+				q.codes = append(q.codes, make([]int8, x.dim)...)
+				q.scale, q.orig = append(q.scale, 0), append(q.orig, -1)
+			} else if x.dim > 0 {
 				x.vecs = append(x.vecs, make([]float32, x.dim)...)
 			}
 			if r.model >= 0 {
@@ -354,7 +362,7 @@ func (x *Index) upsert(mems []mnemotype.Memory, docs []textindex.Doc) error {
 			oldDoc, oldHash = old.doc, old.textHash
 			x.count(old, -1)
 			x.unpost(s)
-			if old.model >= 0 && old.model == r.model && sameBits(x.vecs[s*x.dim:(s+1)*x.dim], emb) {
+			if x.q == nil && old.model >= 0 && old.model == r.model && sameBits(x.vecs[s*x.dim:(s+1)*x.dim], emb) {
 				r.node, r.tail = old.node, old.tail // the same embedding: where it was in the graph
 			} else {
 				x.unlink(s)
@@ -373,7 +381,12 @@ func (x *Index) upsert(mems []mnemotype.Memory, docs []textindex.Doc) error {
 		}
 		x.post(s)
 		x.count(&r, 1)
-		if x.dim > 0 {
+		if x.q != nil {
+			if r.model < 0 {
+				emb = nil
+			}
+			x.setCoded(s, emb)
+		} else if x.dim > 0 {
 			v := x.vecs[s*x.dim : (s+1)*x.dim]
 			if r.model >= 0 {
 				copy(v, emb)
@@ -419,12 +432,18 @@ func (x *Index) Delete(ids ...string) {
 			} else if r.tail >= 0 {
 				x.tail[r.tail] = int32(s)
 			}
-			if x.dim > 0 {
+			if q := x.q; q != nil {
+				copy(q.codes[s*x.dim:(s+1)*x.dim], q.codes[last*x.dim:(last+1)*x.dim])
+				q.scale[s], q.orig[s] = q.scale[last], q.orig[last]
+			} else if x.dim > 0 {
 				copy(x.vecs[s*x.dim:(s+1)*x.dim], x.vecs[last*x.dim:(last+1)*x.dim])
 			}
 		}
 		x.rows = x.rows[:last]
-		if x.dim > 0 {
+		if q := x.q; q != nil {
+			q.codes, q.scale, q.orig = q.codes[:last*x.dim], q.scale[:last], q.orig[:last]
+			delete(q.fresh, id)
+		} else if x.dim > 0 {
 			x.vecs = x.vecs[:last*x.dim]
 		}
 		delete(x.slot, id)
@@ -747,6 +766,10 @@ func (x *Index) search(q []float32, model string, f Filter, k, workers int) ([]m
 	if c.slots != nil {
 		n = len(c.slots)
 	}
+	kk := k // candidates kept: a coded index scores more again
+	if x.q != nil {
+		kk = k*rescoreFactor + rescoreExtra
+	}
 	parts := 1
 	if n >= parallelThreshold {
 		parts = max(1, workers)
@@ -757,7 +780,7 @@ func (x *Index) search(q []float32, model string, f Filter, k, workers int) ([]m
 	for p := 0; p < parts; p++ {
 		lo, hi := p*chunk, min((p+1)*chunk, n)
 		scan := func() {
-			h := topK{k: k}
+			h := topK{k: kk}
 			for i := lo; i < hi; i++ {
 				s := i
 				if c.slots != nil {
@@ -767,7 +790,12 @@ func (x *Index) search(q []float32, model string, f Filter, k, workers int) ([]m
 				if r.model != mid || !c.match(s, r) {
 					continue
 				}
-				sc := float64(dot(q, x.vecs[s*x.dim:(s+1)*x.dim]) * r.invNorm * qn)
+				var sc float64
+				if x.q != nil {
+					sc = float64(dot8(q, x.q.codes[s*x.dim:(s+1)*x.dim]) * x.q.scale[s] * r.invNorm * qn)
+				} else {
+					sc = float64(dot(q, x.vecs[s*x.dim:(s+1)*x.dim]) * r.invNorm * qn)
+				}
 				h.offer(s, sc, x.rows)
 			}
 			heaps[p] = h
@@ -780,10 +808,16 @@ func (x *Index) search(q []float32, model string, f Filter, k, workers int) ([]m
 		go func() { defer wg.Done(); scan() }()
 	}
 	wg.Wait()
-	all := topK{k: k}
+	all := topK{k: kk}
 	for _, h := range heaps {
 		for _, e := range h.items {
 			all.offer(e.slot, e.score, x.rows)
+		}
+	}
+	if x.q != nil {
+		var err error
+		if all, err = x.rescore(q, qn, all.items, k); err != nil {
+			return nil, How{}, err
 		}
 	}
 	out := make([]mnemotype.Hit, len(all.items))
@@ -812,12 +846,17 @@ func (x *Index) Score(q []float32, model string, ids []string) ([]mnemotype.Hit,
 		return nil, nil
 	}
 	out := make([]mnemotype.Hit, 0, len(ids))
+	buf := make([]float32, x.dim)
 	for _, id := range ids {
 		s, ok := x.slot[id]
 		if !ok || x.rows[s].model != mid {
 			continue
 		}
-		sc := float64(dot(q, x.vecs[s*x.dim:(s+1)*x.dim]) * x.rows[s].invNorm * qn)
+		v, err := x.vector(s, buf)
+		if err != nil {
+			return nil, err
+		}
+		sc := float64(dot(q, v) * x.rows[s].invNorm * qn)
 		if math.IsNaN(sc) { // as in Search: NaN has no place in a ranking
 			continue
 		}
