@@ -77,7 +77,10 @@ type Options struct {
 	// NoBackground is for a short-lived process: it grows no graph in the
 	// background (BuildGraph still does, at once), restores snapshots
 	// without their graphs (vector.DecodeOptions.NoGraph), and does not
-	// write a snapshot over one whose graph it left out.
+	// write a snapshot over one whose graph it left out. Without Text, it
+	// restores the embeddings' int8 codes alone (vector.DecodeOptions.Codes,
+	// Stats.Coded): a search reads its best candidates' float32s from the
+	// snapshot file, which stays open while the index is held.
 	NoBackground bool
 	// Text makes each index keep its profile's full-text index too (read
 	// from the change feed with the memories' text), so that Lexical
@@ -189,6 +192,28 @@ func (c *Catalog) newIndex() *vector.Index {
 
 // Search implements the dense port: the exact top q.K of the scope.
 func (c *Catalog) Search(ctx context.Context, q Query) ([]mnemotype.Hit, error) {
+	hits, err := c.search(ctx, q)
+	if c.corrupt(q.Scope.Profile, err) {
+		hits, err = c.search(ctx, q)
+	}
+	return hits, err
+}
+
+// corrupt reports whether err is a corrupt snapshot found by a search: a
+// coded index (Stats.Coded) reads float32s from its snapshot as it
+// searches. It then drops the index and the snapshot, so that the next
+// call builds the index from the store, as a snapshot found corrupt when
+// read is ignored.
+func (c *Catalog) corrupt(profile string, err error) bool {
+	if !errors.Is(err, vector.ErrCorrupt) {
+		return false
+	}
+	c.opt.Logger.Warn("dense index snapshot corrupt: dropped, the index is built from the store", "profile", profile, "err", err)
+	c.Evict(profile)
+	return true
+}
+
+func (c *Catalog) search(ctx context.Context, q Query) ([]mnemotype.Hit, error) {
 	x, err := c.index(ctx, q.Scope.Profile)
 	if err != nil {
 		return nil, err
@@ -207,11 +232,16 @@ func (c *Catalog) Search(ctx context.Context, q Query) ([]mnemotype.Hit, error) 
 
 // Score implements the dense port.
 func (c *Catalog) Score(ctx context.Context, q Query, ids []string) ([]mnemotype.Hit, error) {
-	x, err := c.index(ctx, q.Scope.Profile)
-	if err != nil {
-		return nil, err
+	for try := 0; ; try++ {
+		x, err := c.index(ctx, q.Scope.Profile)
+		if err != nil {
+			return nil, err
+		}
+		hits, err := x.Score(q.Vector, q.Model, ids)
+		if try > 0 || !c.corrupt(q.Scope.Profile, err) {
+			return hits, err
+		}
 	}
-	return x.Score(q.Vector, q.Model, ids)
 }
 
 // Stats describe one profile's index.
@@ -345,8 +375,8 @@ func (c *Catalog) Synced(ctx context.Context, profile string) (context.Context, 
 }
 
 // KeepsText reports whether the catalog keeps full-text indexes
-// (Options.Text).
-func (c *Catalog) KeepsText() bool { return c.opt.Text }
+// (Options.Text, or SnapshotText: those of snapshots).
+func (c *Catalog) KeepsText() bool { return c.opt.Text || c.opt.SnapshotText }
 
 // caughtUp returns profile's entry, its index caught up with every change
 // the store committed before the call (or before Synced noted ctx).
@@ -565,6 +595,9 @@ func (c *Catalog) BuildGraph(ctx context.Context, profile string) (int, error) {
 	x := e.x.Load()
 	if !c.needsGraph(x) {
 		return 0, nil
+	}
+	if err := x.ReadFloats(); err != nil { // a coded index's
+		return 0, err
 	}
 	n := x.Graph().Unlinked
 	for x.Graph().Unlinked > 0 {

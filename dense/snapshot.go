@@ -35,7 +35,9 @@ import (
 // (Catalog.Verify can). Deleting the folder loses nothing.
 //
 // Layout: snapshotMagic, the profile, the instance (each a little-endian
-// uint32 length and its bytes), the watermark (int64), the index
+// uint32 length and its bytes), the watermark (int64), the CRC-32C of
+// these (a reader of the index's codes alone reads no other checksum
+// covering them: vector.DecodeOptions.Codes), the index
 // (vector.Index.EncodeIndex), the CRC-32C of everything before it, the
 // text section (vector.Index.EncodeText, which carries its own
 // checksums), then the lengths of the index and of the text section
@@ -43,7 +45,7 @@ import (
 // and a one-shot one (Options.SnapshotText) the text section's postings
 // as its searches need them: at a million memories the text section is
 // almost half the file.
-var snapshotMagic = [8]byte{'m', 'n', 'e', 'm', 'o', 'd', 'x', 3}
+var snapshotMagic = [8]byte{'m', 'n', 'e', 'm', 'o', 'd', 'x', 4}
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
@@ -146,6 +148,13 @@ func (c *Catalog) readSnapshot(ctx context.Context, path, profile string, storeS
 		return nil, 0, fmt.Errorf("%w: header: %w", vector.ErrCorrupt, err)
 	}
 	seq := int64(binary.LittleEndian.Uint64(seqb[:]))
+	var hsum [4]byte
+	if _, err := io.ReadFull(r, hsum[:]); err != nil {
+		return nil, 0, fmt.Errorf("%w: header: %w", vector.ErrCorrupt, err)
+	}
+	if crc32.Checksum(snapshotHeader(gotProfile, gotInstance, seq), castagnoli) != binary.LittleEndian.Uint32(hsum[:]) {
+		return nil, 0, fmt.Errorf("%w: header checksum mismatch", vector.ErrCorrupt)
+	}
 	switch {
 	case gotProfile != profile:
 		return nil, 0, fmt.Errorf("%w: it is profile %q's", errSnapshotMismatch, gotProfile)
@@ -155,7 +164,7 @@ func (c *Catalog) readSnapshot(ctx context.Context, path, profile string, storeS
 		return nil, 0, fmt.Errorf("%w: its watermark %d is ahead of the database's sequence %d (a database restored from an older copy?)",
 			errSnapshotMismatch, seq, storeSeq)
 	}
-	header := int64(8 + 4 + len(gotProfile) + 4 + len(gotInstance) + 8)
+	header := int64(8 + 4 + len(gotProfile) + 4 + len(gotInstance) + 8 + 4)
 	if indexLen < 0 || textLen < 1 || indexLen > fi.Size() || textLen > fi.Size() ||
 		header+indexLen+4+textLen+int64(len(lens)) != fi.Size() {
 		return nil, 0, fmt.Errorf("%w: sections of %d and %d bytes in a snapshot of %d", vector.ErrCorrupt, indexLen, textLen, fi.Size())
@@ -203,6 +212,16 @@ func (c *Catalog) readSnapshot(ctx context.Context, path, profile string, storeS
 		return nil, 0, fmt.Errorf("%w: it holds %d-dimensional embeddings, the embedder's have %d", errSnapshotMismatch, d, c.opt.Dim)
 	}
 	return x, seq, nil
+}
+
+// snapshotHeader returns a snapshot's header but its checksum.
+func snapshotHeader(profile, instance string, seq int64) []byte {
+	h := append([]byte(nil), snapshotMagic[:]...)
+	for _, s := range []string{profile, instance} {
+		h = binary.LittleEndian.AppendUint32(h, uint32(len(s)))
+		h = append(h, s...)
+	}
+	return binary.LittleEndian.AppendUint64(h, uint64(seq))
 }
 
 func readString(r io.Reader) (string, error) {
@@ -300,13 +319,8 @@ func writeSnapshot(dir, profile, instance string, seq int64, x *vector.Index) (e
 	sum := crc32.New(castagnoli)
 	bw := bufio.NewWriterSize(f, 1<<20)
 	w := io.MultiWriter(bw, sum)
-	var h []byte
-	h = append(h, snapshotMagic[:]...)
-	for _, s := range []string{profile, instance} {
-		h = binary.LittleEndian.AppendUint32(h, uint32(len(s)))
-		h = append(h, s...)
-	}
-	h = binary.LittleEndian.AppendUint64(h, uint64(seq))
+	h := snapshotHeader(profile, instance, seq)
+	h = binary.LittleEndian.AppendUint32(h, crc32.Checksum(h, castagnoli))
 	if _, err := w.Write(h); err != nil {
 		return err
 	}

@@ -528,3 +528,52 @@ func TestCatalog_SnapshotTextUnread(t *testing.T) {
 		t.Fatalf("the catalog keeping text read %d memories from the store:\n%s", n, logs.String())
 	}
 }
+
+// TestCatalog_CodedCorruptFloats: a one-shot catalog reads float32s from
+// the snapshot as it searches; a corrupt one drops the snapshot, and the
+// search is answered from the store, as for a snapshot found corrupt when
+// read.
+func TestCatalog_CodedCorruptFloats(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	path, dir := filepath.Join(t.TempDir(), "mnemo.db"), t.TempDir()
+	st := openPath(t, path)
+	if err := st.Insert(ctx, mixedKinds(memories("alice", 500, 5))); err != nil {
+		t.Fatal(err)
+	}
+	c := dense.NewCatalog(st, dense.Options{Dir: dir, Text: true})
+	if _, err := c.Rebuild(ctx, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	snap := dense.SnapshotPath(dir, "alice")
+	b, err := os.ReadFile(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The header (magic, profile, instance, watermark, checksum), then the
+	// index, whose float32s end 4 bytes before it does (a graph of no
+	// node): one bit changed in each of the last 100 rows' float32s.
+	profileLen := int(binary.LittleEndian.Uint32(b[8:]))
+	instanceLen := int(binary.LittleEndian.Uint32(b[12+profileLen:]))
+	header := 8 + 4 + profileLen + 4 + instanceLen + 8 + 4
+	indexLen := int(binary.LittleEndian.Uint64(b[len(b)-16:]))
+	floatsEnd := header + indexLen - 4
+	for i := 1; i <= 100; i++ {
+		b[floatsEnd-i*16*4+5] ^= 0x01
+	}
+	if err := os.WriteFile(snap, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var logs testenv.SyncBuffer
+	st.rows.Store(0)
+	oneShot := dense.NewCatalog(st, dense.Options{Dir: dir, NoBackground: true, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	defer oneShot.Close()
+	if stats, err := oneShot.Profile(ctx, "alice"); err != nil || !stats.Coded {
+		t.Fatalf("the one-shot catalog's index: %+v, %v; want it coded", stats, err)
+	}
+	sameAsStore(t, "one-shot, corrupt float32s", oneShot, st.Store)
+	if _, err := os.Stat(snap); !errors.Is(err, os.ErrNotExist) || !strings.Contains(logs.String(), "snapshot corrupt") || st.rows.Load() < 500 {
+		t.Fatalf("after a corrupt float32: snapshot %v, %d memories read from the store, logs:\n%s", err, st.rows.Load(), logs.String())
+	}
+}

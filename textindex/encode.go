@@ -51,8 +51,8 @@ type lazy struct {
 }
 
 // AppendBinary appends the index's encoding to b. The postings of a
-// lazily read index are read first: when one cannot be (Err), the
-// encoding leaves them out.
+// lazily read index are read first: when one cannot be (Err), its token
+// is written without postings, which Decode and Open reject.
 func (x *Index) AppendBinary(b []byte) []byte {
 	b = append(b, encodingVersion)
 	sizes := make([]uint32, len(x.terms))

@@ -324,6 +324,9 @@ func (x *Index) Compact() (remap []int32) {
 		docs = append(docs, x.docs[d])
 	}
 	// Terms left without a live posting go; the others are renumbered.
+	for id := range x.terms {
+		x.term(int32(id)) // every term read before the counts start again
+	}
 	termMap := make([]int32, len(x.terms))
 	terms := make([]term, 0, len(x.terms))
 	x.overs = 0

@@ -133,27 +133,40 @@ func (x *Index) encodeIndex(out *bufio.Writer) error {
 	return x.encodeGraph(out)
 }
 
-// encodeCodes writes each row's scale and int8 codes (see quant.go).
+// encodeCodes writes each row's scale, the CRC-32C of its float32s and its
+// int8 codes (see quant.go).
 func (x *Index) encodeCodes(bw *bufio.Writer) error {
 	if x.dim == 0 {
 		return nil
 	}
 	b := make([]byte, 0, 1<<16)
 	codes := make([]int8, x.dim)
+	zero := floatSum(make([]float32, x.dim)) // a row without embedding
 	for s := range x.rows {
 		var sc float32
+		var sum uint32
 		if q := x.q; q != nil {
 			copy(codes, q.codes[s*x.dim:(s+1)*x.dim])
 			sc = q.scale[s]
+			switch {
+			case q.orig[s] >= 0:
+				sum = q.sums[s]
+			case x.rows[s].model >= 0:
+				sum = floatSum(q.fresh[x.rows[s].id])
+			default:
+				sum = zero
+			}
 		} else {
-			sc = quantize(x.vecs[s*x.dim:(s+1)*x.dim], codes)
+			v := x.vecs[s*x.dim : (s+1)*x.dim]
+			sc, sum = quantize(v, codes), floatSum(v)
 		}
 		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(sc))
+		b = binary.LittleEndian.AppendUint32(b, sum)
 		for _, c := range codes {
 			b = append(b, byte(c))
 		}
 		var err error
-		if b, err = flushAt(bw, b, 1<<16-x.dim-4); err != nil {
+		if b, err = flushAt(bw, b, 1<<16-x.dim-8); err != nil {
 			return err
 		}
 	}
@@ -340,6 +353,8 @@ func DecodeWith(r io.Reader, size int64, opt DecodeOptions) (*Index, error) {
 
 // DecodeIndex reads an index EncodeIndex wrote, of size bytes, as Decode
 // reads Encode's (opt.NoText does not apply: DecodeText reads the text).
+// With opt.Codes it stops after the codes, leaving r there, when the
+// index holds any embedding (Coded).
 func DecodeIndex(r io.Reader, size int64, opt DecodeOptions) (*Index, error) {
 	d := decoder{r: r, left: size}
 	x, err := decodeIndex(&d, opt)
@@ -511,7 +526,7 @@ func decodeIndex(d *decoder, opt DecodeOptions) (*Index, error) {
 		}
 	}()
 	if coded {
-		x.q = &quant{codes: make([]int8, nRows*dim), scale: make([]float32, nRows), orig: make([]int32, nRows),
+		x.q = &quant{codes: make([]int8, nRows*dim), scale: make([]float32, nRows), sums: make([]uint32, nRows), orig: make([]int32, nRows),
 			fresh: map[string][]float32{}, src: opt.Codes.R}
 	}
 	x.readCodes(d)
@@ -556,14 +571,12 @@ func decodeIndex(d *decoder, opt DecodeOptions) (*Index, error) {
 	return x, nil
 }
 
-// skipGraph reads past the graph Encode wrote after the embeddings and
-// puts every embedded row on the tail.
 // readCodes reads the rows' codes (encodeCodes) into x.q when it is set,
 // and the checksum of all read so far.
 func (x *Index) readCodes(d *decoder) {
 	if x.dim > 0 {
 		for s := range x.rows {
-			b := d.next(4 + x.dim)
+			b := d.next(8 + x.dim)
 			if b == nil {
 				return
 			}
@@ -573,10 +586,10 @@ func (x *Index) readCodes(d *decoder) {
 				return
 			}
 			if q := x.q; q != nil {
-				q.scale[s] = sc
+				q.scale[s], q.sums[s] = sc, binary.LittleEndian.Uint32(b[4:])
 				codes := q.codes[s*x.dim : (s+1)*x.dim]
 				for i := range codes {
-					codes[i] = int8(b[4+i])
+					codes[i] = int8(b[8+i])
 				}
 			}
 		}
@@ -587,6 +600,8 @@ func (x *Index) readCodes(d *decoder) {
 	}
 }
 
+// skipGraph reads past the graph Encode wrote after the embeddings and
+// puts every embedded row on the tail.
 func (x *Index) skipGraph(d *decoder) {
 	nNodes := d.count(4 + 1 + (graphM0+1)*4)
 	x.graphLeftOut = nNodes > 0

@@ -3,9 +3,11 @@ package vector
 import (
 	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"math"
 	"slices"
+	"unsafe"
 )
 
 // An index decoded from its codes alone (DecodeOptions.Codes) holds each
@@ -13,14 +15,18 @@ import (
 // the memory, and a quarter of the bytes to read, for a one-shot process.
 // A search ranks the rows in scope by the codes, then scores the best
 // candidates again with their float32 embeddings, read from the encoding
-// (the rows decoded) or held (the rows written since), so its hits and
-// scores are those of an index holding float32s whenever the true top k
-// are among the candidates.
+// (the rows decoded; each row's CRC-32C is among the codes) or held (the
+// rows written since). A code is within half a step of its value, which
+// bounds how far a row's score by the codes is from its score: when a row
+// left out could still reach the k-th score found, the scope is scanned
+// again for every such row, so the hits and scores are exactly those of an
+// index holding float32s.
 
 // quant holds a coded index's embeddings.
 type quant struct {
 	codes []int8    // slot s: codes[s*dim : (s+1)*dim]
 	scale []float32 // slot s: its embedding ≈ codes × scale[s]
+	sums  []uint32  // slot s: the CRC-32C of its float32s in src
 	// orig is each slot's row in src's float32s, -1 for a row written
 	// since the index was decoded, whose embedding is in fresh.
 	orig  []int32
@@ -29,12 +35,34 @@ type quant struct {
 	off   int64 // where src's float32s start
 }
 
-// rescoreOver is how many candidates, besides k, a coded search scores
-// again per hit it returns (k × rescoreFactor + rescoreExtra in all).
+// A coded search scores k × rescoreFactor + rescoreExtra candidates again.
 const (
 	rescoreFactor = 4
 	rescoreExtra  = 32
 )
+
+// candidates returns how many candidates a coded search of k keeps.
+func candidates(k int) int {
+	if k > (math.MaxInt32-rescoreExtra)/rescoreFactor {
+		return math.MaxInt32
+	}
+	return k*rescoreFactor + rescoreExtra
+}
+
+// codeError bounds how far a row's dot product with q by its codes is
+// from its dot product: half a step per value, weighed by |q| (l1 is q's
+// l1 norm), and a margin for float32 rounding. Times the row's invNorm and
+// q's, it bounds the cosine's error.
+func codeError(scale, l1 float32) float32 { return 0.502 * scale * l1 }
+
+// l1 returns the sum of q's magnitudes.
+func l1(q []float32) float32 {
+	s := float32(0)
+	for _, f := range q {
+		s += float32(math.Abs(float64(f)))
+	}
+	return s * (1 + 1e-5)
+}
 
 // quantize writes v's codes into codes and returns its scale: the largest
 // magnitude maps to ±127.
@@ -49,7 +77,7 @@ func quantize(v []float32, codes []int8) float32 {
 	}
 	s := m / 127
 	for i, f := range v {
-		codes[i] = int8(math.Round(float64(f / s)))
+		codes[i] = int8(max(-127, min(127, math.Round(float64(f)/float64(s)))))
 	}
 	return s
 }
@@ -88,15 +116,27 @@ func (x *Index) vector(s int, buf []float32) ([]float32, error) {
 	if _, err := q.src.ReadAt(b, q.off+int64(q.orig[s])*int64(len(b))); err != nil {
 		return nil, fmt.Errorf("dense index: reading an embedding: %w", err)
 	}
-	codes, sc := q.codes[s*x.dim:(s+1)*x.dim], q.scale[s]
+	if crc32.Checksum(b, castagnoli) != q.sums[s] {
+		return nil, fmt.Errorf("%w: row %q's embedding does not match its checksum", ErrCorrupt, x.rows[s].id)
+	}
 	for i := range buf[:x.dim] {
-		f := math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-		if d := math.Abs(float64(f) - float64(codes[i])*float64(sc)); !(d <= 0.5001*float64(sc)+1e-30) {
-			return nil, fmt.Errorf("%w: row %q's embedding disagrees with its codes", ErrCorrupt, x.rows[s].id)
-		}
-		buf[i] = f
+		buf[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
 	}
 	return buf[:x.dim], nil
+}
+
+// floatSum is the CRC-32C of v as the encoding lays it out.
+func floatSum(v []float32) uint32 {
+	if littleEndian && len(v) > 0 {
+		return crc32.Checksum(unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), len(v)*4), castagnoli)
+	}
+	var b [4]byte
+	sum := uint32(0)
+	for _, f := range v {
+		binary.LittleEndian.PutUint32(b[:], math.Float32bits(f))
+		sum = crc32.Update(sum, castagnoli, b[:])
+	}
+	return sum
 }
 
 // setCoded stores emb (nil: none) as slot s's embedding in a coded index:
@@ -108,7 +148,7 @@ func (x *Index) setCoded(s int, emb []float32) {
 	id := x.rows[s].id
 	if emb == nil {
 		clear(codes)
-		q.scale[s] = 0
+		q.scale[s], q.sums[s] = 0, 0
 		delete(q.fresh, id)
 		return
 	}
@@ -138,6 +178,15 @@ func (x *Index) readFloats() error {
 	return nil
 }
 
+// ReadFloats reads a coded index's float32 embeddings (Coded is false
+// after it), for what walks them all (GrowGraph, which does so itself but
+// cannot say why it failed).
+func (x *Index) ReadFloats() error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.readFloats()
+}
+
 // Coded reports whether the index holds its embeddings as codes
 // (DecodeOptions.Codes).
 func (x *Index) Coded() bool {
@@ -146,17 +195,51 @@ func (x *Index) Coded() bool {
 	return x.q != nil
 }
 
-// rescore scores the candidates again with their float32 embeddings and
-// keeps the best k.
-func (x *Index) rescore(q []float32, qn float32, cands []entry, k int) (topK, error) {
+// rescore scores the candidates of a coded scan (their scores by the
+// codes; full when kept is as many as the scan kept) again with their
+// float32 embeddings and keeps the best k. When a row left out could
+// reach the k-th score — its score by the codes, plus its largest error
+// (at most maxErr, a bound over the rows scanned), is not below it — it
+// calls again with each row of the scope whose score by the codes plus
+// its own error reaches the k-th score (the codes' second pass), so that
+// the hits are exactly the float32 index's.
+func (x *Index) rescore(q []float32, qn float32, cands []entry, full bool, maxErr float64,
+	again func(floor float64, keep func(s int)), k int) (topK, error) {
 	h := topK{k: k}
 	buf := make([]float32, x.dim)
-	for _, e := range cands {
-		v, err := x.vector(e.slot, buf)
+	score := func(s int) error {
+		v, err := x.vector(s, buf)
 		if err != nil {
+			return err
+		}
+		h.offer(s, float64(dot(q, v)*x.rows[s].invNorm*qn), x.rows)
+		return nil
+	}
+	lowest := math.Inf(1)
+	seen := make(map[int]bool, len(cands))
+	for _, e := range cands {
+		lowest = min(lowest, e.score)
+		seen[e.slot] = true
+		if err := score(e.slot); err != nil {
 			return h, err
 		}
-		h.offer(e.slot, float64(dot(q, v)*x.rows[e.slot].invNorm*qn), x.rows)
 	}
-	return h, nil
+	if !full || len(h.items) < k {
+		return h, nil // every row in scope was a candidate
+	}
+	kth := h.items[0].score // the heap's root is its worst
+	for _, e := range h.items {
+		kth = min(kth, e.score)
+	}
+	if lowest+maxErr < kth {
+		return h, nil
+	}
+	var err error
+	again(kth, func(s int) {
+		if err == nil && !seen[s] {
+			seen[s] = true
+			err = score(s)
+		}
+	})
+	return h, err
 }

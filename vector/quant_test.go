@@ -127,9 +127,9 @@ func TestIndex_Coded(t *testing.T) {
 	// A changed byte: in the rows or codes, DecodeIndex fails; in an
 	// embedding's float32s, the searches that rescore it do.
 	rowsEnd := bytes.LastIndex(enc.Bytes(), []byte("m2999")) // the last row's id
-	for _, i := range []int{20, rowsEnd + 40, floats - 2, floats + 4*dim*2000 + 3} {
+	for _, i := range []int{20, rowsEnd + 40, floats - 2, floats + 4*dim*2000 + 3, floats + 4*dim*1500} {
 		b := slices.Clone(file)
-		b[at+i] ^= 0x40 // in a float32, its exponent
+		b[at+i] ^= 0x41 // in a float32, its exponent, or the lowest bit of its mantissa
 		z, err := decode(b)
 		if i < floats {
 			if !errors.Is(err, vector.ErrCorrupt) {
@@ -162,4 +162,50 @@ func gaussian(r *rand.Rand, dim int) []float32 {
 		v[i] = float32(r.NormFloat64())
 	}
 	return v
+}
+
+// TestIndex_CodedNearDuplicates: rows closer to each other than a code's
+// step are ranked by their float32s all the same — the scan goes again
+// for the rows the codes cannot tell apart.
+func TestIndex_CodedNearDuplicates(t *testing.T) {
+	t.Parallel()
+	const dim = 16
+	r := rand.New(rand.NewPCG(7, 7))
+	base := gaussian(r, dim)
+	x := vector.NewDim(dim)
+	var mems []mnemotype.Memory
+	for i := range 300 {
+		v := slices.Clone(base)
+		v[3] += float32(i) * 1e-5
+		mems = append(mems, mem(fmt.Sprintf("m%03d", i), session(fmt.Sprint("s", i%3)), emb("m", v...)))
+	}
+	for i := range 300 {
+		mems = append(mems, mem(fmt.Sprint("other", i), emb("m", gaussian(r, dim)...)))
+	}
+	if err := x.Upsert(mems); err != nil {
+		t.Fatal(err)
+	}
+	var enc bytes.Buffer
+	if err := x.EncodeIndex(&enc); err != nil {
+		t.Fatal(err)
+	}
+	y, err := vector.DecodeIndex(bytes.NewReader(enc.Bytes()), int64(enc.Len()),
+		vector.DecodeOptions{Codes: &vector.Source{R: bytes.NewReader(enc.Bytes())}})
+	if err != nil || !y.Coded() {
+		t.Fatalf("decoded: coded %v, %v", y.Coded(), err)
+	}
+	for i, q := range [][]float32{base, gaussian(r, dim), {0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}} {
+		for _, k := range []int{1, 3, 40} {
+			for _, f := range []vector.Filter{{}, {Sessions: []string{"s1"}}} {
+				got, how, err := y.SearchHow(q, "m", f, k, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, _ := x.Search(q, "m", f, k)
+				if !slices.Equal(got, want) || !how.Coded {
+					t.Fatalf("query %d, k %d, %+v (%s):\n got %v\nwant %v", i, k, f, how, got, want)
+				}
+			}
+		}
+	}
 }

@@ -116,7 +116,8 @@ type Index struct {
 	ann       ANN
 	visitPool sync.Pool
 	walks     atomic.Int64
-	// graphLeftOut is set when DecodeWith read past a graph (NoGraph).
+	// graphLeftOut is set when DecodeWith read past a graph (NoGraph), or
+	// did not read as far (DecodeOptions.Codes).
 	graphLeftOut bool
 	// text, when not nil, is the rows' full-text index (EnableText);
 	// docSlot maps its documents to slots (-1: deleted). textBroken is set
@@ -211,7 +212,7 @@ func (x *Index) Bytes() int64 {
 	b := int64(cap(x.vecs))*4 + int64(cap(x.rows))*rowSize + x.keyBytes +
 		int64(len(x.rows))*nPostings*4 + int64(len(x.posts))*mapEntry + int64(cap(x.tail))*4
 	if q := x.q; q != nil {
-		b += int64(cap(q.codes)) + int64(cap(q.scale))*4 + int64(cap(q.orig))*4 + int64(len(q.fresh))*(mapEntry+int64(x.dim)*4)
+		b += int64(cap(q.codes)) + int64(cap(q.scale))*4 + int64(cap(q.sums))*4 + int64(cap(q.orig))*4 + int64(len(q.fresh))*(mapEntry+int64(x.dim)*4)
 	}
 	if x.text != nil {
 		b += x.text.Bytes() + int64(cap(x.docSlot))*4
@@ -350,7 +351,7 @@ func (x *Index) upsert(mems []mnemotype.Memory, docs []textindex.Doc) error {
 			x.rows = append(x.rows, r)
 			if q := x.q; q != nil {
 				q.codes = append(q.codes, make([]int8, x.dim)...)
-				q.scale, q.orig = append(q.scale, 0), append(q.orig, -1)
+				q.scale, q.sums, q.orig = append(q.scale, 0), append(q.sums, 0), append(q.orig, -1)
 			} else if x.dim > 0 {
 				x.vecs = append(x.vecs, make([]float32, x.dim)...)
 			}
@@ -434,14 +435,14 @@ func (x *Index) Delete(ids ...string) {
 			}
 			if q := x.q; q != nil {
 				copy(q.codes[s*x.dim:(s+1)*x.dim], q.codes[last*x.dim:(last+1)*x.dim])
-				q.scale[s], q.orig[s] = q.scale[last], q.orig[last]
+				q.scale[s], q.sums[s], q.orig[s] = q.scale[last], q.sums[last], q.orig[last]
 			} else if x.dim > 0 {
 				copy(x.vecs[s*x.dim:(s+1)*x.dim], x.vecs[last*x.dim:(last+1)*x.dim])
 			}
 		}
 		x.rows = x.rows[:last]
 		if q := x.q; q != nil {
-			q.codes, q.scale, q.orig = q.codes[:last*x.dim], q.scale[:last], q.orig[:last]
+			q.codes, q.scale, q.sums, q.orig = q.codes[:last*x.dim], q.scale[:last], q.sums[:last], q.orig[:last]
 			delete(q.fresh, id)
 		} else if x.dim > 0 {
 			x.vecs = x.vecs[:last*x.dim]
@@ -705,6 +706,8 @@ type How struct {
 	Walked  bool
 	Ef      int
 	Scanned int
+	// Coded is set when the scan ranked by int8 codes (quant.go).
+	Coded bool
 }
 
 // String describes h in words (the recall trace's dense_search).
@@ -714,6 +717,8 @@ func (h How) String() string {
 		return fmt.Sprintf("walked the HNSW graph (ef %d) and scanned the %d memories not yet in it", h.Ef, h.Scanned)
 	case h.Walked:
 		return fmt.Sprintf("walked the HNSW graph (ef %d)", h.Ef)
+	case h.Coded:
+		return fmt.Sprintf("scanned %d memories by their int8 codes and scored the best again exactly", h.Scanned)
 	case h.Scanned >= 0:
 		return fmt.Sprintf("scanned %d memories exactly", h.Scanned)
 	}
@@ -768,13 +773,14 @@ func (x *Index) search(q []float32, model string, f Filter, k, workers int) ([]m
 	}
 	kk := k // candidates kept: a coded index scores more again
 	if x.q != nil {
-		kk = k*rescoreFactor + rescoreExtra
+		kk = candidates(k)
 	}
 	parts := 1
 	if n >= parallelThreshold {
 		parts = max(1, workers)
 	}
 	heaps := make([]topK, parts)
+	worst := make([]float32, parts) // a coded scan's largest scale × invNorm
 	var wg sync.WaitGroup
 	chunk := (n + parts - 1) / parts
 	for p := 0; p < parts; p++ {
@@ -792,7 +798,9 @@ func (x *Index) search(q []float32, model string, f Filter, k, workers int) ([]m
 				}
 				var sc float64
 				if x.q != nil {
-					sc = float64(dot8(q, x.q.codes[s*x.dim:(s+1)*x.dim]) * x.q.scale[s] * r.invNorm * qn)
+					si := x.q.scale[s] * r.invNorm
+					sc = float64(dot8(q, x.q.codes[s*x.dim:(s+1)*x.dim]) * si * qn)
+					worst[p] = max(worst[p], si)
 				} else {
 					sc = float64(dot(q, x.vecs[s*x.dim:(s+1)*x.dim]) * r.invNorm * qn)
 				}
@@ -815,8 +823,27 @@ func (x *Index) search(q []float32, model string, f Filter, k, workers int) ([]m
 		}
 	}
 	if x.q != nil {
+		l1q := l1(q)
+		maxErr := float64(codeError(slices.Max(worst), l1q) * qn)
+		again := func(floor float64, keep func(s int)) {
+			for i := range n {
+				s := i
+				if c.slots != nil {
+					s = int(c.slots[i])
+				}
+				r := &x.rows[s]
+				if r.model != mid || !c.match(s, r) {
+					continue
+				}
+				si := x.q.scale[s] * r.invNorm
+				sc := float64(dot8(q, x.q.codes[s*x.dim:(s+1)*x.dim]) * si * qn)
+				if sc+float64(codeError(si, l1q)*qn) >= floor {
+					keep(s)
+				}
+			}
+		}
 		var err error
-		if all, err = x.rescore(q, qn, all.items, k); err != nil {
+		if all, err = x.rescore(q, qn, all.items, len(all.items) == kk, maxErr, again, k); err != nil {
 			return nil, How{}, err
 		}
 	}
@@ -825,7 +852,7 @@ func (x *Index) search(q []float32, model string, f Filter, k, workers int) ([]m
 		out[i] = mnemotype.Hit{ID: x.rows[e.slot].id, Score: e.score}
 	}
 	sortHits(out)
-	return out, How{Scanned: n}, nil
+	return out, How{Scanned: n, Coded: x.q != nil}, nil
 }
 
 // Score returns the cosine of q with each listed memory embedded by model
