@@ -428,7 +428,7 @@ type textSection struct {
 
 // decodeIndex reads what encodeIndex wrote.
 func decodeIndex(d *decoder, opt DecodeOptions) (*Index, error) {
-	d.summing = true
+	d.startSum()
 	if magic := d.next(len(encodingMagic)); d.err == nil && string(magic) != string(encodingMagic[:]) {
 		return nil, fmt.Errorf("%w: not a vector index (or another version of its format)", ErrCorrupt)
 	}
@@ -587,15 +587,12 @@ func (x *Index) readCodes(d *decoder) {
 			}
 			if q := x.q; q != nil {
 				q.scale[s], q.sums[s] = sc, binary.LittleEndian.Uint32(b[4:])
-				codes := q.codes[s*x.dim : (s+1)*x.dim]
-				for i := range codes {
-					codes[i] = int8(b[8+i])
-				}
+				copy(q.codes[s*x.dim:(s+1)*x.dim], unsafe.Slice((*int8)(unsafe.Pointer(&b[8])), x.dim))
 			}
 		}
 	}
-	d.summing = false
-	if sum := d.u32(); d.err == nil && sum != d.crc {
+	crc := d.endSum()
+	if sum := d.u32(); d.err == nil && sum != crc {
 		d.fail("checksum mismatch in the rows or codes")
 	}
 }
@@ -748,6 +745,7 @@ func (x *Index) decodeGraph(d *decoder) {
 // one (every row has one unless the text was incomplete). With lazy (the
 // section d reads), the text index is opened there, not read.
 func (x *Index) decodeText(d *decoder, skip bool, lazy *textSection) {
+	d.startSum()
 	switch flag := d.u8(); {
 	case d.err != nil || flag == 0:
 		return
@@ -762,19 +760,12 @@ func (x *Index) decodeText(d *decoder, skip bool, lazy *textSection) {
 	}
 	broken := d.u8()
 	n := d.u64()
+	crc := d.endSum()
 	sum := d.u32()
 	if d.err != nil {
 		return
 	}
-	// The checksum of what was just read, encoded again.
-	front := make([]byte, 0, 1+12*len(docs)+1+8)
-	front = append(front, 1)
-	for s := range docs {
-		front = binary.LittleEndian.AppendUint32(front, uint32(docs[s]))
-		front = binary.LittleEndian.AppendUint64(front, hashes[s])
-	}
-	front = binary.LittleEndian.AppendUint64(append(front, broken), n)
-	if crc32.Checksum(front, castagnoli) != sum {
+	if crc != sum {
 		d.fail("text section checksum mismatch")
 		return
 	}
@@ -845,9 +836,30 @@ type decoder struct {
 	buf  []byte // read from r; buf[pos:] is not yet consumed
 	pos  int
 	err  error
-	// crc is the CRC-32C of the bytes consumed while summing.
+	// crc is the CRC-32C of the bytes consumed while summing, up to
+	// buf[sumPos] (see sum).
 	crc     uint32
 	summing bool
+	sumPos  int
+}
+
+// startSum starts the CRC-32C of the bytes consumed from now on.
+func (d *decoder) startSum() { d.summing, d.crc, d.sumPos = true, 0, d.pos }
+
+// sum adds the bytes consumed from the buffer since the last call to the
+// CRC: once per refill, not once per value read.
+func (d *decoder) sum() {
+	if d.summing {
+		d.crc = crc32.Update(d.crc, castagnoli, d.buf[d.sumPos:d.pos])
+		d.sumPos = d.pos
+	}
+}
+
+// endSum returns the CRC-32C of the bytes consumed since startSum.
+func (d *decoder) endSum() uint32 {
+	d.sum()
+	d.summing = false
+	return d.crc
 }
 
 // consumed returns how many bytes of an encoding of size bytes d has
@@ -873,6 +885,7 @@ func (d *decoder) next(n int) []byte {
 			d.fail("truncated")
 			return nil
 		}
+		d.sum() // before the consumed bytes go
 		if cap(d.buf) < n {
 			nb := make([]byte, have, max(n, decodeBuffer))
 			copy(nb, d.buf[d.pos:])
@@ -880,7 +893,7 @@ func (d *decoder) next(n int) []byte {
 		} else {
 			d.buf = d.buf[:copy(d.buf[:cap(d.buf)], d.buf[d.pos:])]
 		}
-		d.pos = 0
+		d.pos, d.sumPos = 0, 0
 		more := int(min(int64(cap(d.buf)-have), d.left))
 		if _, err := io.ReadFull(d.r, d.buf[have:have+more]); err != nil {
 			d.readFailed(err)
@@ -890,9 +903,6 @@ func (d *decoder) next(n int) []byte {
 	}
 	b := d.buf[d.pos : d.pos+n]
 	d.pos += n
-	if d.summing {
-		d.crc = crc32.Update(d.crc, castagnoli, b)
-	}
 	return b
 }
 
@@ -923,8 +933,10 @@ func (d *decoder) fill(p []byte) {
 		}
 		d.left -= int64(len(rest))
 	}
+	d.sum()
 	if d.summing {
-		d.crc = crc32.Update(d.crc, castagnoli, p)
+		d.crc = crc32.Update(d.crc, castagnoli, p[n:])
+		d.sumPos = d.pos
 	}
 }
 

@@ -199,6 +199,24 @@ func TestIndex_Text(t *testing.T) {
 		if err := o.OpenText(bytes.NewReader(file), at, int64(text.Len())); err != nil {
 			t.Fatal(err)
 		}
+		// A row's text hash changed (the front of the section, which its
+		// checksum alone covers): neither reader takes it.
+		front := slices.Clone(file)
+		front[at+1+4] ^= 0x01
+		for lazily, read := range map[bool]func(*vector.Index) error{
+			true: func(w *vector.Index) error { return w.OpenText(bytes.NewReader(front), at, int64(text.Len())) },
+			false: func(w *vector.Index) error {
+				return w.DecodeText(bytes.NewReader(front[at:]), int64(text.Len()), false)
+			},
+		} {
+			w, err := vector.DecodeIndex(bytes.NewReader(index.Bytes()), int64(index.Len()), vector.DecodeOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := read(w); !errors.Is(err, vector.ErrCorrupt) {
+				t.Errorf("a section with a changed hash read (lazily %v): %v, want ErrCorrupt", lazily, err)
+			}
+		}
 		if err := o.OpenText(bytes.NewReader(file), at, int64(text.Len())); err == nil {
 			t.Error("OpenText twice")
 		}
