@@ -169,17 +169,20 @@ func (c *Catalog) readSnapshot(ctx context.Context, path, profile string, storeS
 		header+indexLen+4+textLen+int64(len(lens)) != fi.Size() {
 		return nil, 0, fmt.Errorf("%w: sections of %d and %d bytes in a snapshot of %d", vector.ErrCorrupt, indexLen, textLen, fi.Size())
 	}
+	textAt := header + indexLen + 4
 	opt := vector.DecodeOptions{NoGraph: c.opt.NoBackground}
 	if c.opt.NoBackground && !c.opt.Text {
 		// A one-shot process reads the embeddings' int8 codes, and the
 		// float32s of each search's best candidates from f.
 		opt.Codes = &vector.Source{R: f, Off: header}
+		if c.opt.SnapshotText {
+			opt.Text = &vector.Source{R: f, Off: textAt, Size: textLen}
+		}
 	}
 	x, err := vector.DecodeIndex(r, indexLen, opt)
 	if err != nil {
 		return nil, 0, err
 	}
-	textAt := header + indexLen + 4
 	if x.Coded() {
 		// The rest of the index is not read, nor its checksum: the
 		// encoding checks its rows and codes, and each float32 read
@@ -197,6 +200,7 @@ func (c *Catalog) readSnapshot(ctx context.Context, path, profile string, storeS
 	switch {
 	case c.opt.Text:
 		err = x.DecodeText(br, textLen, false)
+	case c.opt.SnapshotText && x.KeepsText(): // opened with the codes
 	case c.opt.SnapshotText:
 		lazy = true
 		err = x.OpenText(f, textAt, textLen)

@@ -318,6 +318,11 @@ type DecodeOptions struct {
 	// is used. The graph is left out (as with NoGraph), and the encoding
 	// past the codes is neither read nor checked.
 	Codes *Source
+	// Text, with Codes, is the text section EncodeText wrote (Size bytes
+	// at Off in R), opened lazily as OpenText opens it, while the index's
+	// map from ids is built; an index that is not coded (no embedding)
+	// ignores it.
+	Text *Source
 	// NoGraph reads past the graph instead of building it: every
 	// embedded row goes on the tail (searches scan exactly), for a
 	// process that answers a call or two, to which decoding a large graph
@@ -328,10 +333,10 @@ type DecodeOptions struct {
 	NoText bool
 }
 
-// Source is where an encoding is (DecodeOptions.Codes).
+// Source is where an encoding is (DecodeOptions.Codes and Text).
 type Source struct {
-	R   io.ReaderAt
-	Off int64
+	R         io.ReaderAt
+	Off, Size int64
 }
 
 // DecodeWith is Decode with options (Codes aside, which applies to
@@ -411,6 +416,11 @@ func (x *Index) DecodeText(r io.Reader, size int64, skip bool) error {
 func (x *Index) OpenText(r io.ReaderAt, off, size int64) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	return x.openText(r, off, size)
+}
+
+// openText is OpenText, x not yet shared or under its write lock.
+func (x *Index) openText(r io.ReaderAt, off, size int64) error {
 	if x.text != nil || x.textLeftOut {
 		return errors.New("vector: OpenText on an index with text")
 	}
@@ -540,11 +550,20 @@ func decodeIndex(d *decoder, opt DecodeOptions) (*Index, error) {
 				}
 			}
 		}
+		// The text is opened while the map is built: it writes the rows'
+		// documents, the map reads their ids.
+		var textErr error
+		if t := opt.Text; t != nil && d.err == nil {
+			textErr = x.openText(t.R, t.Off, t.Size)
+		}
 		if id, ok := <-dup; ok {
 			return nil, fmt.Errorf("%w: row %q twice", ErrCorrupt, id)
 		}
 		if d.err != nil {
 			return nil, d.err
+		}
+		if textErr != nil {
+			return nil, textErr
 		}
 		return x, nil
 	}

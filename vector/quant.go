@@ -195,15 +195,14 @@ func (x *Index) Coded() bool {
 	return x.q != nil
 }
 
-// rescore scores the candidates of a coded scan (their scores by the
-// codes; full when kept is as many as the scan kept) again with their
-// float32 embeddings and keeps the best k. When a row left out could
-// reach the k-th score — its score by the codes, plus its largest error
-// (at most maxErr, a bound over the rows scanned), is not below it — it
-// calls again with each row of the scope whose score by the codes plus
-// its own error reaches the k-th score (the codes' second pass), so that
-// the hits are exactly the float32 index's.
-func (x *Index) rescore(q []float32, qn float32, cands []entry, full bool, maxErr float64,
+// rescore scores the candidates of a coded scan again with their float32
+// embeddings and keeps the best k. A candidate's score is the most its
+// score can be (by the codes, plus their error); full is set when the
+// scan left rows out. When one of those could reach the k-th score found —
+// the lowest candidate's bound is not below it — rescore calls again for
+// each row of the scope whose bound reaches the k-th score (the codes'
+// second pass), so that the hits are exactly the float32 index's.
+func (x *Index) rescore(q []float32, qn float32, cands []entry, full bool,
 	again func(floor float64, keep func(s int)), k int) (topK, error) {
 	h := topK{k: k}
 	buf := make([]float32, x.dim)
@@ -231,7 +230,7 @@ func (x *Index) rescore(q []float32, qn float32, cands []entry, full bool, maxEr
 	for _, e := range h.items {
 		kth = min(kth, e.score)
 	}
-	if lowest+maxErr < kth {
+	if lowest < kth {
 		return h, nil
 	}
 	var err error

@@ -780,7 +780,10 @@ func (x *Index) search(q []float32, model string, f Filter, k, workers int) ([]m
 		parts = max(1, workers)
 	}
 	heaps := make([]topK, parts)
-	worst := make([]float32, parts) // a coded scan's largest scale × invNorm
+	var l1q float32 // a coded scan ranks by the most each row's score can be
+	if x.q != nil {
+		l1q = l1(q)
+	}
 	var wg sync.WaitGroup
 	chunk := (n + parts - 1) / parts
 	for p := 0; p < parts; p++ {
@@ -799,8 +802,7 @@ func (x *Index) search(q []float32, model string, f Filter, k, workers int) ([]m
 				var sc float64
 				if x.q != nil {
 					si := x.q.scale[s] * r.invNorm
-					sc = float64(dot8(q, x.q.codes[s*x.dim:(s+1)*x.dim]) * si * qn)
-					worst[p] = max(worst[p], si)
+					sc = float64(dot8(q, x.q.codes[s*x.dim:(s+1)*x.dim])*si*qn) + float64(codeError(si, l1q)*qn)
 				} else {
 					sc = float64(dot(q, x.vecs[s*x.dim:(s+1)*x.dim]) * r.invNorm * qn)
 				}
@@ -823,8 +825,6 @@ func (x *Index) search(q []float32, model string, f Filter, k, workers int) ([]m
 		}
 	}
 	if x.q != nil {
-		l1q := l1(q)
-		maxErr := float64(codeError(slices.Max(worst), l1q) * qn)
 		again := func(floor float64, keep func(s int)) {
 			for i := range n {
 				s := i
@@ -843,7 +843,7 @@ func (x *Index) search(q []float32, model string, f Filter, k, workers int) ([]m
 			}
 		}
 		var err error
-		if all, err = x.rescore(q, qn, all.items, len(all.items) == kk, maxErr, again, k); err != nil {
+		if all, err = x.rescore(q, qn, all.items, len(all.items) == kk, again, k); err != nil {
 			return nil, How{}, err
 		}
 	}
