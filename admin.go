@@ -525,10 +525,16 @@ func (e *Engine) RecallPool(ctx context.Context, q Query) (*RecallResult, error)
 	}
 	over["candidate_policy"] = string(recall.PolicyPool)
 	q.Overrides = over
-	if own, ok := e.vec.(*postgres.Dense); ok {
-		return e.recall(ctx, q, own) // scores the pool in SQL
+	// A one-shot process's catalog would load the profile's index (its
+	// snapshot) to answer the other reads: the store answers them.
+	text := e.dense
+	if e.cfg.ANN.OneShot {
+		text = nil
 	}
-	return e.recall(ctx, q, dense.NewScan(e.st))
+	if own, ok := e.vec.(*postgres.Dense); ok {
+		return e.recall(ctx, q, own, text) // scores the pool in SQL
+	}
+	return e.recall(ctx, q, dense.NewScan(e.st), text)
 }
 
 // IndexVerification is what VerifyIndex found (see dense.Catalog.Verify).

@@ -642,3 +642,73 @@ func TestEngine_Graphs(t *testing.T) {
 		t.Fatalf("after BuildGraph: dense_search %q", res.Trace.DenseSearch)
 	}
 }
+
+// TestEngine_OneShotReadsSnapshot: a one-shot engine answers from the
+// profile's snapshot — the embeddings' codes, the full-text index read
+// lazily — exactly as a long-running engine does; its RecallPool reads no
+// index (the store answers).
+func TestEngine_OneShotReadsSnapshot(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "mnemo.db")
+	cfg := mnemo.Config{Embedder: embed.NewHash(embed.DefaultHashDim), AccessFlushInterval: -1}
+	server, err := mnemo.Open(path, &cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer server.Close()
+	ctx := t.Context()
+	words := strings.Fields("deploy auth token database staging cluster release payment service login session bug fix review")
+	var ins []mnemo.Input
+	for i := range 300 {
+		ins = append(ins, mnemo.Input{Profile: "alice", Session: fmt.Sprintf("s%d", i%3),
+			Content: fmt.Sprintf("%s %s %s note %d", words[i%len(words)], words[(i/3)%len(words)], words[(i/7)%len(words)], i)})
+	}
+	if _, err := server.RememberBatch(ctx, ins); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := server.RebuildIndex(ctx, "alice"); err != nil { // writes the snapshot
+		t.Fatal(err)
+	}
+	oneShotCfg := cfg
+	oneShotCfg.ANN.OneShot = true
+	open := func() *mnemo.Engine {
+		e, err := mnemo.Open(path, &oneShotCfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { e.Close() })
+		return e
+	}
+	pool := open()
+	all := map[string]string{"min_relevance": "0"}
+	q := mnemo.Query{Profile: "alice", Text: "staging cluster payment", Limit: 10, Trace: true, Overrides: all}
+	got, err := pool.RecallPool(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Trace.LexicalSearch != "the store's full-text index" {
+		t.Errorf("a one-shot RecallPool ranked the lexical leg in %q", got.Trace.LexicalSearch)
+	}
+	oneShot := open()
+	for _, q := range []mnemo.Query{q, {Profile: "alice", Text: "auth token review", Sessions: []string{"s1"}, Limit: 5, Trace: true, Overrides: all}} {
+		got, err := oneShot.Recall(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := server.Recall(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Trace.LexicalSearch != "the in-process full-text index" || !strings.Contains(got.Trace.DenseSearch, "int8 codes") {
+			t.Errorf("%q, one-shot: lexical leg %q, dense leg %q", q.Text, got.Trace.LexicalSearch, got.Trace.DenseSearch)
+		}
+		if len(got.Results) == 0 || len(got.Results) != len(want.Results) {
+			t.Fatalf("%q: one-shot %d results, long-running %d", q.Text, len(got.Results), len(want.Results))
+		}
+		for i := range got.Results {
+			if g, w := got.Results[i], want.Results[i]; g.ID != w.ID || g.Score != w.Score {
+				t.Errorf("%q #%d: one-shot %s %v, long-running %s %v", q.Text, i+1, g.ID, g.Score, w.ID, w.Score)
+			}
+		}
+	}
+}

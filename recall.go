@@ -96,13 +96,15 @@ func (e *Engine) Recall(ctx context.Context, q Query) (*RecallResult, error) {
 		return nil, err
 	}
 	defer done()
-	return e.recall(ctx, q, e.vec)
+	return e.recall(ctx, q, e.vec, e.dense)
 }
 
 // recall answers q with vec as the dense leg: the engine's (its catalog of
 // in-memory indexes, or the store's own), or (RecallPool) a scan of the
-// store.
-func (e *Engine) recall(ctx context.Context, q Query, vec recall.Dense) (*RecallResult, error) {
+// store. text, when not nil, is the catalog that answers the other reads
+// it can in process (the engine's, unless a one-shot RecallPool must not
+// load its index).
+func (e *Engine) recall(ctx context.Context, q Query, vec recall.Dense, text *dense.Catalog) (*RecallResult, error) {
 	start := time.Now()
 	md, err := q.validate()
 	if err != nil {
@@ -130,7 +132,8 @@ func (e *Engine) recall(ctx context.Context, q Query, vec recall.Dense) (*Recall
 	}
 	timings := map[string]float64{}
 	denseRuns := opts.Fusion.Weight(mnemotype.LegDense) > 0 && e.noEmbedding() == nil
-	if e.dense.KeepsText() || (vec == recall.Dense(e.dense) && denseRuns) {
+	keepsText := text != nil && text.KeepsText()
+	if keepsText || (vec == recall.Dense(e.dense) && denseRuns) {
 		// The recall's reads of the catalog see the store as of now: one
 		// read of its sequence for all of them.
 		t0 := time.Now()
@@ -140,7 +143,7 @@ func (e *Engine) recall(ctx context.Context, q Query, vec recall.Dense) (*Recall
 		timings["index_sync"] = msSince(t0)
 	}
 	var size int
-	if e.dense.KeepsText() {
+	if keepsText {
 		size, err = e.dense.Count(ctx, q.Profile)
 	} else {
 		size, err = e.st.Count(ctx, q.Profile)
@@ -204,7 +207,7 @@ func (e *Engine) recall(ctx context.Context, q Query, vec recall.Dense) (*Recall
 			e.log.Log(ctx, embedFailureLevel(req.VectorErr), "query embedding unavailable; recalling without the dense leg", "err", req.VectorErr)
 		}
 	}
-	src := source{e.st, e.access, e.dense, opts.Fusion.Weight(mnemotype.LegAccess) > 0, &lexicalWhere{}}
+	src := source{e.st, e.access, text, opts.Fusion.Weight(mnemotype.LegAccess) > 0, &lexicalWhere{}}
 	resp, err := recall.Run(ctx, src, vec, req)
 	if err != nil {
 		return nil, err
