@@ -21,6 +21,11 @@ import (
 // version.
 var encodingMagic = [8]byte{'m', 'n', 'e', 'm', 'o', 'v', 'x', 7}
 
+// rowFixed is the size of a row's fields after its id: five names, when
+// it occurred (seconds and nanoseconds), its turn, importance, the
+// inverse of its embedding's norm, and whether that is foreign.
+const rowFixed = 5*4 + 8 + 4 + 8 + 8 + 4 + 1
+
 // Bounds Decode enforces before it allocates.
 const (
 	maxEncodedDim = 1 << 16
@@ -462,7 +467,7 @@ func decodeIndex(d *decoder, opt DecodeOptions) (*Index, error) {
 		}
 		return v
 	}
-	nRows := d.count(4 + 5*4 + 8 + 4 + 8 + 8 + 4 + 1 + 4*dim)
+	nRows := d.count(4 + rowFixed + 4*dim)
 	// The embeddings first: one large allocation without pointers, so the
 	// garbage collector's next goal is far enough off that the rows, names
 	// and maps below are decoded without a collection.
@@ -476,15 +481,21 @@ func decodeIndex(d *decoder, opt DecodeOptions) (*Index, error) {
 	for f := range lists {
 		lists[f] = make([][]int32, nStr)
 	}
+	le := binary.LittleEndian
 	for range nRows {
 		id := d.str()
-		r := row{id: id, project: ref(d.i32(), false), session: ref(d.i32(), false), actor: ref(d.i32(), false),
-			kindID: ref(d.i32(), false), model: ref(d.i32(), true), node: -1, tail: -1, doc: -1}
-		r.occurred = instant{int64(d.u64()), int32(d.u32())}
-		r.seq = int64(d.u64())
-		r.importance = math.Float64frombits(d.u64())
-		r.invNorm = math.Float32frombits(d.u32())
-		f := d.u8()
+		b := d.next(rowFixed) // the row's fields after its id, read at once
+		if b == nil {
+			return nil, d.err
+		}
+		i32 := func(at int) int32 { return int32(le.Uint32(b[at:])) }
+		r := row{id: id, project: ref(i32(0), false), session: ref(i32(4), false), actor: ref(i32(8), false),
+			kindID: ref(i32(12), false), model: ref(i32(16), true), node: -1, tail: -1, doc: -1}
+		r.occurred = instant{int64(le.Uint64(b[20:])), i32(28)}
+		r.seq = int64(le.Uint64(b[32:]))
+		r.importance = math.Float64frombits(le.Uint64(b[40:]))
+		r.invNorm = math.Float32frombits(le.Uint32(b[48:]))
+		f := b[52]
 		r.foreign = f == 1
 		if d.err != nil {
 			return nil, d.err
