@@ -438,16 +438,14 @@ func TestCatalog_SnapshotAfterSync(t *testing.T) {
 	}
 }
 
-// TestCatalog_SnapshotTextUnread: a catalog keeping no text (a one-shot
-// command) restores a snapshot written with the full-text index from its
-// index part alone: with the text section damaged it still restores
-// (reading nothing from the store), while a catalog keeping text finds the
-// damage and builds from the store.
-func TestCatalog_SnapshotTextUnread(t *testing.T) {
-	t.Parallel()
+// snapshotted returns a store holding alice's 500 memories of mixed kinds,
+// and the folder, path and bytes of the snapshot a catalog keeping text
+// wrote of them.
+func snapshotted(t *testing.T) (st *rowStore, dir, snap string, b []byte) {
+	t.Helper()
 	ctx := t.Context()
-	path, dir := filepath.Join(t.TempDir(), "mnemo.db"), t.TempDir()
-	st := openPath(t, path)
+	dir = t.TempDir()
+	st = openPath(t, filepath.Join(t.TempDir(), "mnemo.db"))
 	if err := st.Insert(ctx, mixedKinds(memories("alice", 500, 5))); err != nil {
 		t.Fatal(err)
 	}
@@ -456,11 +454,23 @@ func TestCatalog_SnapshotTextUnread(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Close()
-	snap := dense.SnapshotPath(dir, "alice")
+	snap = dense.SnapshotPath(dir, "alice")
 	b, err := os.ReadFile(snap)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return st, dir, snap, b
+}
+
+// TestCatalog_SnapshotTextUnread: a catalog keeping no text (a one-shot
+// command) restores a snapshot written with the full-text index from its
+// index part alone: with the text section damaged it still restores
+// (reading nothing from the store), while a catalog keeping text finds the
+// damage and builds from the store.
+func TestCatalog_SnapshotTextUnread(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	st, dir, snap, b := snapshotted(t)
 	// The file ends with the text section and the two sections' lengths.
 	textLen := int(binary.LittleEndian.Uint64(b[len(b)-8:]))
 	if textLen < 1000 || textLen > len(b)/2 {
@@ -536,21 +546,7 @@ func TestCatalog_SnapshotTextUnread(t *testing.T) {
 func TestCatalog_CodedCorruptFloats(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	path, dir := filepath.Join(t.TempDir(), "mnemo.db"), t.TempDir()
-	st := openPath(t, path)
-	if err := st.Insert(ctx, mixedKinds(memories("alice", 500, 5))); err != nil {
-		t.Fatal(err)
-	}
-	c := dense.NewCatalog(st, dense.Options{Dir: dir, Text: true})
-	if _, err := c.Rebuild(ctx, "alice"); err != nil {
-		t.Fatal(err)
-	}
-	c.Close()
-	snap := dense.SnapshotPath(dir, "alice")
-	b, err := os.ReadFile(snap)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, dir, snap, b := snapshotted(t)
 	// The header (magic, profile, instance, watermark, checksum), then the
 	// index, whose float32s end 4 bytes before it does (a graph of no
 	// node): one bit changed in each of the last 100 rows' float32s.

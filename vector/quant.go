@@ -55,6 +55,15 @@ func candidates(k int) int {
 // q's, it bounds the cosine's error.
 func codeError(scale, l1 float32) float32 { return 0.502 * scale * l1 }
 
+// bound is the most the score of slot s (a cosine: its dot product times
+// norms, the product of its invNorm and q's) can be: its score by the
+// codes plus their error (l1 is q's l1 norm).
+func (q *quant) bound(v []float32, s int, norms, l1 float32) float64 {
+	dim := len(v)
+	si := q.scale[s] * norms
+	return float64(dot8(v, q.codes[s*dim:(s+1)*dim])*si) + float64(codeError(si, l1))
+}
+
 // l1 returns the sum of q's magnitudes.
 func l1(q []float32) float32 {
 	s := float32(0)

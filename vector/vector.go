@@ -641,6 +641,15 @@ func (x *Index) candidates(c *compiled, f Filter) []int32 {
 }
 
 // keepsAll reports whether c keeps every row (the whole profile).
+// at returns the slot of a scan's i-th row: the scope's i-th slot, or
+// slot i when the scan reads every row.
+func (c *compiled) at(i int) int {
+	if c.slots != nil {
+		return int(c.slots[i])
+	}
+	return i
+}
+
 func (c *compiled) keepsAll() bool {
 	return !c.none && c.project < 0 && c.only == nil && c.sessions == nil && c.actors == nil && c.after == nil &&
 		c.before == nil && c.kinds == nil && len(c.exclude) == 0
@@ -791,18 +800,14 @@ func (x *Index) search(q []float32, model string, f Filter, k, workers int) ([]m
 		scan := func() {
 			h := topK{k: kk}
 			for i := lo; i < hi; i++ {
-				s := i
-				if c.slots != nil {
-					s = int(c.slots[i])
-				}
+				s := c.at(i)
 				r := &x.rows[s]
 				if r.model != mid || !c.match(s, r) {
 					continue
 				}
 				var sc float64
 				if x.q != nil {
-					si := x.q.scale[s] * r.invNorm
-					sc = float64(dot8(q, x.q.codes[s*x.dim:(s+1)*x.dim])*si*qn) + float64(codeError(si, l1q)*qn)
+					sc = x.q.bound(q, s, r.invNorm*qn, l1q)
 				} else {
 					sc = float64(dot(q, x.vecs[s*x.dim:(s+1)*x.dim]) * r.invNorm * qn)
 				}
@@ -827,17 +832,8 @@ func (x *Index) search(q []float32, model string, f Filter, k, workers int) ([]m
 	if x.q != nil {
 		again := func(floor float64, keep func(s int)) {
 			for i := range n {
-				s := i
-				if c.slots != nil {
-					s = int(c.slots[i])
-				}
-				r := &x.rows[s]
-				if r.model != mid || !c.match(s, r) {
-					continue
-				}
-				si := x.q.scale[s] * r.invNorm
-				sc := float64(dot8(q, x.q.codes[s*x.dim:(s+1)*x.dim]) * si * qn)
-				if sc+float64(codeError(si, l1q)*qn) >= floor {
+				s := c.at(i)
+				if r := &x.rows[s]; r.model == mid && c.match(s, r) && x.q.bound(q, s, r.invNorm*qn, l1q) >= floor {
 					keep(s)
 				}
 			}
