@@ -186,7 +186,7 @@ func (c *Catalog) readSnapshot(ctx context.Context, path, profile string, storeS
 	if x.Coded() {
 		// The rest of the index is not read, nor its checksum: the
 		// encoding checks its rows and codes, and each float32 read
-		// against its codes.
+		// against its own checksum (among the codes).
 		lazy = true
 	} else {
 		var tail [4]byte

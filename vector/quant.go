@@ -110,9 +110,8 @@ func dot8(q []float32, c []int8) float32 {
 
 // vector returns slot s's float32 embedding: x.vecs' row, or for a coded
 // index the row written since it was decoded, or read from the encoding
-// into buf (of x.dim) and checked against the codes, which a checksum
-// covers: a value further from its code than rounding allows is
-// corruption.
+// into buf (of x.dim) and checked against its CRC-32C (among the codes,
+// which their own checksum covers): a mismatch is ErrCorrupt.
 func (x *Index) vector(s int, buf []float32) ([]float32, error) {
 	q := x.q
 	if q == nil {
