@@ -214,7 +214,35 @@ func FuzzDecode(f *testing.F) {
 		}
 		x.GrowGraph(4, 2)
 		checkGraph(t, x)
+		fuzzCoded(t, b)
 	})
+}
+
+// fuzzCoded decodes b's codes alone (DecodeOptions.Codes): what decodes
+// searches, takes writes and searches again, failing only with
+// ErrCorrupt (a float32 that does not match its checksum).
+func fuzzCoded(t *testing.T, b []byte) {
+	x, err := DecodeIndex(bytes.NewReader(b), int64(len(b)), DecodeOptions{Codes: &Source{R: bytes.NewReader(b)}})
+	if err != nil || !x.Coded() {
+		return
+	}
+	search := func() {
+		q := make([]float32, x.Dim())
+		q[0] = 1
+		for _, f := range []Filter{{Sessions: []string{"s"}}, {}} {
+			if _, err := x.Search(q, "model0", f, 3); err != nil && !errors.Is(err, ErrCorrupt) {
+				t.Fatal(err)
+			}
+		}
+	}
+	search()
+	v := make([]float32, x.Dim())
+	v[0] = 1
+	if err := x.Upsert([]mnemotype.Memory{{ID: "fuzz", Embedding: v, EmbeddingModel: "model0"}}); err != nil {
+		t.Fatal(err)
+	}
+	x.Delete(x.rows[0].id)
+	search()
 }
 
 func TestDecode_DuplicateID(t *testing.T) {
