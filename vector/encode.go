@@ -430,15 +430,9 @@ func (x *Index) openText(r io.ReaderAt, off, size int64) error {
 		return errors.New("vector: OpenText on an index with text")
 	}
 	d := decoder{r: io.NewSectionReader(r, off, size), left: size}
-	x.decodeText(&d, false, &textSection{r: r, off: off, size: size})
+	x.decodeText(&d, false, &Source{R: r, Off: off, Size: size})
 	d.done()
 	return d.err
-}
-
-// textSection is where a text section is, for OpenText.
-type textSection struct {
-	r         io.ReaderAt
-	off, size int64
 }
 
 // decodeIndex reads what encodeIndex wrote.
@@ -774,7 +768,7 @@ func (x *Index) decodeGraph(d *decoder) {
 // checking that the rows and the text index's live documents match one to
 // one (every row has one unless the text was incomplete). With lazy (the
 // section d reads), the text index is opened there, not read.
-func (x *Index) decodeText(d *decoder, skip bool, lazy *textSection) {
+func (x *Index) decodeText(d *decoder, skip bool, lazy *Source) {
 	d.startSum()
 	switch flag := d.u8(); {
 	case d.err != nil || flag == 0:
@@ -817,7 +811,7 @@ func (x *Index) decodeText(d *decoder, skip bool, lazy *textSection) {
 			d.fail("text index of %d bytes in the last %d", n, rest)
 			return
 		}
-		t, err = textindex.Open(io.NewSectionReader(lazy.r, lazy.off+lazy.size-rest, rest), rest)
+		t, err = textindex.Open(io.NewSectionReader(lazy.R, lazy.Off+lazy.Size-rest, rest), rest)
 		d.pos, d.left = len(d.buf), 0
 	} else {
 		blob := make([]byte, n)
