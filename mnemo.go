@@ -244,7 +244,8 @@ func Open(path string, cfg *Config) (*Engine, error) {
 				indexDir = IndexDir(path)
 			}
 		}
-		s, err := OpenStore(context.Background(), path, StoreOptions{ContextTurns: c.ContextTurns, MustExist: c.MustExist, Replicas: c.Replicas})
+		s, err := OpenStore(context.Background(), path, StoreOptions{ContextTurns: c.ContextTurns, MustExist: c.MustExist, Replicas: c.Replicas,
+			OneShot: c.ANN.OneShot})
 		if err != nil {
 			return nil, err
 		}
@@ -283,6 +284,9 @@ type StoreOptions struct {
 	ContextTurns int
 	MustExist    bool
 	Replicas     []string
+	// OneShot is Config.ANN.OneShot: the store starts no background work
+	// that only a long-running process gains from.
+	OneShot bool
 }
 
 // OpenStore opens the store db names, without an engine (mnemo copy,
@@ -299,7 +303,7 @@ func OpenStore(ctx context.Context, db string, o StoreOptions) (store.Store, err
 	if len(o.Replicas) > 0 {
 		return nil, mnemotype.Invalidf("read replicas need a postgres:// database, not the SQLite file %s", db)
 	}
-	return sqlitestore.Open(ctx, db, sqlitestore.Options{ContextTurns: o.ContextTurns, MustExist: o.MustExist})
+	return sqlitestore.Open(ctx, db, sqlitestore.Options{ContextTurns: o.ContextTurns, MustExist: o.MustExist, OneShot: o.OneShot})
 }
 
 // ANNOptions configure the in-process dense indexes' graphs (Config.ANN).

@@ -26,9 +26,10 @@ type docLengths struct {
 }
 
 // lengths returns the lengths BLOB when it is exact as of seq, else nil,
-// starting a load when none runs and the last is old enough.
+// starting a load when none runs and the last is old enough (never in a
+// one-shot store).
 func (s *Store) lengths(seq int64) []byte {
-	if s.rankFn == "" {
+	if s.rankFn == "" || s.oneShot {
 		return nil
 	}
 	s.lensMu.Lock()

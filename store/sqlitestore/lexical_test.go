@@ -484,6 +484,50 @@ func TestStore_LexicalWithLengths(t *testing.T) {
 // max(commonMin, ratio × the profile's memories), kept rarest first while
 // their matches fit max(budget, 10% of the profile's memories), in the
 // query's order.
+// TestStore_OneShotLoadsNoLengths: a one-shot store ranks with lookups
+// only (no background load of every row's lengths) and answers as a store
+// that loads them.
+func TestStore_OneShotLoadsNoLengths(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	rng := rand.New(rand.NewPCG(7, 8))
+	alice := profileCorpus(rng, "alice", 0, 200)
+	path := filepath.Join(t.TempDir(), "mnemo.db")
+	s, err := Open(ctx, path, Options{CommonTermRatio: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Insert(ctx, alice); err != nil {
+		t.Fatal(err)
+	}
+	one, err := Open(ctx, path, Options{CommonTermRatio: -1, OneShot: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer one.Close()
+	for i, m := range lexicalQueries(rng, 20) {
+		p := store.LexicalParams{Scope: mnemotype.Scope{Profile: "alice"}, Match: m, Limit: 10}
+		want, err := s.Lexical(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := one.Lexical(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !sameHits(got, want, true) {
+			t.Fatalf("query %d %q: one-shot store %v, the other %v", i, m.Terms, got, want)
+		}
+	}
+	one.bg.Wait()
+	one.lensMu.Lock()
+	defer one.lensMu.Unlock()
+	if one.lens.blob != nil || one.lens.loading || !one.lens.next.IsZero() {
+		t.Errorf("the one-shot store loaded the rows' lengths (%d bytes, loading %v, next %v)", len(one.lens.blob), one.lens.loading, one.lens.next)
+	}
+}
+
 func TestLexQuery_RareTerms(t *testing.T) {
 	t.Parallel()
 	df := map[string]int64{"river": 30, "stone": 4, "zircon": 1, "absent": 0, "alpha": 2, "beta": 3, "gamma": 4}

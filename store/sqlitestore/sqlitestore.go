@@ -79,6 +79,12 @@ type Options struct {
 	// max(RareTermBudget, RareTermBudgetRatio × all memories), the rarest
 	// always. Defaults to DefaultRareTermBudget; negative lifts the bound.
 	RareTermBudget int
+	// OneShot is for a process that answers a query or two and exits (the
+	// CLI's recall and recollect): the store keeps no copy of the rows'
+	// lengths for the ranking function (see docLengths), whose load reads
+	// every row's and would run beside the query for nothing; its queries
+	// look the lengths up.
+	OneShot bool
 }
 
 // Common-term thresholds of OR queries, measured with LoCoMo questions
@@ -130,6 +136,8 @@ type Store struct {
 	// statistics. Empty (the pure-Go build): the store scores rows in Go
 	// from their text.
 	rankFn string
+	// oneShot is Options.OneShot.
+	oneShot bool
 	// ids are the numbers of the profiles and scope names committed.
 	ids    *scopeIDs
 	lensMu sync.Mutex
@@ -187,7 +195,7 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 		setTurns = 0
 	}
 	s := &Store{path: path, commonRatio: opt.CommonTermRatio, commonMin: opt.CommonTermMinDocs, rareBudget: opt.RareTermBudget,
-		rankFn: sqlitedb.RankFunction, setTurns: setTurns, ids: newScopeIDs()}
+		rankFn: sqlitedb.RankFunction, oneShot: opt.OneShot, setTurns: setTurns, ids: newScopeIDs()}
 	if opt.ReadOnly {
 		return s, s.openReadOnly(ctx, pragmas, opt.Readers)
 	}
