@@ -238,7 +238,7 @@ func addMissingVectors(ctx context.Context, tx pgx.Tx, v *vectors) (int, error) 
 			return added, nil
 		}
 		ix := &indexer{tx: tx, vecType: v.typ}
-		if err := ix.insertVectors(ctx, mems, nil, false); err != nil {
+		if err := ix.insertVectors(ctx, mems, false); err != nil {
 			return added, err
 		}
 		added += len(mems)
@@ -326,25 +326,6 @@ func removeStaleVectors(ctx context.Context, tx pgx.Tx) (int, error) {
 			return removed, nil
 		}
 	}
-}
-
-// vectorText is v in pgvector's text form, every float32 written so that
-// it reads back to the same bits; nil for no vector.
-func vectorText(v []float32) *string {
-	if len(v) == 0 {
-		return nil
-	}
-	b := make([]byte, 0, 12*len(v)+2)
-	b = append(b, '[')
-	for i, f := range v {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = strconv.AppendFloat(b, float64(f), 'g', -1, 32)
-	}
-	b = append(b, ']')
-	s := string(b)
-	return &s
 }
 
 // Vectors reports whether the store ranks embeddings itself (pgvector 0.8

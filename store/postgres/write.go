@@ -106,10 +106,6 @@ func (s *Store) insert(ctx context.Context, mems []mnemotype.Memory) error {
 	for i := range mems {
 		eb.tokens(mems[i].Content)
 	}
-	var vecs []*string // pgvector's text of each embedding
-	if s.vec != nil {
-		vecs = vectorTexts(mems)
-	}
 
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
@@ -237,7 +233,7 @@ func (s *Store) insert(ctx context.Context, mems []mnemotype.Memory) error {
 	for i := range docs {
 		docs[i].rid = rids[[2]string{mems[i].Profile, mems[i].ID}]
 	}
-	if err := ix.insertVectors(ctx, mems, vecs, true); err != nil {
+	if err := ix.insertVectors(ctx, mems, true); err != nil {
 		return fmt.Errorf("insert memories: %w", err)
 	}
 	for _, p := range profiles {
@@ -998,50 +994,45 @@ func (s *Store) rebuildIndex(ctx context.Context, tx pgx.Tx, turns int) error {
 	return nil
 }
 
-// vectorTexts returns vectorText of each memory's embedding.
-func vectorTexts(mems []mnemotype.Memory) []*string {
-	out := make([]*string, len(mems))
-	for i := range mems {
-		out[i] = vectorText(mems[i].Embedding)
-	}
-	return out
-}
-
 // insertVectors adds the vectors of mems to memory_vectors (when the store
-// has it): pgvector's text form (vecs, vectorTexts of mems, or nil to have
-// them written here), one row per embedding. For memories just inserted
-// (fresh), a row already there is replaced: its memory is gone (an older
-// mnemo deleted it, the foreign key that deleted its vector gone). A
-// repair's (not fresh) leaves a row already there alone: a writer that
-// changed the memory's embedding since the repair read it wrote it.
-func (ix *indexer) insertVectors(ctx context.Context, mems []mnemotype.Memory, vecs []*string, fresh bool) error {
+// has it), one row per embedding. They go as one float4[] (pgx's binary
+// form: no float is printed or parsed) that each row slices and casts. For
+// memories just inserted (fresh), a row already there is replaced: its
+// memory is gone (an older mnemo deleted it, the foreign key that deleted
+// its vector gone). A repair's (not fresh) leaves a row already there
+// alone: a writer that changed the memory's embedding since the repair
+// read it wrote it.
+func (ix *indexer) insertVectors(ctx context.Context, mems []mnemotype.Memory, fresh bool) error {
 	if ix.vecType == "" {
 		return nil
 	}
-	if vecs == nil {
-		vecs = vectorTexts(mems)
+	var profiles, ids, models []string
+	var dims, starts []int32
+	n := 0
+	for i := range mems {
+		n += len(mems[i].Embedding)
 	}
-	var profiles, ids, models, texts []string
-	var dims []int32
+	if n == 0 {
+		return nil
+	}
+	flat := make([]float32, 0, n)
 	for i := range mems {
 		m := &mems[i]
-		if vecs[i] == nil {
+		if len(m.Embedding) == 0 {
 			continue
 		}
 		profiles, ids, models = append(profiles, m.Profile), append(ids, m.ID), append(models, m.EmbeddingModel)
-		dims, texts = append(dims, int32(len(m.Embedding))), append(texts, *vecs[i])
-	}
-	if len(ids) == 0 {
-		return nil
+		dims, starts = append(dims, int32(len(m.Embedding))), append(starts, int32(len(flat)+1))
+		flat = append(flat, m.Embedding...)
 	}
 	conflict := `DO NOTHING`
 	if fresh {
 		conflict = `DO UPDATE SET model = excluded.model, dim = excluded.dim, vec = excluded.vec`
 	}
 	if _, err := ix.tx.Exec(ctx, `INSERT INTO memory_vectors (profile, id, model, dim, vec)
-		SELECT p, i, mo, d, v::`+ix.vecType+` FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::text[]) AS u(p, i, mo, d, v)
+		SELECT p, i, mo, d, ($6::real[])[s:s+d-1]::`+ix.vecType+` FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::int[]) AS u(p, i, mo, d, s)
 		ON CONFLICT (profile, id) `+conflict,
-		profiles, ids, models, dims, texts); err != nil {
+		profiles, ids, models, dims, starts, flat); err != nil {
 		return fmt.Errorf("write vectors: %w", mapErr(err))
 	}
 	return nil
@@ -1077,9 +1068,9 @@ func (ix *indexer) replaceVector(ctx context.Context, m mnemotype.Memory) error 
 		}
 		return nil
 	}
-	if _, err := ix.tx.Exec(ctx, `INSERT INTO memory_vectors (profile, id, model, dim, vec) VALUES ($1, $2, $3, $4, $5::text::`+ix.vecType+`)
+	if _, err := ix.tx.Exec(ctx, `INSERT INTO memory_vectors (profile, id, model, dim, vec) VALUES ($1, $2, $3, $4, $5::real[]::`+ix.vecType+`)
 		ON CONFLICT (profile, id) DO UPDATE SET model = excluded.model, dim = excluded.dim, vec = excluded.vec`,
-		m.Profile, m.ID, m.EmbeddingModel, len(m.Embedding), vectorText(m.Embedding)); err != nil {
+		m.Profile, m.ID, m.EmbeddingModel, len(m.Embedding), m.Embedding); err != nil {
 		return fmt.Errorf("write vector: %w", mapErr(err))
 	}
 	return nil
