@@ -29,6 +29,7 @@ type Store interface {
 	Instance(ctx context.Context) (string, error)
 	Sync(ctx context.Context) error
 	InScope(ctx context.Context, scope mnemotype.Scope, ids []string) ([]string, error)
+	Count(ctx context.Context, profile string) (int, error)
 }
 
 // Defaults of Options.
@@ -445,6 +446,13 @@ func (e *entry) release() { e.turn <- struct{}{} }
 // time, until the feed has no more. The caller holds e's turn. A failure
 // leaves e consistent at the last page applied.
 func (c *Catalog) catchUp(ctx context.Context, e *entry) error {
+	if x := e.x.Load(); e.seq.Load() == 0 && x.Len() == 0 {
+		// Loaded from nothing (no snapshot): room for every memory at
+		// once. Best effort: a failed count only costs the copies.
+		if n, err := c.st.Count(ctx, e.profile); err == nil {
+			x.Reserve(n)
+		}
+	}
 	for {
 		x := e.x.Load()
 		text := x.KeepsText() // Options.Text, or a snapshot's (SnapshotText)

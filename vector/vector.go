@@ -292,6 +292,32 @@ func (x *Index) Dim() int {
 	return x.dim
 }
 
+// Reserve makes room for n more memories than the index holds, so that
+// adding them (a profile read from the store a page at a time) does not
+// copy its largest slices over and over as they grow. It is a hint: the
+// index answers the same without it.
+func (x *Index) Reserve(n int) {
+	if n <= 0 {
+		return
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.rows = slices.Grow(x.rows, n)
+	if len(x.slot) == 0 {
+		x.slot = make(map[string]int, n)
+	}
+	switch {
+	case x.q != nil:
+		q := x.q
+		q.codes = slices.Grow(q.codes, n*x.dim)
+		q.scale, q.sums, q.orig = slices.Grow(q.scale, n), slices.Grow(q.sums, n), slices.Grow(q.orig, n)
+	case x.dim > 0:
+		x.vecs = slices.Grow(x.vecs, n*x.dim)
+	}
+	// Without a dimension yet, the first embedding sizes vecs by the
+	// rows' capacity.
+}
+
 // Upsert adds or replaces memories (their content is not needed). The first
 // embedding fixes the index's dimension; a memory whose embedding has
 // another dimension is kept without its embedding (so the other legs still
@@ -313,7 +339,7 @@ func (x *Index) upsert(mems []mnemotype.Memory, docs []textindex.Doc) error {
 	}
 	if x.dim == 0 && dim > 0 {
 		x.dim = dim
-		x.vecs = make([]float32, len(x.rows)*dim, (len(x.rows)+len(mems))*dim)
+		x.vecs = make([]float32, len(x.rows)*dim, max(len(x.rows)+len(mems), cap(x.rows))*dim)
 	}
 	for i := range mems {
 		m := &mems[i]
