@@ -95,6 +95,17 @@ func (r *blockRows) add(k blockKey, data []byte) {
 	r.terms, r.blocks, r.data = append(r.terms, k.term), append(r.blocks, k.block), append(r.data, data)
 }
 
+// blockList is a block's postings being changed, and the change of its
+// term's document frequencies (shared by the term's blocks).
+type blockList struct {
+	ps []posting
+	n  *dfChange
+}
+
+// dfChange is a change of a term's document frequencies: of the memories
+// holding it anywhere, and in their content.
+type dfChange struct{ content, docs int64 }
+
 // blockKey is a row of lex_blocks.
 type blockKey struct {
 	term  string
@@ -115,29 +126,38 @@ type indexChange struct {
 // (the profile's highest before the write's new rows) do not exist yet:
 // a batch of new memories reads only the block it starts in.
 func (ix *indexer) apply(ctx context.Context, profile string, c indexChange, lens map[int64][numFields]int32, docsDelta int, last int64) error {
-	// lists holds the postings of every block c touches (keyed once per
-	// posting: an import's batch touches some 70 postings a memory).
+	// lists holds the postings of every block c touches, each with its
+	// term's change of document frequencies; at is the list of each
+	// posting added, in c.added's order (an import's batch adds some 70
+	// postings a memory: each is keyed once).
 	added := 0
 	for _, d := range c.added {
 		added += len(d.lexemes)
 	}
-	lists := make(map[blockKey]*[]posting, added/2)
-	list := func(k blockKey) *[]posting {
-		ps := lists[k]
-		if ps == nil {
-			ps = new([]posting)
-			lists[k] = ps
+	lists := make(map[blockKey]*blockList, added/2)
+	df := map[string]*dfChange{}
+	list := func(k blockKey) *blockList {
+		l := lists[k]
+		if l == nil {
+			n := df[k.term]
+			if n == nil {
+				n = &dfChange{}
+				df[k.term] = n
+			}
+			l = &blockList{n: n}
+			lists[k] = l
 		}
-		return ps
+		return l
 	}
 	for rid, terms := range c.removed {
 		for _, t := range terms {
 			list(blockKey{t, rid >> blockShift})
 		}
 	}
+	at := make([]*blockList, 0, added)
 	for _, d := range c.added {
 		for _, t := range d.lexemes {
-			list(blockKey{t, d.rid >> blockShift})
+			at = append(at, list(blockKey{t, d.rid >> blockShift}))
 		}
 	}
 	if len(lists) == 0 && docsDelta == 0 {
@@ -172,37 +192,26 @@ func (ix *indexer) apply(ctx context.Context, profile string, c indexChange, len
 				rows.Close()
 				return fmt.Errorf("read postings of %q: %w", k.term, err)
 			}
-			*list(k) = ps
+			list(k).ps = ps
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
 			return fmt.Errorf("read postings: %w", err)
 		}
 	}
-	type count struct{ content, docs int64 }
-	df := map[string]*count{}
-	dfOf := func(t string) *count {
-		n := df[t]
-		if n == nil {
-			n = &count{}
-			df[t] = n
-		}
-		return n
-	}
 	var tokens [numFields]int64
 	for rid, ts := range c.removed {
 		for _, t := range ts {
-			ps := lists[blockKey{t, rid >> blockShift}]
-			i, found := slices.BinarySearchFunc(*ps, rid, func(p posting, rid int64) int { return cmp.Compare(p.rid, rid) })
+			l := lists[blockKey{t, rid >> blockShift}]
+			i, found := slices.BinarySearchFunc(l.ps, rid, func(p posting, rid int64) int { return cmp.Compare(p.rid, rid) })
 			if !found {
 				continue
 			}
-			n := dfOf(t)
-			n.docs--
-			if (*ps)[i].tf&tfMax != 0 {
-				n.content--
+			l.n.docs--
+			if l.ps[i].tf&tfMax != 0 {
+				l.n.content--
 			}
-			*ps = slices.Delete(*ps, i, i+1)
+			l.ps = slices.Delete(l.ps, i, i+1)
 		}
 		for f, l := range lens[rid] {
 			tokens[f] -= int64(l)
@@ -212,24 +221,24 @@ func (ix *indexer) apply(ctx context.Context, profile string, c indexChange, len
 		for f, l := range d.lens {
 			tokens[f] += int64(l)
 		}
-		for j, t := range d.lexemes {
+		for j := range d.lexemes {
 			p := posting{rid: d.rid, tf: d.tf[j], content: uint32(d.lens[fieldContent]), context: uint32(d.lens[fieldContext])}
-			ps := lists[blockKey{t, d.rid >> blockShift}]
+			l := at[0]
+			at = at[1:]
 			var i int
 			found := false
-			if n := len(*ps); n == 0 || (*ps)[n-1].rid < d.rid {
+			if n := len(l.ps); n == 0 || l.ps[n-1].rid < d.rid {
 				i = n // a new memory's row id is past the block's
 			} else {
-				i, found = slices.BinarySearchFunc(*ps, d.rid, func(p posting, rid int64) int { return cmp.Compare(p.rid, rid) })
+				i, found = slices.BinarySearchFunc(l.ps, d.rid, func(p posting, rid int64) int { return cmp.Compare(p.rid, rid) })
 			}
 			if found {
-				(*ps)[i] = p
+				l.ps[i] = p
 			} else {
-				*ps = slices.Insert(*ps, i, p)
-				n := dfOf(t)
-				n.docs++
+				l.ps = slices.Insert(l.ps, i, p)
+				l.n.docs++
 				if d.inContent(j) {
-					n.content++
+					l.n.content++
 				}
 			}
 		}
@@ -239,8 +248,8 @@ func (ix *indexer) apply(ctx context.Context, profile string, c indexChange, len
 	var w, n blockRows
 	var dTerms []string
 	var dBlocks []int64
-	for k, ps := range lists {
-		switch ps := *ps; {
+	for k, l := range lists {
+		switch ps := l.ps; {
 		case len(ps) == 0:
 			dTerms, dBlocks = append(dTerms, k.term), append(dBlocks, k.block)
 		case k.block > last>>blockShift:
@@ -270,10 +279,7 @@ func (ix *indexer) apply(ctx context.Context, profile string, c indexChange, len
 		}
 	}
 	// Every term whose blocks changed gets a new version (postingCache),
-	// its document frequencies their change, if any.
-	for k := range lists {
-		dfOf(k.term)
-	}
+	// its document frequencies their change, if any: df holds each.
 	dfTerms := slices.Sorted(maps.Keys(df))
 	contents, all := make([]int64, 0, len(dfTerms)), make([]int64, 0, len(dfTerms))
 	for _, t := range dfTerms {

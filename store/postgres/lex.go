@@ -1,7 +1,9 @@
 package postgres
 
 import (
+	"runtime"
 	"slices"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/mnemo-dev/mnemo/internal/ftstoken"
@@ -127,13 +129,28 @@ func (b *entryBuilder) tokens(text string) *textTokens {
 	if t, ok := b.seen[text]; ok {
 		return t
 	}
+	t := tokenize(&b.tk, text)
+	b.keep(text, t)
+	return t
+}
+
+// keep adds text's tokens t to the texts seen.
+func (b *entryBuilder) keep(text string, t *textTokens) {
 	if b.held += len(text); b.held > maxSeenBytes {
 		clear(b.seen) // a rebuild's whole profile
 		b.held = len(text)
 	}
+	if b.seen == nil {
+		b.seen = map[string]*textTokens{}
+	}
+	b.seen[text] = t
+}
+
+// tokenize counts text's tokens with tk.
+func tokenize(tk *ftstoken.Tokenizer, text string) *textTokens {
 	t := &textTokens{}
 	at := map[string]int{}
-	b.tk.Tokenize(text, func(tok []byte, _ int) {
+	tk.Tokenize(text, func(tok []byte, _ int) {
 		t.n++
 		lx := lexeme(tok)
 		if lx == "" {
@@ -147,21 +164,92 @@ func (b *entryBuilder) tokens(text string) *textTokens {
 		}
 		t.counts[i]++
 	})
-	if b.seen == nil {
-		b.seen = map[string]*textTokens{}
-	}
-	b.seen[text] = t
 	return t
+}
+
+// tokenizeAll tokenizes the texts not seen yet, on every core, and keeps
+// them (a write's contents: its entries and the contexts that hold them
+// are built from these).
+func (b *entryBuilder) tokenizeAll(texts []string) {
+	var todo []string
+	fresh := map[string]bool{}
+	for _, t := range texts {
+		if _, ok := b.seen[t]; !ok && !fresh[t] {
+			fresh[t] = true
+			todo = append(todo, t)
+		}
+	}
+	out := make([]*textTokens, len(todo))
+	inParallel(len(todo), func(lo, hi int) {
+		var tk ftstoken.Tokenizer
+		for i := lo; i < hi; i++ {
+			out[i] = tokenize(&tk, todo[i])
+		}
+	})
+	for i, t := range todo {
+		b.keep(t, out[i])
+	}
+}
+
+// buildAll returns the entries of memories whose fields are the parts
+// given, built on every core: the texts are tokenized first (tokenizeAll),
+// then only read.
+func (b *entryBuilder) buildAll(fields [][numFields][]string) []entry {
+	var texts []string
+	for _, f := range fields {
+		for _, parts := range f {
+			texts = append(texts, parts...)
+		}
+	}
+	b.tokenizeAll(texts)
+	out := make([]entry, len(fields))
+	inParallel(len(fields), func(lo, hi int) {
+		var tk ftstoken.Tokenizer
+		get := func(text string) *textTokens {
+			if t, ok := b.seen[text]; ok {
+				return t
+			}
+			return tokenize(&tk, text) // dropped by keep's bound
+		}
+		for i := lo; i < hi; i++ {
+			out[i] = buildFrom(fields[i], get)
+		}
+	})
+	return out
+}
+
+// inParallelMin is the least number of items worth a goroutine each.
+const inParallelMin = 256
+
+// inParallel calls fn over [0, n) in chunks, one goroutine per core (fn
+// once, on this goroutine, for small n).
+func inParallel(n int, fn func(lo, hi int)) {
+	parts := min(runtime.GOMAXPROCS(0), n/inParallelMin)
+	if parts <= 1 {
+		fn(0, n)
+		return
+	}
+	var wg sync.WaitGroup
+	chunk := (n + parts - 1) / parts
+	for lo := 0; lo < n; lo += chunk {
+		wg.Go(func() { fn(lo, min(lo+chunk, n)) })
+	}
+	wg.Wait()
 }
 
 // build returns the entry of a memory whose fields are the parts given
 // (each field its parts joined by line breaks).
 func (b *entryBuilder) build(fields [numFields][]string) entry {
+	return buildFrom(fields, b.tokens)
+}
+
+// buildFrom builds an entry from the tokens of its fields' parts (get).
+func buildFrom(fields [numFields][]string, get func(string) *textTokens) entry {
 	var d entry
 	counts := make(map[string]*[numFields]int, 64)
 	for f, parts := range fields {
 		for _, text := range parts {
-			t := b.tokens(text)
+			t := get(text)
 			d.lens[f] += t.n
 			for i, lx := range t.lex {
 				c := counts[lx]

@@ -103,9 +103,11 @@ func (s *Store) insert(ctx context.Context, mems []mnemotype.Memory) error {
 	// profiles' lock: their entries and the contexts that hold them are
 	// built from these.
 	var eb entryBuilder
+	contents := make([]string, len(mems))
 	for i := range mems {
-		eb.tokens(mems[i].Content)
+		contents[i] = mems[i].Content
 	}
+	eb.tokenizeAll(contents)
 
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
@@ -804,18 +806,21 @@ func (ix *indexer) newDocs(ctx context.Context, mems []mnemotype.Memory, stored 
 			}
 		}
 	}
-	docs := make([]doc, len(mems))
-	var parts []string
+	fields := make([][numFields][]string, len(mems))
 	for i := range mems {
 		m := &mems[i]
-		parts = parts[:0]
+		var parts []string
 		if ix.turns > 0 && m.Session != "" {
 			for s := m.Seq - int64(ix.turns); s < m.Seq; s++ {
 				pl := place{sessionKey{m.Profile, m.Session}, s}
 				parts = append(append(parts, storedAt[pl]...), added[pl]...)
 			}
 		}
-		docs[i].entry = ix.eb.build([numFields][]string{{m.Content}, {m.Actor}, {timeWords(m.OccurredAt)}, parts})
+		fields[i] = [numFields][]string{{m.Content}, {m.Actor}, {timeWords(m.OccurredAt)}, parts}
+	}
+	docs := make([]doc, len(mems))
+	for i, e := range ix.eb.buildAll(fields) {
+		docs[i].entry = e
 	}
 	return docs, nil
 }
@@ -896,6 +901,7 @@ func (ix *indexer) reindex(ctx context.Context, profile string, ids []string, tu
 		return fmt.Errorf("read the fields: %w", err)
 	}
 	var docs []doc
+	var fields [][numFields][]string
 	for rows.Next() {
 		var d doc
 		var f [numFields]string
@@ -906,12 +912,15 @@ func (ix *indexer) reindex(ctx context.Context, profile string, ids []string, tu
 			return fmt.Errorf("read the fields: %w", err)
 		}
 		f[fieldTime] = timeWords(joinTime(occurred, ns))
-		d.entry = ix.eb.build([numFields][]string{{f[fieldContent]}, {f[fieldActor]}, {f[fieldTime]}, {f[fieldContext]}})
+		fields = append(fields, [numFields][]string{{f[fieldContent]}, {f[fieldActor]}, {f[fieldTime]}, {f[fieldContext]}})
 		docs = append(docs, d)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("read the fields: %w", err)
+	}
+	for i, e := range ix.eb.buildAll(fields) {
+		docs[i].entry = e
 	}
 	if err := ix.apply(ctx, profile, indexChange{removed: removed, added: docs}, lens, 0, math.MaxInt64); err != nil {
 		return err
