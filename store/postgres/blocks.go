@@ -9,6 +9,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -124,8 +125,12 @@ type indexChange struct {
 // document frequencies and field lengths follow. lens are the field
 // lengths of the removed memories (by row id). Blocks past row id last
 // (the profile's highest before the write's new rows) do not exist yet:
-// a batch of new memories reads only the block it starts in.
-func (ix *indexer) apply(ctx context.Context, profile string, c indexChange, lens map[int64][numFields]int32, docsDelta int, last int64) error {
+// a batch of new memories reads only the block it starts in. overlap, when
+// not nil, is work of the write's on the transaction that runs while the
+// blocks are changed and encoded (an insert's rows), before they are
+// written; its error is apply's.
+func (ix *indexer) apply(ctx context.Context, profile string, c indexChange, lens map[int64][numFields]int32, docsDelta int, last int64,
+	overlap func(context.Context) error) error {
 	// lists holds the postings of every block c touches, each with its
 	// term's change of document frequencies; at is the list of each
 	// posting added, in c.added's order (an import's batch adds some 70
@@ -161,6 +166,9 @@ func (ix *indexer) apply(ctx context.Context, profile string, c indexChange, len
 		}
 	}
 	if len(lists) == 0 && docsDelta == 0 {
+		if overlap != nil {
+			return overlap(ctx)
+		}
 		return nil
 	}
 	terms := make([]string, 0, len(lists))
@@ -198,6 +206,13 @@ func (ix *indexer) apply(ctx context.Context, profile string, c indexChange, len
 		if err := rows.Err(); err != nil {
 			return fmt.Errorf("read postings: %w", err)
 		}
+	}
+	// The transaction is overlap's until it returns: nothing below uses
+	// it before then.
+	var overlapErr error
+	var overlapping sync.WaitGroup
+	if overlap != nil {
+		overlapping.Go(func() { overlapErr = overlap(ctx) })
 	}
 	var tokens [numFields]int64
 	for rid, ts := range c.removed {
@@ -257,6 +272,10 @@ func (ix *indexer) apply(ctx context.Context, profile string, c indexChange, len
 		default:
 			w.add(k, encodeBlock(ps))
 		}
+	}
+	overlapping.Wait()
+	if overlapErr != nil {
+		return overlapErr
 	}
 	if len(w.terms) > 0 {
 		if _, err := ix.tx.Exec(ctx, `INSERT INTO lex_blocks AS b (profile, term, block, data)

@@ -193,59 +193,61 @@ func (s *Store) insert(ctx context.Context, mems []mnemotype.Memory) error {
 		// Tokens hold letters and digits only: a space separates them.
 		cols.terms = append(cols.terms, strings.Join(docs[i].lexemes, " "))
 	}
-	rows, err := tx.Query(ctx, `INSERT INTO memories (profile, id, project, session, session_seq, actor, kind, content, importance,
-			occurred_at, occurred_ns, created_at, created_ns, accessed_at, accessed_ns, access_count, metadata,
-			embedding, embedding_model, embedding_dim, lens, terms)
-		SELECT profile, id, project, session, session_seq, actor, kind, content, importance,
-			occurred_at, occurred_ns, created_at, created_ns, accessed_at, accessed_ns, access_count,
-			CASE WHEN meta_null THEN NULL ELSE meta::json END,
-			CASE WHEN dim IS NULL THEN NULL ELSE embedding END, CASE WHEN dim IS NULL THEN NULL ELSE model END, dim,
-			ARRAY[lc, la, lt, lx], string_to_array(te, ' ')
-		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[], $7::text[], $8::text[], $9::float8[],
-			$10::timestamptz[], $11::smallint[], $12::timestamptz[], $13::smallint[], $14::timestamptz[], $15::smallint[], $16::bigint[],
-			$17::text[], $18::bool[], $19::bytea[], $20::text[], $21::int[], $22::int[], $23::int[], $24::int[], $25::int[], $26::text[])
-			WITH ORDINALITY
-			AS u(profile, id, project, session, session_seq, actor, kind, content, importance, occurred_at, occurred_ns, created_at, created_ns,
-				accessed_at, accessed_ns, access_count, meta, meta_null, embedding, model, dim, lc, la, lt, lx, te, ord)
-		ORDER BY ord
-		RETURNING profile, id, rid`,
-		cols.profile, cols.id, cols.project, cols.session, cols.seq, cols.actor, cols.kind, cols.content, cols.importance,
-		cols.occ, cols.occNS, cols.cre, cols.creNS, cols.acc, cols.accNS, cols.count, cols.meta, cols.metaNull, cols.emb, cols.model, cols.dim,
-		cols.lens[0], cols.lens[1], cols.lens[2], cols.lens[3], cols.terms)
+	// The row ids are drawn first, so that the posting blocks are built
+	// while the server inserts the rows (apply's overlap).
+	rids, err := drawRIDs(ctx, tx, len(mems))
 	if err != nil {
-		return fmt.Errorf("insert memories: %w", mapErr(err))
-	}
-	rids := map[[2]string]int64{}
-	for rows.Next() {
-		var p, id string
-		var rid int64
-		if err := rows.Scan(&p, &id, &rid); err != nil {
-			rows.Close()
-			return fmt.Errorf("insert memories: %w", err)
-		}
-		rids[[2]string{p, id}] = rid
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		if sqlState(err) == codeUniqueViolation {
-			return fmt.Errorf("%w: an id of the batch %w", mnemotype.ErrInvalid, mnemotype.ErrExists)
-		}
-		return fmt.Errorf("insert memories: %w", mapErr(err))
+		return fmt.Errorf("insert memories: %w", err)
 	}
 	for i := range docs {
-		docs[i].rid = rids[[2]string{mems[i].Profile, mems[i].ID}]
+		docs[i].rid = rids[i]
 	}
-	if err := ix.insertVectors(ctx, mems, true); err != nil {
-		return fmt.Errorf("insert memories: %w", err)
+	var rowsErr error // insertRows's, returned as it is
+	insertRows := func(ctx context.Context) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO memories (rid, profile, id, project, session, session_seq, actor, kind, content, importance,
+				occurred_at, occurred_ns, created_at, created_ns, accessed_at, accessed_ns, access_count, metadata,
+				embedding, embedding_model, embedding_dim, lens, terms)
+			OVERRIDING SYSTEM VALUE
+			SELECT rid, profile, id, project, session, session_seq, actor, kind, content, importance,
+				occurred_at, occurred_ns, created_at, created_ns, accessed_at, accessed_ns, access_count,
+				CASE WHEN meta_null THEN NULL ELSE meta::json END,
+				CASE WHEN dim IS NULL THEN NULL ELSE embedding END, CASE WHEN dim IS NULL THEN NULL ELSE model END, dim,
+				ARRAY[lc, la, lt, lx], string_to_array(te, ' ')
+			FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[], $7::text[], $8::text[], $9::float8[],
+				$10::timestamptz[], $11::smallint[], $12::timestamptz[], $13::smallint[], $14::timestamptz[], $15::smallint[], $16::bigint[],
+				$17::text[], $18::bool[], $19::bytea[], $20::text[], $21::int[], $22::int[], $23::int[], $24::int[], $25::int[], $26::text[],
+				$27::bigint[])
+				AS u(profile, id, project, session, session_seq, actor, kind, content, importance, occurred_at, occurred_ns, created_at, created_ns,
+					accessed_at, accessed_ns, access_count, meta, meta_null, embedding, model, dim, lc, la, lt, lx, te, rid)
+			ORDER BY rid`,
+			cols.profile, cols.id, cols.project, cols.session, cols.seq, cols.actor, cols.kind, cols.content, cols.importance,
+			cols.occ, cols.occNS, cols.cre, cols.creNS, cols.acc, cols.accNS, cols.count, cols.meta, cols.metaNull, cols.emb, cols.model, cols.dim,
+			cols.lens[0], cols.lens[1], cols.lens[2], cols.lens[3], cols.terms, rids); err != nil {
+			if sqlState(err) == codeUniqueViolation {
+				rowsErr = fmt.Errorf("%w: an id of the batch %w", mnemotype.ErrInvalid, mnemotype.ErrExists)
+			} else {
+				rowsErr = fmt.Errorf("insert memories: %w", mapErr(err))
+			}
+			return rowsErr
+		}
+		if err := ix.insertVectors(ctx, mems, true); err != nil {
+			rowsErr = fmt.Errorf("insert memories: %w", err)
+			return rowsErr
+		}
+		return nil
 	}
 	for _, p := range profiles {
 		added := make([]doc, 0, len(byProfile[p]))
 		for _, i := range byProfile[p] {
 			added = append(added, docs[i])
 		}
-		if err := ix.apply(ctx, p, indexChange{added: added}, nil, len(added), lastRID[p]); err != nil {
+		if err := ix.apply(ctx, p, indexChange{added: added}, nil, len(added), lastRID[p], insertRows); err != nil {
+			if rowsErr != nil {
+				return rowsErr
+			}
 			return fmt.Errorf("insert memories: %w", err)
 		}
+		insertRows = nil // the first profile's apply inserted every row
 		// Stored turns after a new one (an insertion out of order) hold it
 		// in their context now.
 		var turns []turn
@@ -264,6 +266,25 @@ func (s *Store) insert(ctx context.Context, mems []mnemotype.Memory) error {
 	}
 	s.grew(len(mems))
 	return nil
+}
+
+// drawRIDs draws n row ids for new memories from the sequence of
+// memories.rid, in increasing order: past every row id of the profiles
+// whose rows the transaction has locked (their writers take turns).
+func drawRIDs(ctx context.Context, tx pgx.Tx, n int) ([]int64, error) {
+	rows, err := tx.Query(ctx, `SELECT nextval(pg_get_serial_sequence('memories', 'rid')) FROM generate_series(1, $1)`, n)
+	if err != nil {
+		return nil, fmt.Errorf("draw row ids: %w", err)
+	}
+	rids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("draw row ids: %w", err)
+	}
+	if len(rids) != n {
+		return nil, fmt.Errorf("draw row ids: %d of %d", len(rids), n)
+	}
+	slices.Sort(rids)
+	return rids, nil
 }
 
 // grew counts n memories inserted, and analyzes the tables once those
@@ -601,7 +622,7 @@ func (s *Store) deleteOnce(ctx context.Context, sc mnemotype.Scope, ids []string
 	if err != nil {
 		return 0, err
 	}
-	if err := ix.apply(ctx, sc.Profile, indexChange{removed: removed}, lens, -len(gone), math.MaxInt64); err != nil {
+	if err := ix.apply(ctx, sc.Profile, indexChange{removed: removed}, lens, -len(gone), math.MaxInt64, nil); err != nil {
 		return 0, err
 	}
 	if _, err := tx.Exec(ctx, `INSERT INTO tombstones (profile, seq, id)
@@ -922,7 +943,7 @@ func (ix *indexer) reindex(ctx context.Context, profile string, ids []string, tu
 	for i, e := range ix.eb.buildAll(fields) {
 		docs[i].entry = e
 	}
-	if err := ix.apply(ctx, profile, indexChange{removed: removed, added: docs}, lens, 0, math.MaxInt64); err != nil {
+	if err := ix.apply(ctx, profile, indexChange{removed: removed, added: docs}, lens, 0, math.MaxInt64, nil); err != nil {
 		return err
 	}
 	// The entries as the rows keep them, to take them out later.
