@@ -255,7 +255,10 @@ func Open(path string, cfg *Config) (*Engine, error) {
 		indexDir = ""
 	}
 	var sqlDense recall.Dense
-	text, snapshotText := !c.LexicalInStore && !c.ANN.OneShot, !c.LexicalInStore && c.ANN.OneShot
+	// A one-shot engine keeps the text of the snapshots it reads; without
+	// a folder of snapshots (Postgres by default) it would build a text
+	// index from the store to answer one recall: the store answers.
+	text, snapshotText := !c.LexicalInStore && !c.ANN.OneShot, !c.LexicalInStore && c.ANN.OneShot && indexDir != ""
 	if ps, ok := st.(*postgres.Store); ok {
 		if d := ps.Dense(); d != nil {
 			sqlDense = d
