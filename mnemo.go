@@ -287,8 +287,9 @@ type StoreOptions struct {
 	ContextTurns int
 	MustExist    bool
 	Replicas     []string
-	// OneShot is Config.ANN.OneShot: the store starts no background work
-	// that only a long-running process gains from.
+	// OneShot is Config.ANN.OneShot: a SQLite store starts no background
+	// work that only a long-running process gains from (a Postgres store
+	// has none such).
 	OneShot bool
 }
 

@@ -183,7 +183,12 @@ func NewCatalog(st Store, opt Options) *Catalog {
 
 // newIndex returns an empty index as the catalog configures them.
 func (c *Catalog) newIndex() *vector.Index {
-	x := vector.NewDim(c.opt.Dim)
+	// A text-only index holds no embeddings: without a dimension it keeps
+	// no (zero) floats for its rows either.
+	x := vector.New()
+	if !c.opt.TextOnly {
+		x = vector.NewDim(c.opt.Dim)
+	}
 	x.SetANN(c.opt.ANN)
 	if c.opt.Text {
 		x.EnableText()

@@ -113,7 +113,8 @@ type entryBuilder struct {
 	held int
 }
 
-// maxSeenBytes bounds the texts an entryBuilder keeps.
+// maxSeenBytes bounds the texts an entryBuilder keeps between calls (one
+// call of tokenizeAll keeps all of its own).
 const maxSeenBytes = 16 << 20
 
 // textTokens is a text's tokens as an entry counts them: how many, and
@@ -179,6 +180,16 @@ func (b *entryBuilder) tokenizeAll(texts []string) {
 			todo = append(todo, t)
 		}
 	}
+	size := 0
+	for _, t := range todo {
+		size += len(t)
+	}
+	if b.held+size > maxSeenBytes {
+		// Room made before, so that the call's texts stay (its entries
+		// are built from them): the bound holds between calls.
+		clear(b.seen)
+		b.held = 0
+	}
 	out := make([]*textTokens, len(todo))
 	inParallel(len(todo), func(lo, hi int) {
 		var tk ftstoken.Tokenizer
@@ -186,9 +197,13 @@ func (b *entryBuilder) tokenizeAll(texts []string) {
 			out[i] = tokenize(&tk, todo[i])
 		}
 	})
-	for i, t := range todo {
-		b.keep(t, out[i])
+	if b.seen == nil {
+		b.seen = make(map[string]*textTokens, len(todo))
 	}
+	for i, t := range todo {
+		b.seen[t] = out[i]
+	}
+	b.held += size
 }
 
 // buildAll returns the entries of memories whose fields are the parts

@@ -270,15 +270,18 @@ func (s *Store) insert(ctx context.Context, mems []mnemotype.Memory) error {
 
 // drawRIDs draws n row ids for new memories from the sequence of
 // memories.rid, in increasing order: past every row id of the profiles
-// whose rows the transaction has locked (their writers take turns).
+// whose rows the transaction has locked (their writers take turns). The
+// role needs USAGE on the sequence, as on the schema's other sequences.
 func drawRIDs(ctx context.Context, tx pgx.Tx, n int) ([]int64, error) {
-	rows, err := tx.Query(ctx, `SELECT nextval(pg_get_serial_sequence('memories', 'rid')) FROM generate_series(1, $1)`, n)
+	// The sequence's name is looked up once, not once a row.
+	rows, err := tx.Query(ctx, `SELECT nextval(q.s) FROM (SELECT pg_get_serial_sequence('memories', 'rid')::regclass AS s) q,
+		generate_series(1, $1)`, n)
 	if err != nil {
-		return nil, fmt.Errorf("draw row ids: %w", err)
+		return nil, fmt.Errorf("draw row ids: %w", mapErr(err))
 	}
 	rids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
 	if err != nil {
-		return nil, fmt.Errorf("draw row ids: %w", err)
+		return nil, fmt.Errorf("draw row ids: %w", mapErr(err))
 	}
 	if len(rids) != n {
 		return nil, fmt.Errorf("draw row ids: %d of %d", len(rids), n)

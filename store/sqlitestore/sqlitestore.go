@@ -79,11 +79,11 @@ type Options struct {
 	// max(RareTermBudget, RareTermBudgetRatio × all memories), the rarest
 	// always. Defaults to DefaultRareTermBudget; negative lifts the bound.
 	RareTermBudget int
-	// OneShot is for a process that answers a query or two and exits (the
-	// CLI's recall and recollect): the store keeps no copy of the rows'
-	// lengths for the ranking function (see docLengths), whose load reads
-	// every row's and would run beside the query for nothing; its queries
-	// look the lengths up.
+	// OneShot is for a process that makes a call or two and exits (the
+	// CLI's commands but serve, mcp, bench and index): the store keeps no
+	// copy of the rows' lengths for the ranking function (see
+	// docLengths), whose load reads every row's and would run beside the
+	// query for nothing; its queries look the lengths up.
 	OneShot bool
 }
 
