@@ -73,6 +73,39 @@ func TestCatalog_Lexical_Postgres(t *testing.T) {
 	catalogLexical(t, st, true)
 }
 
+// TestCatalog_TextOnlyHoldsNoFloats: a text-only catalog keeps no floats
+// for its rows (its memories' embeddings are the store's to rank), where a
+// catalog of the same dimension keeping embeddings holds them all.
+func TestCatalog_TextOnlyHoldsNoFloats(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	st, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "mnemo.db"), sqlitestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	const n, dim = 500, 3 // conversation's embeddings
+	if err := st.Insert(ctx, conversation(rand.New(rand.NewPCG(3, 4)), "alice", 0, n)); err != nil {
+		t.Fatal(err)
+	}
+	var bytes [2]int64
+	for i, textOnly := range []bool{false, true} {
+		c := dense.NewCatalog(st, dense.Options{Dim: dim, Text: true, TextOnly: textOnly})
+		t.Cleanup(c.Close)
+		stats, err := c.Profile(ctx, "alice")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if stats.Memories != n {
+			t.Fatalf("text only %v: %d memories, want %d", textOnly, stats.Memories, n)
+		}
+		bytes[i] = stats.Bytes
+	}
+	if bytes[0]-bytes[1] < n*dim*4 {
+		t.Errorf("text only: %d bytes, with the embeddings %d: the text-only index holds floats", bytes[1], bytes[0])
+	}
+}
+
 func catalogLexical(t *testing.T, st store.Store, textOnly bool) {
 	ctx := t.Context()
 	dir := t.TempDir()
