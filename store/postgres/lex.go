@@ -224,7 +224,7 @@ func (b *entryBuilder) buildAll(fields [][numFields][]string) []entry {
 			if t, ok := b.seen[text]; ok {
 				return t
 			}
-			return tokenize(&tk, text) // dropped by keep's bound
+			return tokenize(&tk, text) // not reached: tokenizeAll kept every text
 		}
 		for i := lo; i < hi; i++ {
 			out[i] = buildFrom(fields[i], get)
