@@ -9,6 +9,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/jackc/pgx/v5"
@@ -285,9 +286,25 @@ func (ix *indexer) apply(ctx context.Context, profile string, c indexChange, len
 		}
 	}
 	if len(n.terms) > 0 {
-		if _, err := ix.tx.Exec(ctx, `INSERT INTO lex_blocks (profile, term, block, data)
-			SELECT $1, term, block, data FROM unnest($2::text[], $3::bigint[], $4::bytea[]) AS u(term, block, data) ORDER BY term, block`,
-			profile, n.terms, n.blocks, n.data); err != nil {
+		// COPY, in key order: no executor per row, and the index is
+		// written from left to right.
+		order := make([]int, len(n.terms))
+		for i := range order {
+			order[i] = i
+		}
+		slices.SortFunc(order, func(a, b int) int {
+			return cmp.Or(strings.Compare(n.terms[a], n.terms[b]), cmp.Compare(n.blocks[a], n.blocks[b]))
+		})
+		i := 0
+		if _, err := ix.tx.CopyFrom(ctx, pgx.Identifier{"lex_blocks"}, []string{"profile", "term", "block", "data"},
+			pgx.CopyFromFunc(func() ([]any, error) {
+				if i == len(order) {
+					return nil, nil
+				}
+				j := order[i]
+				i++
+				return []any{profile, n.terms[j], n.blocks[j], n.data[j]}, nil
+			})); err != nil {
 			return fmt.Errorf("write new postings: %w", mapErr(err))
 		}
 	}
