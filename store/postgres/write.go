@@ -143,56 +143,6 @@ func (s *Store) insert(ctx context.Context, mems []mnemotype.Memory) error {
 	if err != nil {
 		return fmt.Errorf("insert memories: %w", err)
 	}
-	cols := struct {
-		profile, id, project, session, actor, kind, content, meta, model, terms []string
-		lens                                                                    [numFields][]int32
-		termEnds                                                                []int32
-		seq                                                                     []int64
-		count                                                                   []int64
-		dim                                                                     []*int32
-		importance                                                              []float64
-		occ, cre, acc                                                           []time.Time
-		occNS, creNS, accNS                                                     []int16
-		emb                                                                     [][]byte
-		metaNull                                                                []bool
-	}{}
-	for i := range mems {
-		m := &mems[i]
-		occ, occNS := splitTime(m.OccurredAt)
-		cre, creNS := splitTime(m.CreatedAt)
-		acc, accNS := splitTime(m.AccessedAt)
-		var blob []byte
-		var dim *int32
-		model := ""
-		if len(m.Embedding) > 0 {
-			blob, model = store.EncodeVector(m.Embedding), m.EmbeddingModel
-			d := int32(len(m.Embedding))
-			dim = &d
-		}
-		cols.profile = append(cols.profile, m.Profile)
-		cols.id = append(cols.id, m.ID)
-		cols.project = append(cols.project, m.Project)
-		cols.session = append(cols.session, m.Session)
-		cols.seq = append(cols.seq, m.Seq)
-		cols.actor = append(cols.actor, m.Actor)
-		cols.kind = append(cols.kind, string(m.Kind))
-		cols.content = append(cols.content, m.Content)
-		cols.importance = append(cols.importance, m.Importance)
-		cols.occ, cols.occNS = append(cols.occ, occ), append(cols.occNS, occNS)
-		cols.cre, cols.creNS = append(cols.cre, cre), append(cols.creNS, creNS)
-		cols.acc, cols.accNS = append(cols.acc, acc), append(cols.accNS, accNS)
-		cols.count = append(cols.count, m.AccessCount)
-		cols.meta = append(cols.meta, string(m.Metadata))
-		cols.metaNull = append(cols.metaNull, len(m.Metadata) == 0)
-		cols.emb = append(cols.emb, blob)
-		cols.model = append(cols.model, model)
-		cols.dim = append(cols.dim, dim)
-		for c := range numFields {
-			cols.lens[c] = append(cols.lens[c], docs[i].lens[c])
-		}
-		// Tokens hold letters and digits only: a space separates them.
-		cols.terms = append(cols.terms, strings.Join(docs[i].lexemes, " "))
-	}
 	// The row ids are drawn first, so that the posting blocks are built
 	// while the server inserts the rows (apply's overlap).
 	rids, err := drawRIDs(ctx, tx, len(mems))
@@ -204,25 +154,17 @@ func (s *Store) insert(ctx context.Context, mems []mnemotype.Memory) error {
 	}
 	var rowsErr error // insertRows's, returned as it is
 	insertRows := func(ctx context.Context) error {
-		if _, err := tx.Exec(ctx, `INSERT INTO memories (rid, profile, id, project, session, session_seq, actor, kind, content, importance,
-				occurred_at, occurred_ns, created_at, created_ns, accessed_at, accessed_ns, access_count, metadata,
-				embedding, embedding_model, embedding_dim, lens, terms)
-			OVERRIDING SYSTEM VALUE
-			SELECT rid, profile, id, project, session, session_seq, actor, kind, content, importance,
-				occurred_at, occurred_ns, created_at, created_ns, accessed_at, accessed_ns, access_count,
-				CASE WHEN meta_null THEN NULL ELSE meta::json END,
-				CASE WHEN dim IS NULL THEN NULL ELSE embedding END, CASE WHEN dim IS NULL THEN NULL ELSE model END, dim,
-				ARRAY[lc, la, lt, lx], string_to_array(te, ' ')
-			FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[], $7::text[], $8::text[], $9::float8[],
-				$10::timestamptz[], $11::smallint[], $12::timestamptz[], $13::smallint[], $14::timestamptz[], $15::smallint[], $16::bigint[],
-				$17::text[], $18::bool[], $19::bytea[], $20::text[], $21::int[], $22::int[], $23::int[], $24::int[], $25::int[], $26::text[],
-				$27::bigint[])
-				AS u(profile, id, project, session, session_seq, actor, kind, content, importance, occurred_at, occurred_ns, created_at, created_ns,
-					accessed_at, accessed_ns, access_count, meta, meta_null, embedding, model, dim, lc, la, lt, lx, te, rid)
-			ORDER BY rid`,
-			cols.profile, cols.id, cols.project, cols.session, cols.seq, cols.actor, cols.kind, cols.content, cols.importance,
-			cols.occ, cols.occNS, cols.cre, cols.creNS, cols.acc, cols.accNS, cols.count, cols.meta, cols.metaNull, cols.emb, cols.model, cols.dim,
-			cols.lens[0], cols.lens[1], cols.lens[2], cols.lens[3], cols.terms, rids); err != nil {
+		// COPY (which writes the identity column as given), in row id
+		// order.
+		i := 0
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"memories"}, memoryCopyCols, pgx.CopyFromFunc(func() ([]any, error) {
+			if i == len(mems) {
+				return nil, nil
+			}
+			row := memoryCopyRow(&mems[i], &docs[i])
+			i++
+			return row, nil
+		})); err != nil {
 			if sqlState(err) == codeUniqueViolation {
 				rowsErr = fmt.Errorf("%w: an id of the batch %w", mnemotype.ErrInvalid, mnemotype.ErrExists)
 			} else {
@@ -266,6 +208,33 @@ func (s *Store) insert(ctx context.Context, mems []mnemotype.Memory) error {
 	}
 	s.grew(len(mems))
 	return nil
+}
+
+// memoryCopyCols are the columns an insert copies into memories (seq takes
+// its default, a change number each).
+var memoryCopyCols = []string{"rid", "profile", "id", "project", "session", "session_seq", "actor", "kind", "content", "importance",
+	"occurred_at", "occurred_ns", "created_at", "created_ns", "accessed_at", "accessed_ns", "access_count", "metadata",
+	"embedding", "embedding_model", "embedding_dim", "lens", "terms"}
+
+// memoryCopyRow is m's row of memoryCopyCols, d its index entry (and row
+// id).
+func memoryCopyRow(m *mnemotype.Memory, d *doc) []any {
+	occ, occNS := splitTime(m.OccurredAt)
+	cre, creNS := splitTime(m.CreatedAt)
+	acc, accNS := splitTime(m.AccessedAt)
+	var meta, blob, model, dim any // NULL unless set
+	if len(m.Metadata) > 0 {
+		meta = string(m.Metadata)
+	}
+	if len(m.Embedding) > 0 {
+		blob, model, dim = store.EncodeVector(m.Embedding), m.EmbeddingModel, int32(len(m.Embedding))
+	}
+	terms := d.lexemes
+	if terms == nil {
+		terms = []string{}
+	}
+	return []any{d.rid, m.Profile, m.ID, m.Project, m.Session, m.Seq, m.Actor, string(m.Kind), m.Content, m.Importance,
+		occ, occNS, cre, creNS, acc, accNS, m.AccessCount, meta, blob, model, dim, d.lens[:], terms}
 }
 
 // drawRIDs draws n row ids for new memories from the sequence of
