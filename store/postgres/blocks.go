@@ -155,18 +155,21 @@ func (ix *indexer) apply(ctx context.Context, profile string, c indexChange, len
 		}
 		return l
 	}
+	// The blocks that exist (at or before last's) are keyed first, to be
+	// read; the others are keyed below, while overlap runs.
 	for rid, terms := range c.removed {
 		for _, t := range terms {
 			list(blockKey{t, rid >> blockShift})
 		}
 	}
-	at := make([]*blockList, 0, added)
 	for _, d := range c.added {
-		for _, t := range d.lexemes {
-			at = append(at, list(blockKey{t, d.rid >> blockShift}))
+		if d.rid>>blockShift <= last>>blockShift {
+			for _, t := range d.lexemes {
+				list(blockKey{t, d.rid >> blockShift})
+			}
 		}
 	}
-	if len(lists) == 0 && docsDelta == 0 {
+	if added == 0 && len(lists) == 0 && docsDelta == 0 {
 		if overlap != nil {
 			return overlap(ctx)
 		}
@@ -214,6 +217,12 @@ func (ix *indexer) apply(ctx context.Context, profile string, c indexChange, len
 	var overlapping sync.WaitGroup
 	if overlap != nil {
 		overlapping.Go(func() { overlapErr = overlap(ctx) })
+	}
+	at := make([]*blockList, 0, added)
+	for _, d := range c.added {
+		for _, t := range d.lexemes {
+			at = append(at, list(blockKey{t, d.rid >> blockShift}))
+		}
 	}
 	var tokens [numFields]int64
 	for rid, ts := range c.removed {
@@ -274,6 +283,20 @@ func (ix *indexer) apply(ctx context.Context, profile string, c indexChange, len
 			w.add(k, encodeBlock(ps))
 		}
 	}
+	order := make([]int, len(n.terms))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int {
+		return cmp.Or(strings.Compare(n.terms[a], n.terms[b]), cmp.Compare(n.blocks[a], n.blocks[b]))
+	})
+	// Every term whose blocks changed gets a new version (postingCache),
+	// its document frequencies their change, if any: df holds each.
+	dfTerms := slices.Sorted(maps.Keys(df))
+	contents, all := make([]int64, 0, len(dfTerms)), make([]int64, 0, len(dfTerms))
+	for _, t := range dfTerms {
+		contents, all = append(contents, df[t].content), append(all, df[t].docs)
+	}
 	overlapping.Wait()
 	if overlapErr != nil {
 		return overlapErr
@@ -286,15 +309,8 @@ func (ix *indexer) apply(ctx context.Context, profile string, c indexChange, len
 		}
 	}
 	if len(n.terms) > 0 {
-		// COPY, in key order: no executor per row, and the index is
-		// written from left to right.
-		order := make([]int, len(n.terms))
-		for i := range order {
-			order[i] = i
-		}
-		slices.SortFunc(order, func(a, b int) int {
-			return cmp.Or(strings.Compare(n.terms[a], n.terms[b]), cmp.Compare(n.blocks[a], n.blocks[b]))
-		})
+		// COPY, in key order (order): no executor per row, and the index
+		// is written from left to right.
 		i := 0
 		if _, err := ix.tx.CopyFrom(ctx, pgx.Identifier{"lex_blocks"}, []string{"profile", "term", "block", "data"},
 			pgx.CopyFromFunc(func() ([]any, error) {
@@ -313,13 +329,6 @@ func (ix *indexer) apply(ctx context.Context, profile string, c indexChange, len
 			WHERE b.profile = $1 AND b.term = k.term AND b.block = k.block`, profile, dTerms, dBlocks); err != nil {
 			return fmt.Errorf("delete postings: %w", mapErr(err))
 		}
-	}
-	// Every term whose blocks changed gets a new version (postingCache),
-	// its document frequencies their change, if any: df holds each.
-	dfTerms := slices.Sorted(maps.Keys(df))
-	contents, all := make([]int64, 0, len(dfTerms)), make([]int64, 0, len(dfTerms))
-	for _, t := range dfTerms {
-		contents, all = append(contents, df[t].content), append(all, df[t].docs)
 	}
 	if len(dfTerms) > 0 {
 		// One version for all of the write's terms: a version is compared
