@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -50,5 +51,25 @@ func TestSortPrefix(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Fatalf("trial %d: elements lost or duplicated", trial)
 		}
+	}
+}
+
+// TestEntryBuilder_TokenizeAllKeepsItsTexts: a call of tokenizeAll that
+// passes the bound keeps every text it was given, those seen before
+// included, so that buildAll never tokenizes one again.
+func TestEntryBuilder_TokenizeAllKeepsItsTexts(t *testing.T) {
+	t.Parallel()
+	a := strings.Repeat("alpha ", maxSeenBytes*3/4/6)
+	c := strings.Repeat("gamma ", maxSeenBytes*3/8/6)
+	var b entryBuilder
+	b.tokenizeAll([]string{a})
+	b.tokenizeAll([]string{a, c, "delta"})
+	for _, text := range []string{a, c, "delta"} {
+		if _, ok := b.seen[text]; !ok {
+			t.Errorf("a text of %d bytes given to the last call is not kept", len(text))
+		}
+	}
+	if b.held != len(a)+len(c)+len("delta") {
+		t.Errorf("held %d bytes, want %d", b.held, len(a)+len(c)+len("delta"))
 	}
 }

@@ -174,8 +174,11 @@ func tokenize(tk *ftstoken.Tokenizer, text string) *textTokens {
 func (b *entryBuilder) tokenizeAll(texts []string) {
 	var todo []string
 	fresh := map[string]bool{}
+	had := map[string]*textTokens{} // the call's texts seen before
 	for _, t := range texts {
-		if _, ok := b.seen[t]; !ok && !fresh[t] {
+		if tt, ok := b.seen[t]; ok {
+			had[t] = tt
+		} else if !fresh[t] {
 			fresh[t] = true
 			todo = append(todo, t)
 		}
@@ -185,10 +188,14 @@ func (b *entryBuilder) tokenizeAll(texts []string) {
 		size += len(t)
 	}
 	if b.held+size > maxSeenBytes {
-		// Room made before, so that the call's texts stay (its entries
-		// are built from them): the bound holds between calls.
+		// Room made before, keeping the call's texts (its entries are
+		// built from them): the bound holds between calls.
 		clear(b.seen)
 		b.held = 0
+		for t, tt := range had {
+			b.seen[t] = tt
+			b.held += len(t)
+		}
 	}
 	out := make([]*textTokens, len(todo))
 	inParallel(len(todo), func(lo, hi int) {
