@@ -26,13 +26,14 @@ import (
 )
 
 // importBatch is the number of memories per transaction: large enough to
-// amortise the commit, small enough to bound memory and keep progress
-// visible.
-const importBatch = 1000
+// amortise the commit (on Postgres each batch also rewrites the last posting
+// block and the statistics of every term it holds, so fewer, larger batches
+// write less), small enough to bound memory and keep progress visible.
+const importBatch = 4000
 
 // importGCPercent is the garbage collector's target during an import
 // (unless GOGC is set).
-const importGCPercent = 400
+const importGCPercent = 200
 
 // maxImportLine bounds a line of an import file: six times the content
 // limit, the longest JSON escaping of any content (a control character, or

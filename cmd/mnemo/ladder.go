@@ -80,7 +80,7 @@ type ladderRow struct {
 // Bounds of the ladder's flags.
 const (
 	maxLadderSize    = 10_000_000
-	ladderImportSize = 1000 // memories per RememberBatch, as mnemo import
+	ladderImportSize = importBatch // memories per Write, as mnemo import
 	newProcessRuns   = 3
 )
 
