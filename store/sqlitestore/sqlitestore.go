@@ -404,6 +404,14 @@ func isUnique(err error) bool {
 	return ok && (code == sqlitedb.CodeConstraintUnique || code == sqlitedb.CodeConstraintPK)
 }
 
+// rowContext returns ctx without its cancellation, for the statements of
+// a write transaction begun with ctx: the transaction stays bound to ctx
+// (database/sql rolls it back once ctx is done, and its next statement
+// fails), and the caller checks ctx between rows. go-sqlite3 runs a
+// statement under a cancellable context on a goroutine of its own, a
+// thread handoff per row that costs more than a row's insert.
+func rowContext(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
+
 // nextSeq advances the change counter by n inside tx and returns the first
 // new value.
 func nextSeq(ctx context.Context, tx *sql.Tx, n int) (int64, error) {
@@ -420,7 +428,7 @@ const insertSQL = `INSERT INTO memories
 	VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
 
 // Insert implements store.Store.
-func (s *Store) Insert(ctx context.Context, mems []mnemotype.Memory) error {
+func (s *Store) Insert(ctx context.Context, mems []mnemotype.Memory) (err error) {
 	w, err := s.writer()
 	if err != nil {
 		return err
@@ -433,6 +441,15 @@ func (s *Store) Insert(ctx context.Context, mems []mnemotype.Memory) error {
 		return fmt.Errorf("insert memories: %w", err)
 	}
 	defer tx.Rollback()
+	live := ctx
+	ctx = rowContext(ctx)
+	defer func() {
+		// A statement that failed because live was done (the transaction
+		// rolled back under it) reports why.
+		if err != nil && live.Err() != nil && !errors.Is(err, live.Err()) {
+			err = fmt.Errorf("insert memories: %w", live.Err())
+		}
+	}()
 	seq, err := nextSeq(ctx, tx, len(mems))
 	if err != nil {
 		return err
@@ -448,6 +465,9 @@ func (s *Store) Insert(ctx context.Context, mems []mnemotype.Memory) error {
 	}
 	dims := map[string]int{}
 	for i := range mems {
+		if err := live.Err(); err != nil {
+			return fmt.Errorf("insert memories: %w", err)
+		}
 		m := &mems[i]
 		if m.ID == "" {
 			return mnemotype.Invalidf("memory %d has no id", i)
@@ -1212,7 +1232,10 @@ func (s *Store) RecordAccess(ctx context.Context, acc []store.Access) error {
 		if err := mnemotype.CheckTime("accessed_at", a.At); err != nil {
 			return err
 		}
-		if _, err := stmt.ExecContext(ctx, a.Count, formatTime(a.At), a.Profile, a.ID); err != nil {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("record access: %w", err)
+		}
+		if _, err := stmt.ExecContext(rowContext(ctx), a.Count, formatTime(a.At), a.Profile, a.ID); err != nil {
 			return fmt.Errorf("record access %s: %w", a.ID, mapErr(err))
 		}
 	}

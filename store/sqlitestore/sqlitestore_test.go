@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -1066,4 +1067,80 @@ func TestRecentSQL_Plans(t *testing.T) {
 			t.Errorf("%+v: plan %q walks the recency index", tc.scope, joined)
 		}
 	}
+}
+
+// endingContext reports context.Canceled from its Err once it has been
+// asked left times, without closing Done: a caller that stops only when it
+// checks Err, between rows.
+type endingContext struct {
+	context.Context
+	left atomic.Int64
+}
+
+func (c *endingContext) Err() error {
+	if c.left.Add(-1) < 0 {
+		return context.Canceled
+	}
+	return c.Context.Err()
+}
+
+// TestInsert_StopsWhenItsContextEnds: Insert's rows run without their
+// context's cancellation (rowContext), so it must check the context
+// between rows: a context that ends part-way stops the insert with
+// context.Canceled and nothing stored, and so does one cancelled while the
+// transaction runs (or the insert completes whole); the store then takes
+// the same batch.
+func TestInsert_StopsWhenItsContextEnds(t *testing.T) {
+	t.Parallel()
+	batch := func(n int) []mnemotype.Memory {
+		mems := make([]mnemotype.Memory, n)
+		for i := range mems {
+			mems[i] = testMemory("p", fmt.Sprintf("m%04d", i), fmt.Sprintf("memory number %d of the batch", i))
+		}
+		return mems
+	}
+	t.Run("ends between rows", func(t *testing.T) {
+		t.Parallel()
+		s := openTest(t)
+		ctx := &endingContext{Context: t.Context()}
+		ctx.left.Store(40)
+		if err := s.Insert(ctx, batch(200)); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Insert: %v, want context.Canceled", err)
+		}
+		if n, err := s.Count(t.Context(), "p"); err != nil || n != 0 {
+			t.Fatalf("Count after the cancelled insert: %d, %v; want 0", n, err)
+		}
+		if err := s.Insert(t.Context(), batch(200)); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := s.Count(t.Context(), "p"); err != nil || n != 200 {
+			t.Fatalf("Count: %d, %v; want 200", n, err)
+		}
+	})
+	t.Run("cancelled while it runs", func(t *testing.T) {
+		t.Parallel()
+		s := openTest(t)
+		for _, after := range []time.Duration{0, 2 * time.Millisecond, 10 * time.Millisecond} {
+			ctx, cancel := context.WithCancel(t.Context())
+			timer := time.AfterFunc(after, cancel)
+			err := s.Insert(ctx, batch(3000))
+			timer.Stop()
+			cancel()
+			n, cerr := s.Count(t.Context(), "p")
+			switch {
+			case cerr != nil:
+				t.Fatal(cerr)
+			case err == nil && n != 3000, err != nil && n != 0:
+				t.Fatalf("cancel after %v: Insert %v and %d memories stored", after, err, n)
+			case err != nil && !errors.Is(err, context.Canceled):
+				t.Fatalf("cancel after %v: Insert: %v, want context.Canceled", after, err)
+			}
+			if err == nil {
+				return
+			}
+		}
+		if err := s.Insert(t.Context(), batch(3000)); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
