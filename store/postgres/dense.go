@@ -858,6 +858,31 @@ func vectorIndexes(ctx context.Context, db querier, schema string) (map[string]b
 	return out, rows.Err()
 }
 
+// dropVectorIndexes drops the HNSW indexes of profile (one per dimension),
+// deleted: left in place, an index would make every embedding written to
+// the profile again walk its graph (re-importing 100k memories took 50
+// times as long) until IndexVectors dropped it. A store without pgvector
+// has none.
+func (s *Store) dropVectorIndexes(ctx context.Context, profile string) error {
+	if s.vec == nil {
+		return nil
+	}
+	existing, err := vectorIndexes(ctx, s.pool, s.schema)
+	if err != nil {
+		return fmt.Errorf("delete profile: %w", err)
+	}
+	prefix := strings.TrimSuffix(vectorIndexName(profile, 0), "0")
+	var errs []error
+	for name := range existing {
+		if strings.HasPrefix(name, prefix) {
+			if err := s.dropIndex(ctx, name); err != nil {
+				errs = append(errs, fmt.Errorf("delete profile: %w", err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
 func (s *Store) dropIndex(ctx context.Context, name string) error {
 	if _, err := s.pool.Exec(ctx, `DROP INDEX CONCURRENTLY IF EXISTS `+pgx.Identifier{s.schema, name}.Sanitize()); err != nil {
 		return fmt.Errorf("index vectors: drop %s: %w", name, err)

@@ -632,7 +632,10 @@ func (s *Store) DeleteProfile(ctx context.Context, profile string) (store.Profil
 		out, err = s.deleteProfile(ctx, profile)
 		return err
 	})
-	return out, err
+	if err != nil {
+		return out, err
+	}
+	return out, s.dropVectorIndexes(ctx, profile)
 }
 
 func (s *Store) deleteProfile(ctx context.Context, profile string) (store.ProfileDeletion, error) {
