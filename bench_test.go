@@ -244,7 +244,8 @@ func BenchmarkRecallAfterWrite_10k(b *testing.B) {
 }
 
 // BenchmarkImport measures ingest with precomputed embeddings in batches of
-// 1,000 (the CLI import's batch size).
+// 4,000 (the CLI import's batch size), under a context that can be
+// cancelled, as the CLI's is.
 func BenchmarkImport(b *testing.B) {
 	const n = 20_000
 	inputs, _ := benchCorpus(b, n)
@@ -260,8 +261,8 @@ func BenchmarkImport(b *testing.B) {
 		}
 		b.StartTimer()
 		t := time.Now()
-		for j := 0; j < n; j += 1000 {
-			if _, err := e.RememberBatch(context.Background(), inputs[j:j+1000]); err != nil {
+		for j := 0; j < n; j += 4000 {
+			if _, err := e.RememberBatch(b.Context(), inputs[j:j+4000]); err != nil {
 				b.Fatal(err)
 			}
 		}
