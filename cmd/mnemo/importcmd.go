@@ -31,6 +31,10 @@ import (
 // write less), small enough to bound memory and keep progress visible.
 const importBatch = 4000
 
+// importBatchBytes ends a batch before importBatch lines when its lines
+// reach this size: a batch of the longest contents would hold a GiB.
+const importBatchBytes = 16 << 20
+
 // importGCPercent is the garbage collector's target during an import
 // (unless GOGC is set).
 const importGCPercent = 200
@@ -95,9 +99,10 @@ most %d bytes.
 An import waits for its embeddings unless --write-embed-timeout (or
 MNEMO_WRITE_EMBED_TIMEOUT) is given; a provider that keeps failing is no
 longer called (its memories are stored without embeddings for mnemo reembed).
-Lines are written in batches of %d, one transaction each, in file order; the
-next batch is embedded while one is written. Unless GOGC is set, an import
-runs Go's garbage collector at GOGC=%d (more memory, less CPU).
+Lines are written in batches of %d (fewer when they reach %d MiB), one
+transaction each, in file order; the next batch is embedded while one is
+written. Unless GOGC is set, an import runs Go's garbage collector at GOGC=%d
+(more memory, less CPU).
 
 A bad line (malformed, invalid, too long) is reported with its number and
 skipped; --strict aborts at the first one with nothing written. A line
@@ -108,7 +113,7 @@ stores only what is missing: ids already stored are counted, not rejected.
 Exit codes: 0 every line stored (now or before), %d some lines rejected and
 the others stored, 2 nothing written (usage error, --strict with a bad line,
 or every line bad), 1 internal error.
-`, importUsage, maxImportLine, importBatch, importGCPercent, exitSomeRejected)
+`, importUsage, maxImportLine, importBatch, importBatchBytes>>20, importGCPercent, exitSomeRejected)
 		fs.PrintDefaults()
 	}
 	pos, err := parseInterleaved(fs, args)
@@ -218,6 +223,7 @@ func (im *importer) summary() string {
 func (im *importer) run(ctx context.Context, r io.Reader) error {
 	lr := newLineReader(r, maxImportLine)
 	var batch []pending
+	var batchBytes int
 	var all []pending // strict mode: everything goes in one transaction
 	for {
 		raw, err := lr.next()
@@ -251,11 +257,12 @@ func (im *importer) run(ctx context.Context, r io.Reader) error {
 			continue
 		}
 		batch = append(batch, pending{line, in})
-		if len(batch) == importBatch {
+		batchBytes += len(raw)
+		if len(batch) == importBatch || batchBytes >= importBatchBytes {
 			if err := im.submit(ctx, batch); err != nil {
 				return err
 			}
-			batch = nil // the batch is being stored
+			batch, batchBytes = nil, 0 // the batch is being stored
 			im.progress.update(lr.read, im.stored+im.already)
 		}
 	}

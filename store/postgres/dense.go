@@ -804,6 +804,18 @@ func (s *Store) IndexVectors(ctx context.Context, minRows int, build func(profil
 		if !lead || (build != nil && !build(w.profile, w.dim, w.rows)) {
 			continue
 		}
+		// The profile may have been deleted since it was counted: an
+		// index built for it now would slow its next writes.
+		var still bool
+		if err := s.pool.QueryRow(ctx, `SELECT count(*) >= $3 FROM (SELECT 1 FROM memory_vectors WHERE profile = $1 AND dim = $2 LIMIT $3) v`,
+			w.profile, w.dim, minRows).Scan(&still); err != nil {
+			errs = append(errs, fmt.Errorf("index vectors of profile %q: %w", w.profile, mapErr(err)))
+			continue
+		}
+		if !still {
+			delete(keep, name) // dropped below, if it is there
+			continue
+		}
 		if ok {
 			if err := s.dropIndex(ctx, name); err != nil {
 				errs = append(errs, err)
@@ -858,29 +870,37 @@ func vectorIndexes(ctx context.Context, db querier, schema string) (map[string]b
 	return out, rows.Err()
 }
 
-// dropVectorIndexes drops the HNSW indexes of profile (one per dimension),
-// deleted: left in place, an index would make every embedding written to
-// the profile again walk its graph (re-importing 100k memories took 50
-// times as long) until IndexVectors dropped it. A store without pgvector
-// has none.
-func (s *Store) dropVectorIndexes(ctx context.Context, profile string) error {
+// dropVectorIndexesLater drops the HNSW indexes of profile (one per
+// dimension), just deleted, in the background: left in place, an index
+// would make every embedding written to the profile again walk its graph
+// (re-importing 100k memories took 50 times as long) until IndexVectors
+// dropped it. A drop waits for the transactions in flight on
+// memory_vectors (and for another profile's build), so the deletion does
+// not; one that fails (a role that does not own the indexes, Close) leaves
+// the index to IndexVectors, which drops the indexes of profiles below its
+// threshold.
+func (s *Store) dropVectorIndexesLater(profile string) {
 	if s.vec == nil {
-		return nil
+		return
 	}
-	existing, err := vectorIndexes(ctx, s.pool, s.schema)
-	if err != nil {
-		return fmt.Errorf("delete profile: %w", err)
+	s.analyzeMu.Lock()
+	defer s.analyzeMu.Unlock()
+	if s.bgClosed {
+		return
 	}
-	prefix := strings.TrimSuffix(vectorIndexName(profile, 0), "0")
-	var errs []error
-	for name := range existing {
-		if strings.HasPrefix(name, prefix) {
-			if err := s.dropIndex(ctx, name); err != nil {
-				errs = append(errs, fmt.Errorf("delete profile: %w", err))
+	s.bg.Go(func() {
+		ctx := s.bgCtx
+		existing, err := vectorIndexes(ctx, s.pool, s.schema)
+		if err != nil {
+			return
+		}
+		prefix := strings.TrimSuffix(vectorIndexName(profile, 0), "0")
+		for name := range existing {
+			if strings.HasPrefix(name, prefix) {
+				_ = s.dropIndex(ctx, name)
 			}
 		}
-	}
-	return errors.Join(errs...)
+	})
 }
 
 func (s *Store) dropIndex(ctx context.Context, name string) error {

@@ -407,17 +407,41 @@ func TestDense_HNSW(t *testing.T) {
 	if got, err := d.Search(ctx, q); err != nil || len(got) != 10 || slices.ContainsFunc(got, func(h mnemotype.Hit) bool { return h.ID == "b00000" }) {
 		t.Fatalf("search excluding b00000 = %v, %v", got, err)
 	}
-	// The index goes with its profile, at once: left, it would slow the
-	// writes of a profile of that name made again.
+	// The index goes with its profile, without waiting for IndexVectors
+	// (left, it would slow the writes of a profile of that name made
+	// again), and the other profiles' stay.
+	if ix, err := s.IndexVectors(ctx, 100, nil); err != nil || len(ix) != 2 {
+		t.Fatalf("IndexVectors at 100 rows = %+v, %v; want big's and small's", ix, err)
+	}
 	if _, err := s.DeleteProfile(ctx, "big"); err != nil {
 		t.Fatal(err)
 	}
-	var left int
-	if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_indexes WHERE schemaname = 'ann' AND indexname LIKE 'memory\_vectors\_hnsw%'`).Scan(&left); err != nil || left != 0 {
-		t.Fatalf("%d HNSW indexes left after the profile's deletion (%v)", left, err)
+	indexes := func() []string {
+		t.Helper()
+		rows, err := conn.Query(ctx, `SELECT indexname FROM pg_indexes WHERE schemaname = 'ann' AND indexname LIKE 'memory\_vectors\_hnsw%' ORDER BY 1`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return names
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		left := indexes()
+		if len(left) == 1 && left[0] != ix[0].Name {
+			break // small's
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("HNSW indexes 30 s after big's deletion: %v; want small's alone (big's was %s)", left, ix[0].Name)
+		}
 	}
 	if ix, err := s.IndexVectors(ctx, 1000, nil); err != nil || len(ix) != 0 {
 		t.Fatalf("IndexVectors after deleting the profile = %+v, %v; want none", ix, err)
+	}
+	if left := indexes(); len(left) != 0 {
+		t.Fatalf("HNSW indexes left below the threshold: %v", left)
 	}
 }
 
@@ -553,5 +577,55 @@ func sameTop(t *testing.T, got []mnemotype.Hit, want []string, mems []mnemotype.
 		if math.Abs(h.Score-cos[h.ID]) > 1e-5 || (h.ID != want[i] && math.Abs(cos[h.ID]-cos[want[i]]) > 1e-6) {
 			t.Fatalf("hit %d = %s (%v), want %s (%v)", i, h.ID, h.Score, want[i], cos[want[i]])
 		}
+	}
+}
+
+// TestDense_IndexVectorsSkipsDeletedProfiles: a profile deleted after
+// IndexVectors counted it (here, by its build callback, called just
+// before the build) gets no index, and the others still do.
+func TestDense_IndexVectorsSkipsDeletedProfiles(t *testing.T) {
+	t.Parallel()
+	c := pgtest.Start(t)
+	ctx := t.Context()
+	s, err := postgres.Open(ctx, c.DSN("postgres"), postgres.Options{Schema: "annskip"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	r := rand.New(rand.NewPCG(5, 5))
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var mems []mnemotype.Memory
+	for _, p := range []string{"gone", "kept"} {
+		for i := range 60 {
+			mems = append(mems, mnemotype.Memory{ID: fmt.Sprintf("m%02d", i), Profile: p, Content: "x", Kind: mnemotype.KindEpisodic,
+				Importance: 0.5, CreatedAt: t0, OccurredAt: t0, AccessedAt: t0, Embedding: gauss(r, nil, 1), EmbeddingModel: "m"})
+		}
+	}
+	if err := s.Insert(ctx, mems); err != nil {
+		t.Fatal(err)
+	}
+	ix, err := s.IndexVectors(ctx, 50, func(p string, _, _ int) bool {
+		if p == "gone" {
+			if _, err := s.DeleteProfile(ctx, p); err != nil {
+				t.Error(err)
+			}
+		}
+		return true
+	})
+	if err != nil || len(ix) != 1 || ix[0].Profile != "kept" || !ix[0].Built {
+		t.Fatalf("IndexVectors = %+v, %v; want kept's index alone, built", ix, err)
+	}
+	conn, err := pgx.Connect(ctx, c.DSN("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var names []string
+	rows, err := conn.Query(ctx, `SELECT indexname FROM pg_indexes WHERE schemaname = 'annskip' AND indexname LIKE 'memory\_vectors\_hnsw%'`)
+	if err == nil {
+		names, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	}
+	if err != nil || len(names) != 1 || names[0] != ix[0].Name {
+		t.Fatalf("HNSW indexes = %v, %v; want %s alone", names, err, ix[0].Name)
 	}
 }

@@ -635,7 +635,8 @@ func (s *Store) DeleteProfile(ctx context.Context, profile string) (store.Profil
 	if err != nil {
 		return out, err
 	}
-	return out, s.dropVectorIndexes(ctx, profile)
+	s.dropVectorIndexesLater(profile)
+	return out, nil
 }
 
 func (s *Store) deleteProfile(ctx context.Context, profile string) (store.ProfileDeletion, error) {

@@ -412,6 +412,15 @@ func isUnique(err error) bool {
 // thread handoff per row that costs more than a row's insert.
 func rowContext(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
 
+// reportEnd replaces *err, when ctx has ended, by ctx's error: a statement
+// run under rowContext fails with database/sql's ErrTxDone (or a closed
+// statement) once the transaction was rolled back for ctx.
+func reportEnd(ctx context.Context, what string, err *error) {
+	if *err != nil && ctx.Err() != nil && !errors.Is(*err, ctx.Err()) {
+		*err = fmt.Errorf("%s: %w", what, ctx.Err())
+	}
+}
+
 // nextSeq advances the change counter by n inside tx and returns the first
 // new value.
 func nextSeq(ctx context.Context, tx *sql.Tx, n int) (int64, error) {
@@ -443,13 +452,7 @@ func (s *Store) Insert(ctx context.Context, mems []mnemotype.Memory) (err error)
 	defer tx.Rollback()
 	live := ctx
 	ctx = rowContext(ctx)
-	defer func() {
-		// A statement that failed because live was done (the transaction
-		// rolled back under it) reports why.
-		if err != nil && live.Err() != nil && !errors.Is(err, live.Err()) {
-			err = fmt.Errorf("insert memories: %w", live.Err())
-		}
-	}()
+	defer reportEnd(live, "insert memories", &err)
 	seq, err := nextSeq(ctx, tx, len(mems))
 	if err != nil {
 		return err
@@ -1209,7 +1212,7 @@ func (s *Store) Signals(ctx context.Context, profile string, ids []string) (map[
 
 // RecordAccess implements store.Store. Access statistics do not advance the
 // change sequence: they are signals, not content.
-func (s *Store) RecordAccess(ctx context.Context, acc []store.Access) error {
+func (s *Store) RecordAccess(ctx context.Context, acc []store.Access) (err error) {
 	w, err := s.writer()
 	if err != nil {
 		return err
@@ -1222,6 +1225,7 @@ func (s *Store) RecordAccess(ctx context.Context, acc []store.Access) error {
 		return fmt.Errorf("record access: %w", err)
 	}
 	defer tx.Rollback()
+	defer reportEnd(ctx, "record access", &err)
 	stmt, err := tx.PrepareContext(ctx, `UPDATE memories SET access_count = access_count + ?,
 		accessed_at = max(accessed_at, ?) WHERE profile = ? AND id = ?`)
 	if err != nil {

@@ -1119,8 +1119,9 @@ func TestInsert_StopsWhenItsContextEnds(t *testing.T) {
 	})
 	t.Run("cancelled while it runs", func(t *testing.T) {
 		t.Parallel()
-		s := openTest(t)
-		for _, after := range []time.Duration{0, 2 * time.Millisecond, 10 * time.Millisecond} {
+		cancelled := 0
+		for _, after := range []time.Duration{0, time.Millisecond, 2 * time.Millisecond, 5 * time.Millisecond, 10 * time.Millisecond} {
+			s := openTest(t)
 			ctx, cancel := context.WithCancel(t.Context())
 			timer := time.AfterFunc(after, cancel)
 			err := s.Insert(ctx, batch(3000))
@@ -1134,13 +1135,41 @@ func TestInsert_StopsWhenItsContextEnds(t *testing.T) {
 				t.Fatalf("cancel after %v: Insert %v and %d memories stored", after, err, n)
 			case err != nil && !errors.Is(err, context.Canceled):
 				t.Fatalf("cancel after %v: Insert: %v, want context.Canceled", after, err)
+			case err != nil:
+				cancelled++
 			}
-			if err == nil {
-				return
+			if err := s.Insert(t.Context(), batch(3000)); err != nil && n == 0 {
+				t.Fatalf("cancel after %v: the same batch again: %v", after, err)
 			}
 		}
-		if err := s.Insert(t.Context(), batch(3000)); err != nil {
+		if cancelled == 0 {
+			t.Fatal("no insert was cancelled: the test did not test")
+		}
+	})
+	t.Run("record access ends between rows", func(t *testing.T) {
+		t.Parallel()
+		s := openTest(t)
+		if err := s.Insert(t.Context(), batch(20)); err != nil {
 			t.Fatal(err)
+		}
+		at := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+		acc := make([]store.Access, 20)
+		for i := range acc {
+			acc[i] = store.Access{Profile: "p", ID: fmt.Sprintf("m%04d", i), Count: 1, At: at}
+		}
+		ctx := &endingContext{Context: t.Context()}
+		ctx.left.Store(8)
+		if err := s.RecordAccess(ctx, acc); !errors.Is(err, context.Canceled) {
+			t.Fatalf("RecordAccess: %v, want context.Canceled", err)
+		}
+		sig, err := s.Signals(t.Context(), "p", []string{"m0000", "m0019"})
+		if err != nil || len(sig) != 2 {
+			t.Fatalf("Signals: %v, %v", sig, err)
+		}
+		for id, g := range sig {
+			if g.AccessCount != 0 {
+				t.Fatalf("%s: access count %d after a cancelled RecordAccess, want 0", id, g.AccessCount)
+			}
 		}
 	})
 }
