@@ -870,15 +870,22 @@ func vectorIndexes(ctx context.Context, db querier, schema string) (map[string]b
 	return out, rows.Err()
 }
 
+// dropGrace is how long Close waits for the drops of deleted profiles'
+// indexes still running.
+const dropGrace = 10 * time.Second
+
 // dropVectorIndexesLater drops the HNSW indexes of profile (one per
 // dimension), just deleted, in the background: left in place, an index
 // would make every embedding written to the profile again walk its graph
 // (re-importing 100k memories took 50 times as long) until IndexVectors
-// dropped it. A drop waits for the transactions in flight on
-// memory_vectors (and for another profile's build), so the deletion does
-// not; one that fails (a role that does not own the indexes, Close) leaves
-// the index to IndexVectors, which drops the indexes of profiles below its
-// threshold.
+// dropped it. The drop holds IndexVectors' lease ("index vectors"), so it
+// never runs beside a build (a DROP INDEX CONCURRENTLY waiting for a
+// build's lock holds a snapshot the build then waits for: PostgreSQL
+// cancels the build as a deadlock); it also waits for the transactions in
+// flight on memory_vectors. The deletion does not wait for it; Close does,
+// up to dropGrace. One that fails or is cancelled (a role that does not
+// own the indexes, Close) leaves the index to IndexVectors, which drops
+// the indexes of profiles below its threshold.
 func (s *Store) dropVectorIndexesLater(profile string) {
 	if s.vec == nil {
 		return
@@ -888,8 +895,15 @@ func (s *Store) dropVectorIndexesLater(profile string) {
 	if s.bgClosed {
 		return
 	}
+	s.drops.Add(1)
 	s.bg.Go(func() {
+		defer s.drops.Done()
 		ctx := s.bgCtx
+		release, _, err := s.lead(ctx, "index vectors", true)
+		if err != nil {
+			return
+		}
+		defer release()
 		existing, err := vectorIndexes(ctx, s.pool, s.schema)
 		if err != nil {
 			return

@@ -629,3 +629,85 @@ func TestDense_IndexVectorsSkipsDeletedProfiles(t *testing.T) {
 		t.Fatalf("HNSW indexes = %v, %v; want %s alone", names, err, ix[0].Name)
 	}
 }
+
+// TestDense_DeletedProfileIndexGoes: deleting a profile while another
+// profile's index is being built leaves the build to finish (the drop
+// waits for IndexVectors' lease: a DROP INDEX CONCURRENTLY beside a build
+// made PostgreSQL cancel the build as a deadlock), and the deleted
+// profile's index is gone once the store is closed, as after mnemo delete.
+func TestDense_DeletedProfileIndexGoes(t *testing.T) {
+	t.Parallel()
+	c := pgtest.Start(t)
+	ctx := t.Context()
+	s, err := postgres.Open(ctx, c.DSN("postgres"), postgres.Options{Schema: "anndel"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	r := rand.New(rand.NewPCG(11, 11))
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var mems []mnemotype.Memory
+	for p, n := range map[string]int{"a": 300, "b": 12000} {
+		for i := range n {
+			mems = append(mems, mnemotype.Memory{ID: fmt.Sprintf("m%05d", i), Profile: p, Content: "x", Kind: mnemotype.KindEpisodic,
+				Importance: 0.5, CreatedAt: t0, OccurredAt: t0, AccessedAt: t0, Embedding: gauss(r, nil, 1), EmbeddingModel: "m"})
+		}
+	}
+	for batch := range slices.Chunk(mems, 4000) {
+		if err := s.Insert(ctx, batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ix, err := s.IndexVectors(ctx, 100, func(p string, _, _ int) bool { return p == "a" }); err != nil || len(ix) != 1 || !ix[0].Built {
+		t.Fatalf("IndexVectors of a = %+v, %v", ix, err)
+	}
+	conn, err := pgx.Connect(ctx, c.DSN("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	type built struct {
+		ix  []postgres.VectorIndex
+		err error
+	}
+	done := make(chan built, 1)
+	go func() {
+		ix, err := s.IndexVectors(ctx, 100, nil)
+		done <- built{ix, err}
+	}()
+	// a is deleted once b's build is under way.
+	for building := false; !building; time.Sleep(10 * time.Millisecond) {
+		if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_progress_create_index WHERE command = 'CREATE INDEX CONCURRENTLY')`).Scan(&building); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case b := <-done:
+			t.Fatalf("b's index was built (%+v, %v) before the test saw the build", b.ix, b.err)
+		default:
+		}
+	}
+	if _, err := s.DeleteProfile(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	b := <-done
+	if b.err != nil || !slices.ContainsFunc(b.ix, func(x postgres.VectorIndex) bool { return x.Profile == "b" && x.Built }) {
+		t.Fatalf("IndexVectors building b's index while a is deleted = %+v, %v", b.ix, b.err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	rows, err := conn.Query(ctx, `SELECT indexname FROM pg_indexes WHERE schemaname = 'anndel' AND indexname LIKE 'memory\_vectors\_hnsw%'`)
+	if err == nil {
+		names, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	}
+	var want []string
+	for _, x := range b.ix {
+		if x.Profile == "b" {
+			want = append(want, x.Name)
+		}
+	}
+	if err != nil || !slices.Equal(names, want) {
+		t.Fatalf("HNSW indexes after a's deletion and Close = %v, %v; want b's alone, %v", names, err, want)
+	}
+}

@@ -123,7 +123,10 @@ type Store struct {
 	analyzing, bgClosed bool
 	// bg runs the store's background work, which Close cancels (stop)
 	// and waits for.
-	bg          sync.WaitGroup
+	bg sync.WaitGroup
+	// drops are the background drops of deleted profiles' indexes (in
+	// bg), which Close waits for up to dropGrace before it cancels them.
+	drops       sync.WaitGroup
 	bgCtx       context.Context
 	stopBg      context.CancelFunc
 	replicas    []*replica
@@ -276,6 +279,9 @@ func DropSchema(ctx context.Context, dsn, schema string) error {
 	return nil
 }
 
+// leadPoll is how often lead asks again for a lease it waits for.
+const leadPoll = 100 * time.Millisecond
+
 // Close closes the pool. It is idempotent.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
@@ -283,6 +289,14 @@ func (s *Store) Close() error {
 		s.analyzeMu.Lock()
 		s.bgClosed = true
 		s.analyzeMu.Unlock()
+		// The indexes of profiles just deleted are dropped before a
+		// command exits (mnemo delete --all), unless that takes too long.
+		dropped := make(chan struct{})
+		go func() { s.drops.Wait(); close(dropped) }()
+		select {
+		case <-dropped:
+		case <-time.After(dropGrace):
+		}
 		s.stopBg()
 		s.bg.Wait()
 		s.pool.Close()
@@ -643,12 +657,34 @@ func (s *Store) Lead(ctx context.Context, name string) (release func(), ok bool,
 	if err := s.check(); err != nil {
 		return nil, false, err
 	}
+	return s.lead(ctx, name, false)
+}
+
+// lead is Lead; with wait, it waits for the lease (until ctx ends)
+// instead of returning ok false. It asks again every leadPoll rather than
+// waiting in pg_advisory_lock: a session waiting there holds a snapshot,
+// which a CREATE INDEX CONCURRENTLY run by the lease's holder would wait
+// for, a deadlock PostgreSQL cannot see.
+func (s *Store) lead(ctx context.Context, name string, wait bool) (release func(), ok bool, err error) {
 	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig.Copy())
 	if err != nil {
 		return nil, false, fmt.Errorf("lead %s: %w", name, err)
 	}
 	key := "mnemo lead " + s.schema + " " + name
-	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(hashtext($1))`, key).Scan(&ok); err != nil || !ok {
+	for {
+		err = conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(hashtext($1))`, key).Scan(&ok)
+		if err != nil || ok || !wait {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			err = ctx.Err()
+		case <-time.After(leadPoll):
+			continue
+		}
+		break
+	}
+	if err != nil || !ok {
 		_ = conn.Close(context.WithoutCancel(ctx))
 		if err != nil {
 			return nil, false, fmt.Errorf("lead %s: %w", name, err)
