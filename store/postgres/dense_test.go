@@ -593,15 +593,7 @@ func TestDense_IndexVectorsSkipsDeletedProfiles(t *testing.T) {
 	}
 	defer s.Close()
 	r := rand.New(rand.NewPCG(5, 5))
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	var mems []mnemotype.Memory
-	for _, p := range []string{"gone", "kept"} {
-		for i := range 60 {
-			mems = append(mems, mnemotype.Memory{ID: fmt.Sprintf("m%02d", i), Profile: p, Content: "x", Kind: mnemotype.KindEpisodic,
-				Importance: 0.5, CreatedAt: t0, OccurredAt: t0, AccessedAt: t0, Embedding: gauss(r, nil, 1), EmbeddingModel: "m"})
-		}
-	}
-	if err := s.Insert(ctx, mems); err != nil {
+	if err := s.Insert(ctx, append(embedded(r, "gone", 60), embedded(r, "kept", 60)...)); err != nil {
 		t.Fatal(err)
 	}
 	ix, err := s.IndexVectors(ctx, 50, func(p string, _, _ int) bool {
@@ -645,15 +637,7 @@ func TestDense_DeletedProfileIndexGoes(t *testing.T) {
 	}
 	defer s.Close()
 	r := rand.New(rand.NewPCG(11, 11))
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	var mems []mnemotype.Memory
-	for p, n := range map[string]int{"a": 300, "b": 12000} {
-		for i := range n {
-			mems = append(mems, mnemotype.Memory{ID: fmt.Sprintf("m%05d", i), Profile: p, Content: "x", Kind: mnemotype.KindEpisodic,
-				Importance: 0.5, CreatedAt: t0, OccurredAt: t0, AccessedAt: t0, Embedding: gauss(r, nil, 1), EmbeddingModel: "m"})
-		}
-	}
-	for batch := range slices.Chunk(mems, 4000) {
+	for batch := range slices.Chunk(append(embedded(r, "a", 300), embedded(r, "b", 12000)...), 4000) {
 		if err := s.Insert(ctx, batch); err != nil {
 			t.Fatal(err)
 		}
@@ -710,4 +694,15 @@ func TestDense_DeletedProfileIndexGoes(t *testing.T) {
 	if err != nil || !slices.Equal(names, want) {
 		t.Fatalf("HNSW indexes after a's deletion and Close = %v, %v; want b's alone, %v", names, err, want)
 	}
+}
+
+// embedded returns n memories of profile with random 32-d embeddings.
+func embedded(r *rand.Rand, profile string, n int) []mnemotype.Memory {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	mems := make([]mnemotype.Memory, n)
+	for i := range mems {
+		mems[i] = mnemotype.Memory{ID: fmt.Sprintf("m%05d", i), Profile: profile, Content: "x", Kind: mnemotype.KindEpisodic,
+			Importance: 0.5, CreatedAt: t0, OccurredAt: t0, AccessedAt: t0, Embedding: gauss(r, nil, 1), EmbeddingModel: "m"}
+	}
+	return mems
 }
