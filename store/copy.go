@@ -19,10 +19,38 @@ type CopyParams struct {
 	// Profiles are the profiles copied; empty: every profile of the
 	// source, with the server-wide settings and every API key.
 	Profiles []string
-	// BatchSize is the memories read and written at a time (default 1000).
+	// BatchSize is the memories read and written at a time (default
+	// DefaultCopyBatch).
 	BatchSize int
 	// Progress, when set, is called after each batch.
 	Progress func(profile string, copied, skipped int)
+}
+
+// DefaultCopyBatch is Copy's batch size: into Postgres, each batch
+// rewrites the last posting block and the statistics of every term it
+// holds, so larger batches write less.
+const DefaultCopyBatch = 4000
+
+// copyFirstPage and copyBatchBytes bound what a batch of Copy holds: the
+// first page of a profile is short, and each next one is sized by the one
+// before to hold about copyBatchBytes (a batch of the longest memories
+// would hold a GiB), up to the batch size.
+const (
+	copyFirstPage  = 64
+	copyBatchBytes = 16 << 20
+)
+
+// nextCopyPage is the length of the page after page, for a batch size of
+// most.
+func nextCopyPage(most int, page []mnemotype.Memory) int {
+	size := 0
+	for _, m := range page {
+		size += len(m.ID) + len(m.Content) + len(m.Actor) + len(m.Metadata) + 4*len(m.Embedding) + 256 // and the other fields
+	}
+	if size == 0 {
+		return most
+	}
+	return max(1, min(most, int(int64(len(page))*copyBatchBytes/int64(size))))
 }
 
 // CopyStats counts what Copy did.
@@ -43,7 +71,7 @@ type CopyStats struct {
 func Copy(ctx context.Context, dst, src Store, p CopyParams) (CopyStats, error) {
 	var st CopyStats
 	if p.BatchSize <= 0 {
-		p.BatchSize = 1000
+		p.BatchSize = DefaultCopyBatch
 	}
 	profiles := p.Profiles
 	all := len(profiles) == 0
@@ -70,8 +98,9 @@ func Copy(ctx context.Context, dst, src Store, p CopyParams) (CopyStats, error) 
 	}
 	for _, profile := range profiles {
 		cursor := ""
+		limit := min(p.BatchSize, copyFirstPage)
 		for {
-			page, err := src.List(ctx, ListParams{Profile: profile, Limit: p.BatchSize, Cursor: cursor, WithEmbedding: true})
+			page, err := src.List(ctx, ListParams{Profile: profile, Limit: limit, Cursor: cursor, WithEmbedding: true})
 			if err != nil {
 				return st, fmt.Errorf("copy profile %q: read: %w", profile, err)
 			}
@@ -93,6 +122,7 @@ func Copy(ctx context.Context, dst, src Store, p CopyParams) (CopyStats, error) 
 					return st, fmt.Errorf("copy profile %q: write: %w", profile, err)
 				}
 			}
+			limit = nextCopyPage(p.BatchSize, page.Memories)
 			st.Memories += len(batch)
 			st.Skipped += len(have)
 			if p.Progress != nil {

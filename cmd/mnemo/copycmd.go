@@ -16,7 +16,7 @@ func cmdCopy(ctx context.Context, a *app, args []string) error {
 	to := fs.String("to", "", "database to copy to, created if needed: a SQLite file or a postgres:// URL (required)")
 	var profiles repeatFlag
 	fs.Var(&profiles, "profile", "copy this profile only (repeatable; default: every profile, the server-wide settings and every API key)")
-	batch := fs.Int("batch", 1000, "memories read and written at a time")
+	batch := fs.Int("batch", store.DefaultCopyBatch, "most memories read and written at a time (fewer when they are long: a batch holds about 16 MiB)")
 	fs.Usage = func() {
 		fmt.Fprintln(a.stderr, `usage: mnemo copy --from DB --to DB [--profile P]... [--batch N]
 

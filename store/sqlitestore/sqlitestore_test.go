@@ -1173,3 +1173,36 @@ func TestInsert_StopsWhenItsContextEnds(t *testing.T) {
 		}
 	})
 }
+
+// TestCopy_BatchesByBytes: store.Copy sizes its batches by what they hold
+// (about 16 MiB), not by their count alone: long memories go in short
+// batches, and every memory arrives.
+func TestCopy_BatchesByBytes(t *testing.T) {
+	t.Parallel()
+	src, dst := openTest(t), openTest(t)
+	const n, size = 300, 200 << 10
+	mems := make([]mnemotype.Memory, n)
+	for i := range mems {
+		mems[i] = testMemory("p", fmt.Sprintf("m%03d", i), fmt.Sprintf("memory %d ", i)+strings.Repeat("x", size))
+	}
+	if err := src.Insert(t.Context(), mems); err != nil {
+		t.Fatal(err)
+	}
+	var batches []int
+	last := 0
+	st, err := store.Copy(t.Context(), dst, src, store.CopyParams{BatchSize: 4000, Progress: func(_ string, copied, _ int) {
+		batches = append(batches, copied-last)
+		last = copied
+	}})
+	if err != nil || st.Memories != n {
+		t.Fatalf("Copy: %+v, %v; want %d memories", st, err, n)
+	}
+	for _, b := range batches {
+		if b*size > 17<<20 {
+			t.Fatalf("batches %v: one holds %d memories of %d KiB, over 16 MiB", batches, b, size>>10)
+		}
+	}
+	if got, err := dst.Count(t.Context(), "p"); err != nil || got != n {
+		t.Fatalf("Count: %d, %v; want %d", got, err, n)
+	}
+}
