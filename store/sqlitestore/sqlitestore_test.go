@@ -1206,3 +1206,32 @@ func TestCopy_BatchesByBytes(t *testing.T) {
 		t.Fatalf("Count: %d, %v; want %d", got, err, n)
 	}
 }
+
+// TestReportEnd: an error that came while ctx ended reports ctx's error
+// (a statement fails with sql.ErrTxDone once database/sql rolled the
+// transaction back for ctx); other errors, and any error under a live
+// context, are left as they are.
+func TestReportEnd(t *testing.T) {
+	t.Parallel()
+	ended, cancel := context.WithCancel(t.Context())
+	cancel()
+	other := errors.New("disk I/O error")
+	for _, tc := range []struct {
+		name string
+		ctx  context.Context
+		err  error
+		want error
+	}{
+		{"ended, transaction done", ended, fmt.Errorf("insert memory m1: %w", sql.ErrTxDone), context.Canceled},
+		{"ended, no error", ended, nil, nil},
+		{"ended, its own error", ended, fmt.Errorf("insert memories: %w", context.Canceled), context.Canceled},
+		{"live, transaction done", t.Context(), sql.ErrTxDone, sql.ErrTxDone},
+		{"live, other", t.Context(), other, other},
+	} {
+		err := tc.err
+		reportEnd(tc.ctx, "insert memories", &err)
+		if !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) {
+			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
+		}
+	}
+}
