@@ -1232,6 +1232,7 @@ func (s *Store) RecordAccess(ctx context.Context, acc []store.Access) (err error
 		return fmt.Errorf("record access: %w", err)
 	}
 	defer stmt.Close()
+	rows := rowContext(ctx)
 	for _, a := range acc {
 		if err := mnemotype.CheckTime("accessed_at", a.At); err != nil {
 			return err
@@ -1239,7 +1240,7 @@ func (s *Store) RecordAccess(ctx context.Context, acc []store.Access) (err error
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("record access: %w", err)
 		}
-		if _, err := stmt.ExecContext(rowContext(ctx), a.Count, formatTime(a.At), a.Profile, a.ID); err != nil {
+		if _, err := stmt.ExecContext(rows, a.Count, formatTime(a.At), a.Profile, a.ID); err != nil {
 			return fmt.Errorf("record access %s: %w", a.ID, mapErr(err))
 		}
 	}
