@@ -164,7 +164,16 @@ var migrations = []string{
 	// 9: the database's instance: a random number drawn once, which files
 	// derived from the database (the dense index's snapshots) record.
 	`INSERT OR IGNORE INTO counters(name, value) VALUES ('instance', random() & 9223372036854775807);`,
+	// 10: FTS5 merges its index's segments sixteen at a time, not four:
+	// each posting is rewritten about half as often while memories are
+	// written, and a query meets a few more segments. Both options are
+	// kept in the index's own config table (memories_fts_config).
+	`INSERT INTO memories_fts(memories_fts, rank) VALUES ('automerge', ` + ftsAutomerge + `);`,
 }
+
+// ftsAutomerge is how many segments of one level FTS5 merges into one
+// (migration 10; FTS5's default is 4).
+const ftsAutomerge = "16"
 
 // migrationSteps holds the Go part of migrations, by the version they
 // bring the schema to.

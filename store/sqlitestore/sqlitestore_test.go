@@ -99,6 +99,22 @@ func schemaSnapshot(t *testing.T, db interface {
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
+	// The full-text index's options are part of its schema.
+	cfg, err := db.QueryContext(t.Context(), `SELECT k, v FROM memories_fts_config ORDER BY k`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cfg.Close()
+	for cfg.Next() {
+		var k, v string
+		if err := cfg.Scan(&k, &v); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, "memories_fts option "+k+" = "+v)
+	}
+	if err := cfg.Err(); err != nil {
+		t.Fatal(err)
+	}
 	return out
 }
 
@@ -172,6 +188,9 @@ func TestOpen_AppliesOnlyMissingMigrations(t *testing.T) {
 	ctx := t.Context()
 	fresh := openPath(t, filepath.Join(t.TempDir(), "fresh.db"))
 	want := schemaSnapshot(t, fresh.r)
+	if !slices.Contains(want, "memories_fts option automerge = "+ftsAutomerge) {
+		t.Errorf("a new database's full-text options: %q; want automerge %s", want, ftsAutomerge)
+	}
 	for from := 4; from < len(migrations); from++ {
 		t.Run(fmt.Sprintf("from=%d", from), func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "mnemo.db")
@@ -243,9 +262,10 @@ func TestOpen_AppliesOnlyMissingMigrations(t *testing.T) {
 // undoMigration reverts migration v (from version 6 on), for
 // TestOpen_AppliesOnlyMissingMigrations.
 var undoMigration = map[int]string{
-	7: `ALTER TABLE api_keys DROP COLUMN profiles`,
-	8: `SELECT 1`, // its Go step renames the settings keys (TestMigration8_SnakeCaseSettings)
-	9: `DELETE FROM counters WHERE name = 'instance'`,
+	7:  `ALTER TABLE api_keys DROP COLUMN profiles`,
+	8:  `SELECT 1`, // its Go step renames the settings keys (TestMigration8_SnakeCaseSettings)
+	9:  `DELETE FROM counters WHERE name = 'instance'`,
+	10: `DELETE FROM memories_fts_config WHERE k = 'automerge'`,
 }
 
 // TestInstance_SurvivesReopen: a database keeps its instance across
