@@ -32,6 +32,26 @@ func TestParseStored(t *testing.T) {
 	}
 }
 
+// TestFormatTime: the fast path writes every time as time.Format does,
+// in any location, years 0-9999 and beyond.
+func TestFormatTime(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(3, 4))
+	lo, hi := time.Date(-2, 1, 1, 0, 0, 0, 0, time.UTC).Unix(), time.Date(10001, 12, 31, 23, 59, 59, 0, time.UTC).Unix()
+	zones := []*time.Location{time.UTC, time.FixedZone("", -(13*3600 + 45*60)), time.FixedZone("", 14*3600)}
+	for i := range 50000 {
+		at := time.Unix(lo+r.Int64N(hi-lo), r.Int64N(1e9)).In(zones[i%len(zones)])
+		if got, want := formatTime(at), at.UTC().Format(timeLayout); got != want {
+			t.Fatalf("formatTime(%v) = %q, want %q", at, got, want)
+		}
+	}
+	for _, at := range []time.Time{{}, time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC), time.Date(2024, 2, 29, 0, 0, 0, 1, time.UTC)} {
+		if got, want := formatTime(at), at.UTC().Format(timeLayout); got != want {
+			t.Errorf("formatTime(%v) = %q, want %q", at, got, want)
+		}
+	}
+}
+
 // FuzzParseStored: whatever the fast path accepts, time.Parse accepts and
 // reads as the same instant.
 func FuzzParseStored(f *testing.F) {
@@ -43,6 +63,20 @@ func FuzzParseStored(f *testing.F) {
 		want, err := time.Parse(timeLayout, s)
 		if ok && (err != nil || !got.Equal(want) || got.Location() != want.Location()) {
 			t.Fatalf("parseStored(%q) = %v; time.Parse = %v, %v", s, got, want, err)
+		}
+	})
+}
+
+func BenchmarkFormatTime(b *testing.B) {
+	at := time.Date(2024, 5, 8, 13, 56, 1, 123456789, time.UTC)
+	b.Run("stored", func(b *testing.B) {
+		for b.Loop() {
+			_ = formatTime(at)
+		}
+	})
+	b.Run("time.Format", func(b *testing.B) {
+		for b.Loop() {
+			_ = at.UTC().Format(timeLayout)
 		}
 	})
 }

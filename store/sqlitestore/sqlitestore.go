@@ -1372,7 +1372,31 @@ func (s *Store) Count(ctx context.Context, profile string) (int, error) {
 // 0001-9999 round-trips to the nanosecond and text order is time order.
 const timeLayout = "2006-01-02T15:04:05.000000000Z"
 
-func formatTime(t time.Time) string { return t.UTC().Format(timeLayout) }
+// formatTime renders t in timeLayout, as t.UTC().Format would but several
+// times faster (every memory written stores three).
+func formatTime(t time.Time) string {
+	t = t.UTC()
+	year, month, day := t.Date()
+	if year < 0 || year > 9999 {
+		return t.Format(timeLayout) // not a stored time: CheckTime refuses it
+	}
+	hour, minute, sec := t.Clock()
+	b := []byte(timeLayout)
+	put := func(at, width, v int) {
+		for i := at + width - 1; i >= at; i-- {
+			b[i] = byte('0' + v%10)
+			v /= 10
+		}
+	}
+	put(0, 4, year)
+	put(5, 2, int(month))
+	put(8, 2, day)
+	put(11, 2, hour)
+	put(14, 2, minute)
+	put(17, 2, sec)
+	put(20, 9, t.Nanosecond())
+	return string(b)
+}
 
 func parseTime(s string) (time.Time, error) {
 	if t, ok := parseStored(s); ok {
