@@ -85,6 +85,20 @@ func newReference(t *testing.T, mems []mnemotype.Memory) *reference {
 	return &reference{t: t, db: db, mems: mems}
 }
 
+// rawMatchExpr is the FTS5 query of terms for a table that tokenizes
+// them itself, as the reference's does: each term quoted as it is (quotes
+// doubled, a NUL, which would cut the query, made a space).
+func rawMatchExpr(terms []string, all bool) string {
+	parts := make([]string, len(terms))
+	for i, t := range terms {
+		parts[i] = `"` + strings.ReplaceAll(strings.ReplaceAll(t, "\x00", " "), `"`, `""`) + `"`
+	}
+	if all {
+		return strings.Join(parts, " ")
+	}
+	return strings.Join(parts, " OR ")
+}
+
 // lexical is what Store.Lexical must answer for p, ranked by bm25() over
 // the profile alone: the rows in p's scope (and in p.Only when set), best
 // first, ties in insertion order.
@@ -95,7 +109,7 @@ func (r *reference) lexical(p store.LexicalParams) []mnemotype.Hit {
 		return nil
 	}
 	rows, err := r.db.Query(`SELECT rowid, bm25(ref) FROM ref WHERE ref MATCH ? ORDER BY bm25(ref), rowid`,
-		MatchExpr(store.MatchQuery{Terms: terms, All: p.Match.All}))
+		rawMatchExpr(terms, p.Match.All))
 	if err != nil {
 		r.t.Fatal(err)
 	}

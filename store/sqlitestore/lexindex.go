@@ -3,7 +3,6 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -29,15 +28,18 @@ import (
 //	scope    where it is, as tokens:
 //	         p<profile id> k<kind> s<session id, 0 without> a<actor id, 0 without> [j<project id>]
 //
-// with the ids of table profiles and scope_names. A query selects one
+// with the ids of table profiles and scope_names. The fields are given as
+// tokens (ftsText), made in Go as FTS5's 'porter unicode61' tokenizer
+// makes them; queries are tokenized likewise (MatchExpr). A query selects one
 // profile's rows, or one session's, inside FTS5, without reading other
 // rows of the table. Every scope token ends in a digit, which the porter
 // stemmer leaves alone, and user terms are confined to the other columns,
 // so a word such as "p7" in a memory or a query never meets them.
 //
 // Each profile keeps its own BM25 statistics in its row of profiles: docs
-// (memories indexed) and each field's total length in tokens, as FTS5
-// counts it, and seq, a counter advanced by every change of the profile's
+// (memories indexed) and each field's total length in tokens (as FTS5
+// counts it: ftsText.n when a row is written, its size record when one is
+// taken out), and seq, a counter advanced by every change of the profile's
 // index. Document frequencies are counted per profile and cached by seq
 // (see lexical.go): a profile's scores never depend on another profile's
 // memories.
@@ -140,9 +142,10 @@ type indexer struct {
 	// sessions are the sessions Insert wrote to in this transaction.
 	sessions map[sessionKey]*sessionTurns
 	stmts    map[string]*sql.Stmt
-	// unmeasured are the rows indexed whose field lengths flush adds to
-	// their profile's totals (by profile id), read in one query.
-	unmeasured map[int64]int64
+	tk       ftstoken.Tokenizer
+	// days holds the time field of the days met, by year*10000 +
+	// month*100 + day.
+	days map[int64]ftsText
 	// gen is the count of profile deletions when the transaction began.
 	gen int64
 }
@@ -157,7 +160,7 @@ type sessionKey struct{ profile, session string }
 // stored turn has no later turn to re-index.
 type sessionTurns struct {
 	stored, last int64
-	added        map[int64][]string
+	added        map[int64][]ftsText
 }
 
 type scopeKey struct {
@@ -180,7 +183,7 @@ type statsDelta struct {
 func newIndexer(tx *sql.Tx, turns int, known *scopeIDs) *indexer {
 	return &indexer{tx: tx, turns: turns, known: known, profiles: map[string]int64{}, names: map[scopeKey]int64{},
 		delta: map[int64]*statsDelta{}, after: map[turnKey]bool{}, sessions: map[sessionKey]*sessionTurns{}, stmts: map[string]*sql.Stmt{},
-		unmeasured: map[int64]int64{}}
+		days: map[int64]ftsText{}}
 }
 
 // stmt returns query prepared in the transaction, once per indexer (the
@@ -208,7 +211,7 @@ func (ix *indexer) session(ctx context.Context, m *mnemotype.Memory) (*sessionTu
 	if err != nil {
 		return nil, err
 	}
-	st := &sessionTurns{added: map[int64][]string{}}
+	st := &sessionTurns{added: map[int64][]ftsText{}}
 	if err := q.QueryRowContext(ctx, m.Profile, m.Session).Scan(&st.stored); err != nil {
 		return nil, err
 	}
@@ -422,7 +425,7 @@ func (ix *indexer) add(ctx context.Context, rid int64, m *mnemotype.Memory) erro
 	if err != nil {
 		return err
 	}
-	if err := ix.index(ctx, rid, m, cx); err != nil {
+	if err := ix.index(ctx, rid, m, tokenized(&ix.tk, m.Content), tokenized(&ix.tk, cx)); err != nil {
 		return err
 	}
 	ix.touch(m)
@@ -430,37 +433,40 @@ func (ix *indexer) add(ctx context.Context, rid int64, m *mnemotype.Memory) erro
 }
 
 // addNew indexes memory m, just inserted under rowid rid by Insert after
-// numberTurn, taking its context from the turns this transaction inserted
-// when no stored turn can be part of it, and marking the turns after it
-// for re-indexing only when stored turns follow it.
-func (ix *indexer) addNew(ctx context.Context, rid int64, m *mnemotype.Memory) error {
+// numberTurn, its content tokenized as content, taking its context from
+// the turns this transaction inserted when no stored turn can be part of
+// it, and marking the turns after it for re-indexing only when stored
+// turns follow it.
+func (ix *indexer) addNew(ctx context.Context, rid int64, m *mnemotype.Memory, content ftsText) error {
 	if ix.turns <= 0 || m.Session == "" {
-		return ix.index(ctx, rid, m, "")
+		return ix.index(ctx, rid, m, content, ftsText{})
 	}
 	st, err := ix.session(ctx, m)
 	if err != nil {
 		return err
 	}
-	var cx string
+	var cx ftsText
 	if st.stored < m.Seq-int64(ix.turns) {
-		var parts []string
+		var parts []ftsText
 		for s := m.Seq - int64(ix.turns); s < m.Seq; s++ {
 			parts = append(parts, st.added[s]...)
 		}
-		cx = strings.Join(parts, "\n")
+		cx = joinTexts(parts)
 	} else {
 		q, err := ix.stmt(ctx, contextSQL)
 		if err != nil {
 			return err
 		}
-		if cx, err = contextText(ctx, q, ix.turns, m); err != nil {
+		raw, err := contextText(ctx, q, ix.turns, m)
+		if err != nil {
 			return err
 		}
+		cx = tokenized(&ix.tk, raw)
 	}
-	if err := ix.index(ctx, rid, m, cx); err != nil {
+	if err := ix.index(ctx, rid, m, content, cx); err != nil {
 		return err
 	}
-	st.added[m.Seq] = append(st.added[m.Seq], m.Content)
+	st.added[m.Seq] = append(st.added[m.Seq], content)
 	later := st.stored > m.Seq // a stored turn may follow it
 	for s := m.Seq + 1; s <= m.Seq+int64(ix.turns) && !later; s++ {
 		later = len(st.added[s]) > 0 // a turn inserted before it follows it
@@ -471,9 +477,10 @@ func (ix *indexer) addNew(ctx context.Context, rid int64, m *mnemotype.Memory) e
 	return nil
 }
 
-// index writes m's row of the full-text index, with context cx, and
-// counts it in its profile's statistics.
-func (ix *indexer) index(ctx context.Context, rid int64, m *mnemotype.Memory, cx string) error {
+// index writes m's row of the full-text index, with its content and
+// context tokenized as content and cx, and counts it in its profile's
+// statistics.
+func (ix *indexer) index(ctx context.Context, rid int64, m *mnemotype.Memory, content, cx ftsText) error {
 	pid, err := ix.profileID(ctx, m.Profile)
 	if err != nil {
 		return err
@@ -486,56 +493,85 @@ func (ix *indexer) index(ctx context.Context, rid int64, m *mnemotype.Memory, cx
 	if err != nil {
 		return err
 	}
-	if _, err := ins.ExecContext(ctx, rid, m.Content, m.Actor, timeWords(m.OccurredAt), cx, scope); err != nil {
+	actor, at := tokenized(&ix.tk, m.Actor), ix.timeText(m.OccurredAt)
+	if _, err := ins.ExecContext(ctx, rid, content.s, actor.s, at.s, cx.s, scope); err != nil {
 		return fmt.Errorf("index memory %s: %w", m.ID, mapErr(err))
 	}
-	ix.change(pid, 1, [ftsFields]int64{})
-	ix.unmeasured[rid] = pid
+	ix.change(pid, 1, [ftsFields]int64{ftsContent: content.n, ftsActor: actor.n, ftsTime: at.n, ftsContext: cx.n})
 	return nil
 }
 
-// measure adds the field lengths of the rows indexed since the last call
-// to their profiles' totals, reading them in one query: a query per row
-// costs more than indexing it.
-func (ix *indexer) measure(ctx context.Context) error {
-	if len(ix.unmeasured) == 0 {
-		return nil
+// timeText is the time field of a memory that occurred at t, tokenized.
+func (ix *indexer) timeText(t time.Time) ftsText {
+	y, mo, d := t.UTC().Date()
+	day := int64(y)*10000 + int64(mo)*100 + int64(d)
+	if f, ok := ix.days[day]; ok {
+		return f
 	}
-	rids := make([]int64, 0, len(ix.unmeasured))
-	for rid := range ix.unmeasured {
-		rids = append(rids, rid)
-	}
-	list, err := json.Marshal(rids)
-	if err != nil {
-		return err
-	}
-	rows, err := ix.tx.QueryContext(ctx, `SELECT id, sz FROM memories_fts_docsize WHERE id IN (SELECT value FROM json_each(?))`, string(list))
-	if err != nil {
-		return fmt.Errorf("read the lengths of the rows indexed: %w", err)
-	}
-	defer rows.Close()
-	seen := 0
-	for rows.Next() {
-		var rid int64
-		var sz []byte
-		if err := rows.Scan(&rid, &sz); err != nil {
-			return fmt.Errorf("read the lengths of the rows indexed: %w", err)
+	f := tokenized(&ix.tk, timeWords(t))
+	ix.days[day] = f
+	return f
+}
+
+// ftsText is a field as the full-text index is given it: its tokens, as
+// package ftstoken makes them (FTS5's 'porter unicode61' tokenizer, to
+// the byte), separated by spaces, which the table's 'ascii' tokenizer
+// splits back into the same tokens at the same positions; n counts them
+// (the field's length for BM25). Tokenizing in Go lets a write tokenize
+// its batch on another goroutine, beside the transaction (pretokenize).
+type ftsText struct {
+	s string
+	n int64
+}
+
+// tokenized tokenizes text with tk.
+func tokenized(tk *ftstoken.Tokenizer, text string) ftsText {
+	var f ftsText
+	var b []byte
+	tk.Tokenize(text, func(tok []byte, _ int) {
+		if f.n > 0 {
+			b = append(b, ' ')
 		}
-		lens, err := sizeRecord(sz, rid)
-		if err != nil {
-			return err
+		b = append(b, tok...)
+		f.n++
+	})
+	f.s = string(b)
+	return f
+}
+
+// joinTexts is the field holding parts one after the other.
+func joinTexts(parts []ftsText) ftsText {
+	var f ftsText
+	ss := make([]string, 0, len(parts))
+	for _, p := range parts {
+		if p.n > 0 {
+			ss = append(ss, p.s)
+			f.n += p.n
 		}
-		ix.change(ix.unmeasured[rid], 0, lens)
-		seen++
 	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("read the lengths of the rows indexed: %w", err)
-	}
-	if seen != len(rids) {
-		return fmt.Errorf("read the lengths of the rows indexed: %d of %d rows have a size record", seen, len(rids))
-	}
-	clear(ix.unmeasured)
-	return nil
+	f.s = strings.Join(ss, " ")
+	return f
+}
+
+// pretokenize tokenizes the contents of mems on a goroutine of its own,
+// in order, sending each on the channel it returns (buffered for all of
+// them, so the goroutine never waits); it stops early once stop is
+// closed.
+func pretokenize(mems []mnemotype.Memory, stop <-chan struct{}) <-chan ftsText {
+	out := make(chan ftsText, len(mems))
+	go func() {
+		defer close(out)
+		var tk ftstoken.Tokenizer
+		for i := range mems {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			out <- tokenized(&tk, mems[i].Content)
+		}
+	}()
+	return out
 }
 
 // fieldLengths is fieldLengths through the indexer's prepared statement.
@@ -554,12 +590,8 @@ func (ix *indexer) remove(ctx context.Context, rid int64, m *mnemotype.Memory) e
 	if err != nil {
 		return err
 	}
-	var lens [ftsFields]int64
-	if _, ok := ix.unmeasured[rid]; ok {
-		// Indexed by this indexer and not yet counted: nothing to take
-		// back but the document.
-		delete(ix.unmeasured, rid)
-	} else if lens, err = ix.fieldLengths(ctx, rid); err != nil {
+	lens, err := ix.fieldLengths(ctx, rid)
+	if err != nil {
 		return err
 	}
 	if _, err := ix.tx.ExecContext(ctx, `DELETE FROM memories_fts WHERE rowid = ?`, rid); err != nil {
@@ -622,9 +654,6 @@ func (ix *indexer) flush(ctx context.Context) error {
 	}
 	clear(ix.after)
 	if err := ix.refeed(ctx, redone); err != nil {
-		return err
-	}
-	if err := ix.measure(ctx); err != nil {
 		return err
 	}
 	for pid, d := range ix.delta {
@@ -740,6 +769,32 @@ func ensureIndex(ctx context.Context, tx *sql.Tx, turns int) error {
 	if built == int64(turns) {
 		return nil
 	}
+	if err := reindex(ctx, tx, turns); err != nil {
+		return err
+	}
+	// Every memory's indexed context may have changed: all of them move to
+	// the end of the change feed, in rowid order.
+	var n int64
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM memories`).Scan(&n); err != nil {
+		return fmt.Errorf("rebuild the full-text index: %w", err)
+	}
+	if n > 0 {
+		first, err := nextSeq(ctx, tx, int(n))
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE memories SET seq = ? + r.n FROM (SELECT rid, row_number() OVER (ORDER BY rid) - 1 AS n FROM memories) r
+			WHERE memories.rid = r.rid`, first); err != nil {
+			return fmt.Errorf("rebuild the full-text index: %w", err)
+		}
+	}
+	_, err := tx.ExecContext(ctx, `UPDATE counters SET value = ? WHERE name = 'context_turns'`, turns)
+	return err
+}
+
+// reindex empties the full-text index and the profiles' statistics, then
+// indexes every memory again with turns context turns.
+func reindex(ctx context.Context, tx *sql.Tx, turns int) error {
 	for _, q := range []string{
 		`INSERT INTO memories_fts(memories_fts) VALUES ('delete-all')`,
 		`UPDATE profiles SET seq = seq + 1, docs = 0, content_tokens = 0, actor_tokens = 0, time_tokens = 0, context_tokens = 0`,
@@ -770,25 +825,5 @@ func ensureIndex(ctx context.Context, tx *sql.Tx, turns int) error {
 		last = page[len(page)-1].rid
 	}
 	clear(ix.after) // every row is indexed with its context as it is
-	if err := ix.flush(ctx); err != nil {
-		return err
-	}
-	// Every memory's indexed context may have changed: all of them move to
-	// the end of the change feed, in rowid order.
-	var n int64
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM memories`).Scan(&n); err != nil {
-		return fmt.Errorf("rebuild the full-text index: %w", err)
-	}
-	if n > 0 {
-		first, err := nextSeq(ctx, tx, int(n))
-		if err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE memories SET seq = ? + r.n FROM (SELECT rid, row_number() OVER (ORDER BY rid) - 1 AS n FROM memories) r
-			WHERE memories.rid = r.rid`, first); err != nil {
-			return fmt.Errorf("rebuild the full-text index: %w", err)
-		}
-	}
-	_, err := tx.ExecContext(ctx, `UPDATE counters SET value = ? WHERE name = 'context_turns'`, turns)
-	return err
+	return ix.flush(ctx)
 }

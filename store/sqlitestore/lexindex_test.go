@@ -2,14 +2,21 @@ package sqlitestore
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/mnemo-dev/mnemo/internal/ftstoken"
+	"github.com/mnemo-dev/mnemo/internal/sqlitedb"
+	"github.com/mnemo-dev/mnemo/internal/testenv"
 	"github.com/mnemo-dev/mnemo/mnemotype"
 	"github.com/mnemo-dev/mnemo/store"
 )
@@ -196,4 +203,120 @@ func indexedTurns(ctx context.Context, q queryer) (int, error) {
 		return 0, fmt.Errorf("read the index's context turns: %w", err)
 	}
 	return n, nil
+}
+
+// TestFTSText_IndexesAsPorterUnicode61: the full-text index given fields
+// as ftsText (Go's tokens, split again by FTS5's 'ascii' tokenizer) holds
+// exactly what FTS5's 'porter unicode61' tokenizer made of the raw text
+// (migration 6's table): the same terms at the same positions in the same
+// columns, the same field lengths, and ftsText counts them as FTS5 does.
+// The texts: the LoCoMo corpus, and edge cases (diacritics, scripts
+// without case, tokens longer than the stemmer and than FTS5 keeps,
+// invalid UTF-8, separators of every kind).
+func TestFTSText_IndexesAsPorterUnicode61(t *testing.T) {
+	t.Parallel()
+	texts := []string{
+		"", " ", "Running runners ran; the RUNNING man's café (naïve) — ÉCOLE straße",
+		"東京で会いましょう 2024年 ΑΘΗΝΑ Москва ١٢٣", "a\x00b\tc\nd\re", "\xff\xfe broken \xc3 utf8 \xe2\x82",
+		strings.Repeat("x", 63) + " " + strings.Repeat("generalizations", 5) + " " + strings.Repeat("é", 40000),
+		"p1 k2 s3 a0 j4", "Monday 8 May 2023", `quotes "inside" and 'single' and back\slash`,
+	}
+	f, err := os.Open(filepath.Join(testenv.Dataset(t, "locomo-dev"), "corpus.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for dec := json.NewDecoder(f); dec.More(); {
+		var rec struct{ Text string }
+		if err := dec.Decode(&rec); err != nil {
+			t.Fatal(err)
+		}
+		texts = append(texts, rec.Text)
+	}
+	db, err := sqlitedb.Open(filepath.Join(t.TempDir(), "fts.db"), sqlitedb.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	for _, q := range []string{
+		`CREATE VIRTUAL TABLE raw USING fts5(a, b, content='', tokenize='porter unicode61')`,
+		`CREATE VIRTUAL TABLE tok USING fts5(a, b, content='', tokenize='ascii')`,
+		`CREATE VIRTUAL TABLE raw_v USING fts5vocab(raw, 'instance')`,
+		`CREATE VIRTUAL TABLE tok_v USING fts5vocab(tok, 'instance')`,
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var tk ftstoken.Tokenizer
+	counts := map[int][2]int64{}
+	for i, text := range texts {
+		// Two columns: the text alone, and next to the one before (a
+		// context field, joined as joinTexts joins).
+		prev := texts[max(i-1, 0)]
+		a, b := tokenized(&tk, text), joinTexts([]ftsText{tokenized(&tk, prev), tokenized(&tk, text)})
+		if _, err := db.Exec(`INSERT INTO raw(rowid, a, b) VALUES (?, ?, ?)`, i+1, text, prev+"\n"+text); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Exec(`INSERT INTO tok(rowid, a, b) VALUES (?, ?, ?)`, i+1, a.s, b.s); err != nil {
+			t.Fatal(err)
+		}
+		counts[i+1] = [2]int64{a.n, b.n}
+	}
+	instances := func(table string) []string {
+		rows, err := db.Query(`SELECT term, doc, col, offset FROM ` + table + ` ORDER BY term, doc, col, offset`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var out []string
+		for rows.Next() {
+			var term, col string
+			var doc, off int64
+			if err := rows.Scan(&term, &doc, &col, &off); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, fmt.Sprintf("%q %d %s %d", term, doc, col, off))
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	raw, tok := instances("raw_v"), instances("tok_v")
+	if len(raw) < 100000 {
+		t.Fatalf("only %d instances indexed", len(raw))
+	}
+	if !slices.Equal(raw, tok) {
+		for i := range min(len(raw), len(tok)) {
+			if raw[i] != tok[i] {
+				t.Fatalf("instance %d: porter unicode61 %s, ascii on Go's tokens %s (%d and %d instances)", i, raw[i], tok[i], len(raw), len(tok))
+			}
+		}
+		t.Fatalf("%d instances against %d", len(raw), len(tok))
+	}
+	for _, table := range []string{"raw", "tok"} {
+		rows, err := db.Query(`SELECT id, sz FROM ` + table + `_docsize`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for rows.Next() {
+			var id int
+			var sz []byte
+			if err := rows.Scan(&id, &sz); err != nil {
+				t.Fatal(err)
+			}
+			for c := range 2 {
+				if got, ok := sqlitedb.ColumnSize(sz, c); !ok || int64(got) != counts[id][c] {
+					t.Fatalf("%s row %d column %d: FTS5 counts %d tokens, ftsText %d", table, id, c, got, counts[id][c])
+				}
+			}
+			n++
+		}
+		rows.Close()
+		if n != len(texts) {
+			t.Fatalf("%s: %d size records for %d rows", table, n, len(texts))
+		}
+	}
 }

@@ -166,9 +166,20 @@ var migrations = []string{
 	`INSERT OR IGNORE INTO counters(name, value) VALUES ('instance', random() & 9223372036854775807);`,
 	// 10: FTS5 merges its index's segments sixteen at a time, not four:
 	// each posting is rewritten about half as often while memories are
-	// written, and a query meets a few more segments. Both options are
-	// kept in the index's own config table (memories_fts_config).
+	// written, and a query meets a few more segments. The option is kept
+	// in the index's own config table (memories_fts_config).
 	`INSERT INTO memories_fts(memories_fts, rank) VALUES ('automerge', ` + ftsAutomerge + `);`,
+	// 11: the full-text index is given its fields as tokens made in Go
+	// (ftsText: FTS5's 'porter unicode61' tokens, to the byte, separated
+	// by spaces), which its 'ascii' tokenizer splits back, so that a write
+	// tokenizes beside its transaction. The terms, positions and lengths
+	// are those of migration 6's table; the Go step indexes every memory
+	// again (unless the index was never built: Open builds it then).
+	`DROP TABLE memories_fts;
+	CREATE VIRTUAL TABLE memories_fts USING fts5(
+		content, actor, time, context, scope, content='', contentless_delete=1, tokenize='ascii'
+	);
+	INSERT INTO memories_fts(memories_fts, rank) VALUES ('automerge', ` + ftsAutomerge + `);`,
 }
 
 // ftsAutomerge is how many segments of one level FTS5 merges into one
@@ -178,7 +189,21 @@ const ftsAutomerge = "16"
 // migrationSteps holds the Go part of migrations, by the version they
 // bring the schema to.
 var migrationSteps = map[int]func(ctx context.Context, tx *sql.Tx) error{
-	8: snakeCaseSettings,
+	8:  snakeCaseSettings,
+	11: reindexBuilt,
+}
+
+// reindexBuilt indexes every memory again, with the context turns the
+// index was built with, unless it was never built.
+func reindexBuilt(ctx context.Context, tx *sql.Tx) error {
+	var built int
+	if err := tx.QueryRowContext(ctx, `SELECT value FROM counters WHERE name = 'context_turns'`).Scan(&built); err != nil {
+		return fmt.Errorf("read the index's context turns: %w", err)
+	}
+	if built < 0 {
+		return nil
+	}
+	return reindex(ctx, tx, built)
 }
 
 // snakeCaseSettings renames the stored settings keys from camelCase to

@@ -1,8 +1,9 @@
 // Package sqlitestore implements store.Store on one SQLite file (opened by
 // internal/sqlitedb: the cgo driver when built with -tags sqlite_fts5, else
-// the pure-Go one): FTS5 (porter unicode61) kept in sync by
-// triggers for the lexical leg, embeddings as little-endian float32 BLOBs,
-// WAL, one writer connection and a pool of readers.
+// the pure-Go one): a contentless FTS5 index the store writes beside every
+// change, given the tokens of FTS5's porter unicode61 tokenizer made in Go
+// (lexindex.go), for the lexical leg; embeddings as little-endian float32
+// BLOBs; WAL, one writer connection and a pool of readers.
 package sqlitestore
 
 import (
@@ -23,6 +24,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mnemo-dev/mnemo/internal/ftstoken"
 	"github.com/mnemo-dev/mnemo/internal/sqlitedb"
 	"github.com/mnemo-dev/mnemo/mnemotype"
 	"github.com/mnemo-dev/mnemo/store"
@@ -466,6 +468,9 @@ func (s *Store) Insert(ctx context.Context, mems []mnemotype.Memory) (err error)
 	if err != nil {
 		return fmt.Errorf("insert memories: %w", err)
 	}
+	stop := make(chan struct{})
+	defer close(stop)
+	contents := pretokenize(mems, stop)
 	dims := map[string]int{}
 	for i := range mems {
 		if err := live.Err(); err != nil {
@@ -529,7 +534,7 @@ func (s *Store) Insert(ctx context.Context, mems []mnemotype.Memory) (err error)
 			}
 			return fmt.Errorf("insert memory %s: %w", m.ID, mapErr(err))
 		}
-		if err := ix.addNew(ctx, rid, m); err != nil {
+		if err := ix.addNew(ctx, rid, m, <-contents); err != nil {
 			return err
 		}
 	}
@@ -940,13 +945,15 @@ func jsonList[T any](xs []T) string {
 	return string(b)
 }
 
-// MatchExpr renders q in FTS5 syntax: every term a quoted string (quotes
-// doubled), joined by implicit AND or by OR. User text therefore never reaches
-// the FTS5 query language as operators.
+// MatchExpr renders q in FTS5 syntax: every term the quoted phrase of its
+// tokens, joined by implicit AND or by OR. User text therefore never
+// reaches the FTS5 query language as operators.
 func MatchExpr(q store.MatchQuery) string {
 	parts := make([]string, len(q.Terms))
 	for i, t := range q.Terms {
-		parts[i] = `"` + strings.ReplaceAll(strings.ReplaceAll(t, "\x00", " "), `"`, `""`) + `"` // FTS5 reads the query as a C string: a NUL would cut it
+		// The index holds tokens (see ftsText): a term is the phrase of
+		// its tokens. They hold no quote and no NUL.
+		parts[i] = `"` + strings.Join(ftstoken.Tokens(t), " ") + `"`
 	}
 	if q.All {
 		return strings.Join(parts, " ")
