@@ -163,7 +163,7 @@ func (g *goScorer) score(fields [ftsFields]string) (float64, bool) {
 // scope is read and scored.
 func (q *lexQuery) rankedInGo(ctx context.Context, p store.LexicalParams, expr string, df map[string]int64) ([]mnemotype.Hit, error) {
 	excl, exclArgs := q.excludeSQL()
-	return q.scoreRowsInGo(ctx, p, df, `m.rid IN (SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?`+excl+`)`,
+	return q.scoreRowsInGo(ctx, p, df, `m.rid IN (SELECT rowid FROM memories_lex WHERE memories_lex MATCH ?`+excl+`)`,
 		append([]any{expr}, exclArgs...))
 }
 

@@ -127,7 +127,7 @@ func (s *Store) DeleteProfile(ctx context.Context, profile string) (store.Profil
 		q    string
 		args []any
 	}{
-		{"unindex memories", `DELETE FROM memories_fts WHERE rowid IN (SELECT rid FROM memories WHERE profile = ?)`, []any{profile}},
+		{"unindex memories", `DELETE FROM memories_lex WHERE rowid IN (SELECT rid FROM memories WHERE profile = ?)`, []any{profile}},
 		{"delete memories", `DELETE FROM memories WHERE profile = ?`, []any{profile}},
 		{"delete names", `DELETE FROM scope_names WHERE profile_id = ?`, []any{pid}},
 		{"retire statistics", `UPDATE profiles SET name = ?, seq = seq + 1, docs = 0, content_tokens = 0, actor_tokens = 0, time_tokens = 0,

@@ -73,7 +73,7 @@ func (s *Store) readLengths(ctx context.Context) ([]byte, int64, error) {
 	if err := tx.QueryRowContext(ctx, `SELECT value FROM counters WHERE name = 'seq'`).Scan(&seq); err != nil {
 		return nil, 0, err
 	}
-	blob, err := sqlitedb.DocLengths(ctx, tx, "memories_fts", normalisedFields()...)
+	blob, err := sqlitedb.DocLengths(ctx, tx, "memories_lex", normalisedFields()...)
 	if err != nil || blob == nil {
 		return nil, 0, err
 	}

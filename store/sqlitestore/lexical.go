@@ -99,7 +99,7 @@ type lexQuery struct {
 	profilePhrase bool
 	// exclude lists the rowids of Scope.Exclude (a JSON array), "" for none.
 	exclude string
-	// within is the SQL condition (on memories_fts.rowid) of a time range
+	// within is the SQL condition (on memories_lex.rowid) of a time range
 	// and a metadata filter, with its arguments; "" for none.
 	within     string
 	withinArgs []any
@@ -208,7 +208,7 @@ func (s *Store) newLexQuery(ctx context.Context, tx queryer, sc mnemotype.Scope)
 	q.scope = strings.Join(parts, " AND ")
 	if !sc.After.IsZero() || !sc.Before.IsZero() {
 		cond, args := timeRangeSQL("w", sc)
-		q.within = ` AND +memories_fts.rowid IN (SELECT w.rid FROM memories w WHERE w.profile = ?` + cond + `)`
+		q.within = ` AND +memories_lex.rowid IN (SELECT w.rid FROM memories w WHERE w.profile = ?` + cond + `)`
 		q.withinArgs = append([]any{sc.Profile}, args...)
 	}
 	if len(sc.Metadata) > 0 {
@@ -219,7 +219,7 @@ func (s *Store) newLexQuery(ctx context.Context, tx queryer, sc mnemotype.Scope)
 			c, args := metadataSQL("w", m)
 			conds, q.withinArgs = append(conds, c), append(q.withinArgs, args...)
 		}
-		q.within += ` AND EXISTS (SELECT 1 FROM memories w WHERE w.rid = memories_fts.rowid AND ` + strings.Join(conds, " AND ") + `)`
+		q.within += ` AND EXISTS (SELECT 1 FROM memories w WHERE w.rid = memories_lex.rowid AND ` + strings.Join(conds, " AND ") + `)`
 	}
 	if len(sc.Exclude) > 0 {
 		rids, err := rowidsOf(ctx, tx, sc.Profile, sc.Exclude)
@@ -333,7 +333,7 @@ func (q *lexQuery) match(terms []string, all bool, rare []string, df map[string]
 func (q *lexQuery) excludeSQL() (string, []any) {
 	sqlQ, args := q.within, slices.Clone(q.withinArgs)
 	if q.exclude != "" {
-		sqlQ += ` AND +memories_fts.rowid NOT IN (SELECT value FROM json_each(?))`
+		sqlQ += ` AND +memories_lex.rowid NOT IN (SELECT value FROM json_each(?))`
 		args = append(args, q.exclude)
 	}
 	return sqlQ, args
@@ -394,7 +394,7 @@ func (q *lexQuery) countMatches(ctx context.Context, m store.MatchQuery, limit i
 	expr, _ := q.match(m.Terms, m.All, nil, nil)
 	excl, args := q.excludeSQL()
 	var n int
-	err := q.tx.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts MATCH ?`+excl+` LIMIT ?)`,
+	err := q.tx.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM memories_lex WHERE memories_lex MATCH ?`+excl+` LIMIT ?)`,
 		append(append([]any{expr}, args...), limit)...).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("count matches: %w", err)
@@ -444,8 +444,8 @@ func (q *lexQuery) ranked(ctx context.Context, p store.LexicalParams, rare []str
 		lens = l
 	}
 	stats, weights, bs := q.rankArgs()
-	inner := `SELECT rowid AS rid, ` + q.s.rankFn + `(memories_fts, ?, ?, ?, ?, ?) AS score FROM memories_fts
-		WHERE memories_fts MATCH ?` + excl + ` ORDER BY score, rowid`
+	inner := `SELECT rowid AS rid, ` + q.s.rankFn + `(memories_lex, ?, ?, ?, ?, ?) AS score FROM memories_lex
+		WHERE memories_lex MATCH ?` + excl + ` ORDER BY score, rowid`
 	args := []any{countsBlob(counts), lens, stats, weights, bs, expr}
 	args = append(args, exclArgs...)
 	if p.Limit > 0 {
@@ -495,7 +495,7 @@ func (q *lexQuery) docFreqs(ctx context.Context, terms []string) (map[string]int
 	cols := make([]string, len(missing))
 	args := make([]any, len(missing))
 	for i, t := range missing {
-		cols[i] = `(SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?)`
+		cols[i] = `(SELECT count(*) FROM memories_lex WHERE memories_lex MATCH ?)`
 		expr := q.fields + `:` + MatchExpr(store.MatchQuery{Terms: []string{t}})
 		if q.profilePhrase {
 			expr = scopePhrases("p", []int64{q.prof.id}) + " AND " + expr

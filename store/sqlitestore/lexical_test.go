@@ -346,7 +346,7 @@ func isNotFound(err error) bool { return errors.Is(err, mnemotype.ErrNotFound) }
 // and compares them with what the store keeps.
 func checkProfileStats(t *testing.T, s *Store) {
 	t.Helper()
-	rows, err := s.r.Query(`SELECT m.profile, d.sz FROM memories m JOIN memories_fts_docsize d ON d.id = m.rid`)
+	rows, err := s.r.Query(`SELECT m.profile, d.sz FROM memories m JOIN memories_lex_docsize d ON d.id = m.rid`)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ import (
 	"github.com/mnemo-dev/mnemo/textindex"
 )
 
-// The full-text index (memories_fts) is contentless: the store writes it
+// The full-text index (memories_lex) is contentless: the store writes it
 // next to every change of a memory, in the same transaction. Its columns:
 //
 //	content  the memory's content
@@ -32,9 +32,11 @@ import (
 // tokens (ftsText), made in Go as FTS5's 'porter unicode61' tokenizer
 // makes them; queries are tokenized likewise (MatchExpr). A query selects one
 // profile's rows, or one session's, inside FTS5, without reading other
-// rows of the table. Every scope token ends in a digit, which the porter
-// stemmer leaves alone, and user terms are confined to the other columns,
-// so a word such as "p7" in a memory or a query never meets them.
+// rows of the table. The scope column is given as it is: its tokens are
+// lower-case ASCII letters and digits, which the 'ascii' tokenizer keeps
+// whole, as the porter stemmer would have left them (too short, ending in
+// a digit). User terms are confined to the other columns, so a word such
+// as "p7" in a memory or a query never meets them.
 //
 // Each profile keeps its own BM25 statistics in its row of profiles: docs
 // (memories indexed) and each field's total length in tokens (as FTS5
@@ -44,7 +46,7 @@ import (
 // (see lexical.go): a profile's scores never depend on another profile's
 // memories.
 
-// Columns of memories_fts; the fields are the columns before ftsScope.
+// Columns of memories_lex; the fields are the columns before ftsScope.
 const (
 	ftsContent = iota
 	ftsActor
@@ -489,7 +491,7 @@ func (ix *indexer) index(ctx context.Context, rid int64, m *mnemotype.Memory, co
 	if err != nil {
 		return err
 	}
-	ins, err := ix.stmt(ctx, `INSERT INTO memories_fts(rowid, content, actor, time, context, scope) VALUES (?, ?, ?, ?, ?, ?)`)
+	ins, err := ix.stmt(ctx, `INSERT INTO memories_lex(rowid, content, actor, time, context, scope) VALUES (?, ?, ?, ?, ?, ?)`)
 	if err != nil {
 		return err
 	}
@@ -556,19 +558,24 @@ func joinTexts(parts []ftsText) ftsText {
 // pretokenize tokenizes the contents of mems on a goroutine of its own,
 // in order, sending each on the channel it returns (buffered for all of
 // them, so the goroutine never waits); it stops early once stop is
-// closed.
+// closed. It reads the contents before it returns: the caller may reuse
+// mems as soon as it is done with the channel.
 func pretokenize(mems []mnemotype.Memory, stop <-chan struct{}) <-chan ftsText {
-	out := make(chan ftsText, len(mems))
+	texts := make([]string, len(mems))
+	for i := range mems {
+		texts[i] = mems[i].Content
+	}
+	out := make(chan ftsText, len(texts))
 	go func() {
 		defer close(out)
 		var tk ftstoken.Tokenizer
-		for i := range mems {
+		for _, text := range texts {
 			select {
 			case <-stop:
 				return
 			default:
 			}
-			out <- tokenized(&tk, mems[i].Content)
+			out <- tokenized(&tk, text)
 		}
 	}()
 	return out
@@ -594,7 +601,7 @@ func (ix *indexer) remove(ctx context.Context, rid int64, m *mnemotype.Memory) e
 	if err != nil {
 		return err
 	}
-	if _, err := ix.tx.ExecContext(ctx, `DELETE FROM memories_fts WHERE rowid = ?`, rid); err != nil {
+	if _, err := ix.tx.ExecContext(ctx, `DELETE FROM memories_lex WHERE rowid = ?`, rid); err != nil {
 		return fmt.Errorf("unindex row %d: %w", rid, mapErr(err))
 	}
 	for i := range lens {
@@ -700,7 +707,7 @@ func (ix *indexer) turnsAfter(ctx context.Context, k turnKey) ([]ridMemory, erro
 	return scanIndexRows(rows)
 }
 
-const fieldLengthsSQL = `SELECT sz FROM memories_fts_docsize WHERE id = ?`
+const fieldLengthsSQL = `SELECT sz FROM memories_lex_docsize WHERE id = ?`
 
 // fieldLengths returns the length in tokens of each field of index row
 // rid, as FTS5 recorded it (zeros when the row is not indexed), through q,
@@ -796,7 +803,7 @@ func ensureIndex(ctx context.Context, tx *sql.Tx, turns int) error {
 // indexes every memory again with turns context turns.
 func reindex(ctx context.Context, tx *sql.Tx, turns int) error {
 	for _, q := range []string{
-		`INSERT INTO memories_fts(memories_fts) VALUES ('delete-all')`,
+		`INSERT INTO memories_lex(memories_lex) VALUES ('delete-all')`,
 		`UPDATE profiles SET seq = seq + 1, docs = 0, content_tokens = 0, actor_tokens = 0, time_tokens = 0, context_tokens = 0`,
 	} {
 		if _, err := tx.ExecContext(ctx, q); err != nil {

@@ -160,7 +160,7 @@ func indexState(t *testing.T, s *Store) map[string]string {
 	t.Helper()
 	ctx := context.Background()
 	out := map[string]string{}
-	rows, err := s.w.QueryContext(ctx, `SELECT m.profile, m.id, d.sz FROM memories_fts_docsize d JOIN memories m ON m.rid = d.id`)
+	rows, err := s.w.QueryContext(ctx, `SELECT m.profile, m.id, d.sz FROM memories_lex_docsize d JOIN memories m ON m.rid = d.id`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +181,7 @@ func indexState(t *testing.T, s *Store) map[string]string {
 		t.Fatal(err)
 	}
 	var fts, mems int
-	if err := s.w.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM memories_fts_docsize), (SELECT count(*) FROM memories)`).Scan(&fts, &mems); err != nil {
+	if err := s.w.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM memories_lex_docsize), (SELECT count(*) FROM memories)`).Scan(&fts, &mems); err != nil {
 		t.Fatal(err)
 	}
 	out["rows"] = fmt.Sprintf("%d indexed, %d memories", fts, mems)
@@ -209,30 +209,60 @@ func indexedTurns(ctx context.Context, q queryer) (int, error) {
 // as ftsText (Go's tokens, split again by FTS5's 'ascii' tokenizer) holds
 // exactly what FTS5's 'porter unicode61' tokenizer made of the raw text
 // (migration 6's table): the same terms at the same positions in the same
-// columns, the same field lengths, and ftsText counts them as FTS5 does.
-// The texts: the LoCoMo corpus, and edge cases (diacritics, scripts
-// without case, tokens longer than the stemmer and than FTS5 keeps,
-// invalid UTF-8, separators of every kind).
+// columns, the same field lengths, and ftsText counts them as FTS5 does;
+// and a term given through MatchExpr matches the rows it matched given
+// raw. On edge cases (diacritics, scripts without case, tokens longer than
+// the stemmer takes and than FTS5 keeps, cut inside a UTF-8 sequence,
+// invalid UTF-8, separators of every kind) and on the LoCoMo corpus.
 func TestFTSText_IndexesAsPorterUnicode61(t *testing.T) {
 	t.Parallel()
-	texts := []string{
-		"", " ", "Running runners ran; the RUNNING man's café (naïve) — ÉCOLE straße",
-		"東京で会いましょう 2024年 ΑΘΗΝΑ Москва ١٢٣", "a\x00b\tc\nd\re", "\xff\xfe broken \xc3 utf8 \xe2\x82",
-		strings.Repeat("x", 63) + " " + strings.Repeat("generalizations", 5) + " " + strings.Repeat("é", 40000),
-		"p1 k2 s3 a0 j4", "Monday 8 May 2023", `quotes "inside" and 'single' and back\slash`,
-	}
-	f, err := os.Open(filepath.Join(testenv.Dataset(t, "locomo-dev"), "corpus.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	for dec := json.NewDecoder(f); dec.More(); {
-		var rec struct{ Text string }
-		if err := dec.Decode(&rec); err != nil {
-			t.Fatal(err)
+	t.Run("edge cases", func(t *testing.T) {
+		t.Parallel()
+		texts := []string{
+			"", " ", "Running runners ran; the RUNNING man's café (naïve) — ÉCOLE straße ﬁnance Ｆｕｌｌ",
+			"東京で会いましょう 2024年 ΑΘΗΝΑ Москва ١٢٣", "a\x00b\tc\nd\re", "\xff\xfe broken \xc3 utf8 \xe2\x82",
+			strings.Repeat("x", 63) + " " + strings.Repeat("generalizations", 5) + " " + strings.Repeat("é", 40000),
+			"x" + strings.Repeat("é", 20000), "xy" + strings.Repeat("€", 12000), strings.Repeat("AB", 20000),
+			"p1 k2 s3 a0 j4", "Monday 8 May 2023", `quotes "inside" and 'single' and back\slash`,
 		}
-		texts = append(texts, rec.Text)
-	}
+		sameIndexes(t, texts, append(slices.Clone(texts), "running", "ECOLE", "cafe", "generalization", "x"+strings.Repeat("é", 20000)))
+	})
+	t.Run("locomo-dev", func(t *testing.T) {
+		t.Parallel()
+		var texts, queries []string
+		dir := testenv.Dataset(t, "locomo-dev")
+		for _, file := range []string{"corpus.jsonl", "queries.jsonl"} {
+			f, err := os.Open(filepath.Join(dir, file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			for dec := json.NewDecoder(f); dec.More(); {
+				var rec struct{ Text string }
+				if err := dec.Decode(&rec); err != nil {
+					t.Fatal(err)
+				}
+				if file == "corpus.jsonl" {
+					texts = append(texts, rec.Text)
+				} else {
+					queries = append(queries, strings.Fields(rec.Text)...)
+				}
+			}
+		}
+		if len(texts) < 1000 || len(queries) < 1000 {
+			t.Fatalf("%d texts, %d query words", len(texts), len(queries))
+		}
+		sameIndexes(t, texts, queries[:1000])
+	})
+}
+
+// sameIndexes indexes texts raw in a 'porter unicode61' table and as
+// ftsText in an 'ascii' one, each in two columns (the text, and the text
+// before it and the text, as joinTexts joins a context), and requires the
+// same instances, the same size records, equal to ftsText's counts, and
+// the same rows matching each of terms.
+func sameIndexes(t *testing.T, texts, terms []string) {
+	t.Helper()
 	db, err := sqlitedb.Open(filepath.Join(t.TempDir(), "fts.db"), sqlitedb.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -251,8 +281,6 @@ func TestFTSText_IndexesAsPorterUnicode61(t *testing.T) {
 	var tk ftstoken.Tokenizer
 	counts := map[int][2]int64{}
 	for i, text := range texts {
-		// Two columns: the text alone, and next to the one before (a
-		// context field, joined as joinTexts joins).
 		prev := texts[max(i-1, 0)]
 		a, b := tokenized(&tk, text), joinTexts([]ftsText{tokenized(&tk, prev), tokenized(&tk, text)})
 		if _, err := db.Exec(`INSERT INTO raw(rowid, a, b) VALUES (?, ?, ?)`, i+1, text, prev+"\n"+text); err != nil {
@@ -284,13 +312,13 @@ func TestFTSText_IndexesAsPorterUnicode61(t *testing.T) {
 		return out
 	}
 	raw, tok := instances("raw_v"), instances("tok_v")
-	if len(raw) < 100000 {
-		t.Fatalf("only %d instances indexed", len(raw))
+	if len(raw) < 2*len(texts) {
+		t.Fatalf("only %d instances indexed for %d texts", len(raw), len(texts))
 	}
 	if !slices.Equal(raw, tok) {
 		for i := range min(len(raw), len(tok)) {
 			if raw[i] != tok[i] {
-				t.Fatalf("instance %d: porter unicode61 %s, ascii on Go's tokens %s (%d and %d instances)", i, raw[i], tok[i], len(raw), len(tok))
+				t.Fatalf("instance %d: porter unicode61 %.200s, ascii on Go's tokens %.200s (%d and %d instances)", i, raw[i], tok[i], len(raw), len(tok))
 			}
 		}
 		t.Fatalf("%d instances against %d", len(raw), len(tok))
@@ -318,5 +346,37 @@ func TestFTSText_IndexesAsPorterUnicode61(t *testing.T) {
 		if n != len(texts) {
 			t.Fatalf("%s: %d size records for %d rows", table, n, len(texts))
 		}
+	}
+	matched := 0
+	for _, term := range terms {
+		if !hasToken(term) {
+			continue
+		}
+		rowids := func(table, expr string) []int64 {
+			rows, err := db.Query(`SELECT rowid FROM `+table+` WHERE `+table+` MATCH ? ORDER BY rowid`, expr)
+			if err != nil {
+				t.Fatalf("%s MATCH %q: %v", table, expr, err)
+			}
+			defer rows.Close()
+			var out []int64
+			for rows.Next() {
+				var id int64
+				if err := rows.Scan(&id); err != nil {
+					t.Fatal(err)
+				}
+				out = append(out, id)
+			}
+			return out
+		}
+		want := rowids("raw", rawMatchExpr([]string{term}, false))
+		if got := rowids("tok", MatchExpr(store.MatchQuery{Terms: []string{term}})); !slices.Equal(got, want) {
+			t.Fatalf("term %.80q: rows %v through MatchExpr, %v given raw", term, got, want)
+		}
+		if len(want) > 0 {
+			matched++
+		}
+	}
+	if matched < len(terms)/4 {
+		t.Fatalf("only %d of %d terms matched a row", matched, len(terms))
 	}
 }

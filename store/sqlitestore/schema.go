@@ -173,24 +173,38 @@ var migrations = []string{
 	// (ftsText: FTS5's 'porter unicode61' tokens, to the byte, separated
 	// by spaces), which its 'ascii' tokenizer splits back, so that a write
 	// tokenizes beside its transaction. The terms, positions and lengths
-	// are those of migration 6's table; the Go step indexes every memory
-	// again (unless the index was never built: Open builds it then).
+	// are those of migration 6's table; migration 12's Go step indexes
+	// every memory again (unless the index was never built: Open builds it
+	// then).
 	`DROP TABLE memories_fts;
 	CREATE VIRTUAL TABLE memories_fts USING fts5(
 		content, actor, time, context, scope, content='', contentless_delete=1, tokenize='ascii'
 	);
 	INSERT INTO memories_fts(memories_fts, rank) VALUES ('automerge', ` + ftsAutomerge + `);`,
+	// 12: the full-text index is renamed memories_lex, so that a process
+	// of an older mnemo still open on the database fails ("no such
+	// table") instead of writing raw text into the table migration 11
+	// gave tokens. Only a level of 64 segments is merged whole inside the
+	// write that made it (crisismerge; at FTS5's default, 16, equal to
+	// automerge, no level would be left to the incremental merges). Its
+	// Go step indexes every memory again, into the renamed table.
+	`ALTER TABLE memories_fts RENAME TO memories_lex;
+	INSERT INTO memories_lex(memories_lex, rank) VALUES ('crisismerge', ` + ftsCrisismerge + `);`,
 }
 
 // ftsAutomerge is how many segments of one level FTS5 merges into one
 // (migration 10; FTS5's default is 4).
 const ftsAutomerge = "16"
 
+// ftsCrisismerge is how many segments of one level make FTS5 merge them at
+// once, inside a write (migration 12; FTS5's default is 16).
+const ftsCrisismerge = "64"
+
 // migrationSteps holds the Go part of migrations, by the version they
 // bring the schema to.
 var migrationSteps = map[int]func(ctx context.Context, tx *sql.Tx) error{
 	8:  snakeCaseSettings,
-	11: reindexBuilt,
+	12: reindexBuilt,
 }
 
 // reindexBuilt indexes every memory again, with the context turns the

@@ -70,11 +70,11 @@ func TestOpen_FTS5CompiledIn(t *testing.T) {
 		t.Fatalf("SQLite %s was built without FTS5", version)
 	}
 	var ddl string
-	if err := s.r.QueryRowContext(t.Context(), `SELECT sql FROM sqlite_master WHERE name = 'memories_fts'`).Scan(&ddl); err != nil {
+	if err := s.r.QueryRowContext(t.Context(), `SELECT sql FROM sqlite_master WHERE name = 'memories_lex'`).Scan(&ddl); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(ddl, "fts5") || !strings.Contains(ddl, "tokenize='ascii'") {
-		t.Errorf("memories_fts is not an FTS5 table with the ascii tokenizer (given tokens: see ftsText):\n%s", ddl)
+		t.Errorf("memories_lex is not an FTS5 table with the ascii tokenizer (given tokens: see ftsText):\n%s", ddl)
 	}
 }
 
@@ -100,7 +100,7 @@ func schemaSnapshot(t *testing.T, db interface {
 		t.Fatal(err)
 	}
 	// The full-text index's options are part of its schema.
-	cfg, err := db.QueryContext(t.Context(), `SELECT k, v FROM memories_fts_config ORDER BY k`)
+	cfg, err := db.QueryContext(t.Context(), `SELECT k, v FROM memories_lex_config ORDER BY k`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func schemaSnapshot(t *testing.T, db interface {
 		if err := cfg.Scan(&k, &v); err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, "memories_fts option "+k+" = "+v)
+		out = append(out, "memories_lex option "+k+" = "+v)
 	}
 	if err := cfg.Err(); err != nil {
 		t.Fatal(err)
@@ -188,8 +188,8 @@ func TestOpen_AppliesOnlyMissingMigrations(t *testing.T) {
 	ctx := t.Context()
 	fresh := openPath(t, filepath.Join(t.TempDir(), "fresh.db"))
 	want := schemaSnapshot(t, fresh.r)
-	if !slices.Contains(want, "memories_fts option automerge = "+ftsAutomerge) {
-		t.Errorf("a new database's full-text options: %q; want automerge %s", want, ftsAutomerge)
+	if !slices.Contains(want, "memories_lex option automerge = "+ftsAutomerge) || !slices.Contains(want, "memories_lex option crisismerge = "+ftsCrisismerge) {
+		t.Errorf("a new database's full-text options: %q; want automerge %s, crisismerge %s", want, ftsAutomerge, ftsCrisismerge)
 	}
 	for from := 4; from < len(migrations); from++ {
 		t.Run(fmt.Sprintf("from=%d", from), func(t *testing.T) {
@@ -266,6 +266,8 @@ var undoMigration = map[int]string{
 	8:  `SELECT 1`, // its Go step renames the settings keys (TestMigration8_SnakeCaseSettings)
 	9:  `DELETE FROM counters WHERE name = 'instance'`,
 	10: `DELETE FROM memories_fts_config WHERE k = 'automerge'`,
+	12: `ALTER TABLE memories_lex RENAME TO memories_fts;
+		DELETE FROM memories_fts_config WHERE k = 'crisismerge'`,
 	11: `DROP TABLE memories_fts;
 		CREATE VIRTUAL TABLE memories_fts USING fts5(
 			content, actor, time, context, scope, content='', contentless_delete=1, tokenize='porter unicode61'
@@ -300,11 +302,15 @@ func TestMigration8_SnakeCaseSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	db := rawDB(t, path)
-	for _, q := range []string{
+	var undo []string
+	for v := len(migrations); v > 7; v-- {
+		undo = append(undo, undoMigration[v])
+	}
+	for _, q := range append(undo,
 		`UPDATE schema_version SET version = 7`,
 		`INSERT INTO settings(profile, key, value) VALUES ('alice', 'keywordWeight', '0.3'), ('alice', 'rrfK', '20'),
 			('', 'minRelevance', '0.1'), ('bob', 'strategy', 'rrf'), ('bob', 'semanticWeight', '2'), ('bob', 'semantic_weight', '3')`,
-	} {
+	) {
 		if _, err := db.ExecContext(ctx, q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
@@ -1108,6 +1114,25 @@ func (c *endingContext) Err() error {
 		return context.Canceled
 	}
 	return c.Context.Err()
+}
+
+// TestInsert_LeavesItsBatchWhenItReturns: Insert tokenizes its batch on
+// another goroutine (pretokenize); once it returns, even with an error
+// part-way, the caller may reuse the batch (a race under -race otherwise).
+func TestInsert_LeavesItsBatchWhenItReturns(t *testing.T) {
+	t.Parallel()
+	s := openTest(t)
+	mems := make([]mnemotype.Memory, 200)
+	for i := range mems {
+		mems[i] = testMemory("p", fmt.Sprintf("m%04d", i), strings.Repeat(fmt.Sprintf("words of memory %d ", i), 500))
+	}
+	mems[100].ID = "" // refused after 100 rows, while the contents after it are being tokenized
+	if err := s.Insert(t.Context(), mems); !errors.Is(err, mnemotype.ErrInvalid) {
+		t.Fatalf("Insert with an empty id = %v, want ErrInvalid", err)
+	}
+	for i := range mems {
+		mems[i].Content = "reused"
+	}
 }
 
 // TestInsert_StopsWhenItsContextEnds: Insert's rows run without their
