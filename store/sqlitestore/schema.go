@@ -190,6 +190,11 @@ var migrations = []string{
 	// Go step indexes every memory again, into the renamed table.
 	`ALTER TABLE memories_fts RENAME TO memories_lex;
 	INSERT INTO memories_lex(memories_lex, rank) VALUES ('crisismerge', ` + ftsCrisismerge + `);`,
+	// 13: FTS5 keeps the terms a transaction writes in memory until they
+	// reach hashsize (1 MiB by default), then writes them out as a new
+	// segment: an import's batch of 4,000 memories was written as several
+	// segments, each to be merged later; at 32 MiB, as one, at commit.
+	`INSERT INTO memories_lex(memories_lex, rank) VALUES ('hashsize', ` + ftsHashsize + `);`,
 }
 
 // ftsAutomerge is how many segments of one level FTS5 merges into one
@@ -199,6 +204,10 @@ const ftsAutomerge = "16"
 // ftsCrisismerge is how many segments of one level make FTS5 merge them at
 // once, inside a write (migration 12; FTS5's default is 16).
 const ftsCrisismerge = "64"
+
+// ftsHashsize is how many bytes of new terms FTS5 keeps in memory before
+// it writes them out (migration 13; FTS5's default is 1 MiB).
+const ftsHashsize = "33554432"
 
 // migrationSteps holds the Go part of migrations, by the version they
 // bring the schema to.

@@ -188,8 +188,10 @@ func TestOpen_AppliesOnlyMissingMigrations(t *testing.T) {
 	ctx := t.Context()
 	fresh := openPath(t, filepath.Join(t.TempDir(), "fresh.db"))
 	want := schemaSnapshot(t, fresh.r)
-	if !slices.Contains(want, "memories_lex option automerge = "+ftsAutomerge) || !slices.Contains(want, "memories_lex option crisismerge = "+ftsCrisismerge) {
-		t.Errorf("a new database's full-text options: %q; want automerge %s, crisismerge %s", want, ftsAutomerge, ftsCrisismerge)
+	for k, v := range map[string]string{"automerge": ftsAutomerge, "crisismerge": ftsCrisismerge, "hashsize": ftsHashsize} {
+		if !slices.Contains(want, "memories_lex option "+k+" = "+v) {
+			t.Errorf("a new database's full-text options: %q; want %s = %s", want, k, v)
+		}
 	}
 	for from := 4; from < len(migrations); from++ {
 		t.Run(fmt.Sprintf("from=%d", from), func(t *testing.T) {
@@ -266,6 +268,7 @@ var undoMigration = map[int]string{
 	8:  `SELECT 1`, // its Go step renames the settings keys (TestMigration8_SnakeCaseSettings)
 	9:  `DELETE FROM counters WHERE name = 'instance'`,
 	10: `DELETE FROM memories_fts_config WHERE k = 'automerge'`,
+	13: `DELETE FROM memories_lex_config WHERE k = 'hashsize'`,
 	12: `ALTER TABLE memories_lex RENAME TO memories_fts;
 		DELETE FROM memories_fts_config WHERE k = 'crisismerge'`,
 	11: `DROP TABLE memories_fts;
