@@ -189,7 +189,7 @@ func TestEngine_QueriesNeverBreakFTS(t *testing.T) {
 	queries := []string{
 		"AND", "OR NEAR(", `"unbalanced`, `unbalanced"quote"`, "*", "-x", "col:x", ")(", "NEAR(a b, 3)", "a AND b OR c NOT d",
 		"^start", "x*y", "{col1 col2}: x", "'single'", `\"escaped\"`, "café", "CAFE", "zürich", "東京", "🙂 emoji", "%_%", "\x00",
-		"content:x", "memories_fts", "'); DROP TABLE memories; --",
+		"content:x", "memories_lex", "memories_fts", "'); DROP TABLE memories; --",
 	}
 	for _, q := range queries {
 		t.Run(fmt.Sprintf("%q", q), func(t *testing.T) {

@@ -219,7 +219,11 @@ func TestOpen_AppliesOnlyMissingMigrations(t *testing.T) {
 					t.Fatal(err)
 				}
 				for v := len(migrations); v > from; v-- {
-					stmts = append(stmts, undoMigration[v])
+					undo, ok := undoMigration[v]
+					if !ok {
+						t.Fatalf("undoMigration has no entry for migration %d", v)
+					}
+					stmts = append(stmts, undo)
 				}
 				stmts = append(stmts, fmt.Sprintf(`UPDATE schema_version SET version = %d`, from))
 			}
@@ -307,7 +311,11 @@ func TestMigration8_SnakeCaseSettings(t *testing.T) {
 	db := rawDB(t, path)
 	var undo []string
 	for v := len(migrations); v > 7; v-- {
-		undo = append(undo, undoMigration[v])
+		q, ok := undoMigration[v]
+		if !ok {
+			t.Fatalf("undoMigration has no entry for migration %d", v)
+		}
+		undo = append(undo, q)
 	}
 	for _, q := range append(undo,
 		`UPDATE schema_version SET version = 7`,
