@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -822,5 +823,82 @@ func TestEngine_CatalogReadOnlyWhenUsed(t *testing.T) {
 			t.Errorf("lexical leg in the store %v: the trace says it ranked in %q, want %q", inStore, got, want)
 		}
 		e.Close()
+	}
+}
+
+// TestEngine_CoverageFromTheTextIndex: the relevance estimate reads which
+// query words the top results hold from the in-process full-text index,
+// and finds what tokenizing their texts finds (an engine whose store
+// answers the lexical leg reads the texts): the same coverage, results,
+// scores and relevance.
+func TestEngine_CoverageFromTheTextIndex(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "mnemo.db")
+	cfg := mnemo.Config{Embedder: embed.NewHash(embed.DefaultHashDim), AccessFlushInterval: -1}
+	inProcess, err := mnemo.Open(path, &cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inProcess.Close()
+	words := strings.Fields("Café running runs lakes Lake hiking photos Pottery class Müller naïve 2023 adoption")
+	actors := []string{"", "Melanie", "Caroline", "Jürgen"}
+	var ins []mnemo.Input
+	for i := range 400 {
+		ins = append(ins, mnemo.Input{Profile: "alice", Session: fmt.Sprintf("s%d", i%4), Actor: actors[i%len(actors)],
+			Content: fmt.Sprintf("%s %s, %s! note %d", words[i%len(words)], words[(i/3)%len(words)], words[(i/7)%len(words)], i)})
+	}
+	if _, err := inProcess.RememberBatch(ctx, ins); err != nil {
+		t.Fatal(err)
+	}
+	inStoreCfg := cfg
+	inStoreCfg.LexicalInStore = true
+	inStore, err := mnemo.Open(path, &inStoreCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inStore.Close()
+	var partial int
+	for _, q := range []mnemo.Query{
+		{Text: "cafe lake melanie"},
+		{Text: "running jurgen pottery zzzunknown"},
+		{Text: "naive hikes caroline photo", Sessions: []string{"s2"}},
+		{Text: "muller adopted 2023"},
+		{Text: "zzzunknown yyyunknown"},
+	} {
+		q.Profile, q.Limit, q.Trace, q.NoTouch = "alice", 5, true, true
+		q.Overrides = map[string]string{"min_relevance": "0"}
+		got, err := inProcess.Recall(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := inStore.Recall(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Trace.LexicalSearch != "the in-process full-text index" || want.Trace.LexicalSearch != "the store's full-text index" {
+			t.Fatalf("%q: lexical legs in %q and %q", q.Text, got.Trace.LexicalSearch, want.Trace.LexicalSearch)
+		}
+		g, w := got.Trace.Relevance.Evidence.Coverage, want.Trace.Relevance.Evidence.Coverage
+		if g != w {
+			t.Errorf("%q: coverage %v by the text index, %v by the texts", q.Text, g, w)
+		}
+		if g > 0 && g < 1 {
+			partial++
+		}
+		if len(got.Results) != len(want.Results) {
+			t.Fatalf("%q: %d results against %d", q.Text, len(got.Results), len(want.Results))
+		}
+		for i := range got.Results {
+			// The two full-text indexes sum BM25 in their own order: the
+			// last bits of a score may differ.
+			near := func(x, y float64) bool { return math.Abs(x-y) <= 1e-12*max(1, math.Abs(x)) }
+			if a, b := got.Results[i], want.Results[i]; a.ID != b.ID || !near(a.Score, b.Score) || !near(a.Relevance, b.Relevance) {
+				t.Errorf("%q #%d: %s %v %v against %s %v %v", q.Text, i+1, a.ID, a.Score, a.Relevance, b.ID, b.Score, b.Relevance)
+			}
+		}
+	}
+	if partial == 0 {
+		t.Error("no query covered part of its words: the case tests little")
 	}
 }

@@ -182,6 +182,11 @@ func (e *Engine) recall(ctx context.Context, q Query, vec recall.Dense, text *de
 			return out, nil
 		},
 	}
+	if keepsText {
+		req.Holds = func(ctx context.Context, ids, tokens []string) ([][]bool, bool, error) {
+			return text.Holds(ctx, q.Profile, ids, tokens)
+		}
+	}
 	if err := e.noEmbedding(); err != nil && opts.Fusion.Weight(mnemotype.LegDense) > 0 {
 		req.VectorErr = err // the dense leg is skipped, and the trace says why
 	} else if opts.Fusion.Weight(mnemotype.LegDense) > 0 {

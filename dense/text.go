@@ -171,3 +171,21 @@ func (c *Catalog) Count(ctx context.Context, profile string) (int, error) {
 	}
 	return x.Len(), nil
 }
+
+// Holds reports, for each of ids, which of tokens (ftstoken's, as the
+// full-text index holds them) its memory's content or actor holds:
+// held[i][j] for ids[i] and tokens[j], all false for a memory not in
+// profile. It reads profile's full-text index caught up with the store,
+// not the texts; ok is false when the catalog keeps no complete full-text
+// index of profile.
+func (c *Catalog) Holds(ctx context.Context, profile string, ids, tokens []string) (held [][]bool, ok bool, err error) {
+	if !c.opt.Text && !c.opt.SnapshotText {
+		return nil, false, nil
+	}
+	x, err := c.index(ctx, profile)
+	if err != nil || !x.HasText() {
+		return nil, false, err
+	}
+	held, ok = x.HoldsText(ids, tokens, 1<<textindex.Content|1<<textindex.Actor)
+	return held, ok, nil
+}

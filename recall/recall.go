@@ -155,8 +155,13 @@ type Request struct {
 	// Texts returns the content and actor of memories by id (a missing id
 	// was deleted meanwhile). The exact-match bonus reads the candidates'
 	// content, the relevance estimate the top results' content and actor.
-	// Nil: no bonus, and the estimate's coverage is 0.
+	// Nil: no bonus, and, without Holds, the estimate's coverage is 0.
 	Texts func(ctx context.Context, ids []string) (map[string]Text, error)
+	// Holds, when not nil, reports which of tokens (ftstoken's) each of
+	// ids holds in its content or actor: held[i][j] for ids[i] and
+	// tokens[j], all false for a memory deleted meanwhile; ok false when it
+	// cannot say. The relevance estimate's coverage then reads no text.
+	Holds func(ctx context.Context, ids, tokens []string) (held [][]bool, ok bool, err error)
 }
 
 // Text is what the pipeline reads of a memory besides its scores.
@@ -544,7 +549,7 @@ func Run(ctx context.Context, src Source, vec Dense, req Request) (*Response, er
 			t1 := time.Now()
 			rt.Evidence = evidence(tr.Terms, lexical, denseHits, runLexical, runDense, req.Model)
 			rt.Evidence.Memories = req.ProfileSize
-			if rt.Evidence.Coverage, err = coverage(ctx, req.Texts, tr.Terms, fusedList[:min(len(fusedList), req.Limit)]); err != nil {
+			if rt.Evidence.Coverage, err = coverage(ctx, req, tr.Terms, fusedList[:min(len(fusedList), req.Limit)]); err != nil {
 				return nil, fmt.Errorf("relevance: %w", err)
 			}
 			e := relevance.Answerable(rt.Evidence)
@@ -599,38 +604,77 @@ func evidence(terms []string, lexical, dense []mnemotype.Hit, runLexical, runDen
 }
 
 // coverage is the largest share of terms found in the content and actor of
-// one of top.
-func coverage(ctx context.Context, texts func(context.Context, []string) (map[string]Text, error), terms []string, top []fusion.Result) (float64, error) {
-	if texts == nil || len(terms) == 0 || len(top) == 0 {
+// one of top: by the full-text index (req.Holds) when it can say, else by
+// the texts (req.Texts) tokenized again.
+func coverage(ctx context.Context, req Request, terms []string, top []fusion.Result) (float64, error) {
+	if (req.Holds == nil && req.Texts == nil) || len(terms) == 0 || len(top) == 0 {
 		return 0, nil
-	}
-	byID, err := texts(ctx, fusionIDs(top))
-	if err != nil {
-		return 0, err
 	}
 	// Words are compared as the lexical leg compares them: FTS5's tokens
 	// (case and diacritics folded, Porter-stemmed).
-	want := make([][]string, len(terms))
+	want := make([][]int, len(terms)) // each term's tokens, as indexes into toks
+	var toks []string
+	at := map[string]int{}
 	for i, term := range terms {
-		want[i] = ftstoken.Tokens(term)
+		for _, tok := range ftstoken.Tokens(term) {
+			j, ok := at[tok]
+			if !ok {
+				j = len(toks)
+				at[tok] = j
+				toks = append(toks, tok)
+			}
+			want[i] = append(want[i], j)
+		}
+	}
+	ids := fusionIDs(top)
+	held, ok, err := holds(ctx, req, ids, toks)
+	if err != nil || !ok {
+		return 0, err
 	}
 	best := 0.0
-	for _, r := range top {
-		t, ok := byID[r.ID]
-		if !ok {
-			continue
-		}
-		has := map[string]bool{}
-		ftstoken.Tokenize(t.Content+" "+t.Actor, func(tok string, _ int) { has[tok] = true })
+	for _, h := range held {
 		n := 0
-		for _, toks := range want {
-			if len(toks) > 0 && !slices.ContainsFunc(toks, func(tok string) bool { return !has[tok] }) {
+		for _, js := range want {
+			if len(js) > 0 && !slices.ContainsFunc(js, func(j int) bool { return !h[j] }) {
 				n++
 			}
 		}
 		best = max(best, float64(n)/float64(len(terms)))
 	}
 	return best, nil
+}
+
+// holds reports which of toks each of ids holds in its content or actor:
+// by req.Holds when it can say, else by tokenizing req.Texts' texts (ok
+// false when neither can).
+func holds(ctx context.Context, req Request, ids, toks []string) ([][]bool, bool, error) {
+	if req.Holds != nil {
+		held, ok, err := req.Holds(ctx, ids, toks)
+		if err != nil || ok {
+			return held, ok, err
+		}
+	}
+	if req.Texts == nil {
+		return nil, false, nil
+	}
+	byID, err := req.Texts(ctx, ids)
+	if err != nil {
+		return nil, false, err
+	}
+	held := make([][]bool, len(ids))
+	for i, id := range ids {
+		held[i] = make([]bool, len(toks))
+		t, ok := byID[id]
+		if !ok {
+			continue // deleted meanwhile
+		}
+		has := map[string]bool{}
+		ftstoken.Tokenize(t.Content+" "+t.Actor, func(tok string, _ int) { has[tok] = true })
+		for j, tok := range toks {
+			held[i][j] = has[tok]
+		}
+	}
+	return held, true, nil
 }
 
 // prioritise applies the importance prior to list (in fused order, before

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mnemo-dev/mnemo/dense"
 	"github.com/mnemo-dev/mnemo/fusion"
+	"github.com/mnemo-dev/mnemo/internal/ftstoken"
 	"github.com/mnemo-dev/mnemo/mnemotype"
 	"github.com/mnemo-dev/mnemo/recall"
 	"github.com/mnemo-dev/mnemo/store"
@@ -1100,5 +1101,86 @@ func TestRun_Relevance(t *testing.T) {
 	auto := base(func(o *recall.Options) { o.RelevanceMargin, o.Autocut = 0.02, 1 })
 	if n := len(auto.Results); n == 3 || n == 0 || auto.Trace.Relevance.AutoCut != 3-n {
 		t.Errorf("autocut 1 on %v: %v (%+v)", rel, resultIDs(auto.Results), auto.Trace.Relevance)
+	}
+}
+
+// TestRun_CoverageByIndex: the relevance estimate's coverage reads the
+// full-text index (Request.Holds) when it can say, the same as tokenizing
+// the texts; it falls back to the texts when the index cannot say, and
+// reports the index's error.
+func TestRun_CoverageByIndex(t *testing.T) {
+	t.Parallel()
+	x := newIndex(t, memSpec{id: "a", angle: 0}, memSpec{id: "b", angle: 0.6}, memSpec{id: "c", angle: 1.4})
+	lex := []mnemotype.Hit{{ID: "a", Score: 10}, {ID: "b", Score: 9}, {ID: "c", Score: 1}}
+	texts := map[string]recall.Text{"a": {Content: "Running to the Lakes"}, "b": {Content: "lake", Actor: "Melanie"}, "c": {Content: "gamma"}}
+	byTexts := func(_ context.Context, ids []string) (map[string]recall.Text, error) {
+		out := map[string]recall.Text{}
+		for _, id := range ids {
+			if tx, ok := texts[id]; ok {
+				out[id] = tx
+			}
+		}
+		return out, nil
+	}
+	byTokens := func(_ context.Context, ids, tokens []string) ([][]bool, bool, error) {
+		held := make([][]bool, len(ids))
+		for i, id := range ids {
+			held[i] = make([]bool, len(tokens))
+			toks := ftstoken.Tokens(texts[id].Content + " " + texts[id].Actor)
+			for j, tok := range tokens {
+				held[i][j] = slices.Contains(toks, tok)
+			}
+		}
+		return held, true, nil
+	}
+	allHeld := func(_ context.Context, ids, tokens []string) ([][]bool, bool, error) {
+		held := make([][]bool, len(ids))
+		for i := range held {
+			held[i] = make([]bool, len(tokens))
+			for j := range held[i] {
+				held[i][j] = true
+			}
+		}
+		return held, true, nil
+	}
+	cannot := func(context.Context, []string, []string) ([][]bool, bool, error) { return nil, false, nil }
+	boom := errors.New("boom")
+	failing := func(context.Context, []string, []string) ([][]bool, bool, error) { return nil, false, boom }
+	for _, tc := range []struct {
+		name, query string
+		texts       func(context.Context, []string) (map[string]recall.Text, error)
+		holds       func(context.Context, []string, []string) ([][]bool, bool, error)
+		want        float64
+		err         error
+	}{
+		{"texts", "lakes melanie nothing", byTexts, nil, 2.0 / 3, nil},
+		{"index", "lakes melanie nothing", nil, byTokens, 2.0 / 3, nil},
+		{"index over texts", "lakes melanie nothing", byTexts, allHeld, 1, nil},
+		{"index cannot say", "lakes melanie nothing", byTexts, cannot, 2.0 / 3, nil},
+		{"index fails", "lakes melanie nothing", byTexts, failing, 0, boom},
+		{"two terms of one token", "lake lakes gamma", nil, byTokens, 2.0 / 3, nil},
+		{"neither", "lakes", nil, nil, 0, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			req := request(tc.query, 3)
+			req.ProfileSize = 5000
+			req.Texts, req.Holds = tc.texts, tc.holds
+			req.Options.Fusion = weights(mnemotype.LegRecency, 0.0, mnemotype.LegAccess, 0.0)
+			vec := newVectors(t, x)
+			resp, err := recall.Run(t.Context(), sourceOf(&fakeSource{t: t, LexicalFunc: canned(lex, lex)}, vec), vec, req)
+			if tc.err != nil {
+				if !errors.Is(err, tc.err) {
+					t.Fatalf("err = %v, want %v", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := resp.Trace.Relevance.Evidence.Coverage; math.Abs(got-tc.want) > 1e-9 {
+				t.Errorf("coverage = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

@@ -17,6 +17,7 @@ package textindex
 
 import (
 	"math"
+	"slices"
 	"sync"
 	"time"
 	"unsafe"
@@ -458,4 +459,24 @@ func (x *Index) DocFreq(token string, mask uint8) int {
 		return 0
 	}
 	return x.df(id, mask)
+}
+
+// Holds reports whether live document d holds token in a field of mask
+// (bit c: field c), from token's postings: no text is tokenized again.
+func (x *Index) Holds(d uint32, token string, mask uint8) bool {
+	id, ok := x.ids[token]
+	if !ok || int(d) >= len(x.docs) || x.isDead(d) {
+		return false
+	}
+	t := x.term(id)
+	i, found := slices.BinarySearch(t.docs, d)
+	if !found {
+		return false
+	}
+	for c := range NumFields {
+		if mask&(1<<c) != 0 && t.tfs[i]>>(laneBits*c)&laneMax != 0 {
+			return true
+		}
+	}
+	return false
 }

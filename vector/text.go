@@ -188,3 +188,27 @@ func (x *Index) textFilter(f Filter) (*textindex.Filter, bool) {
 	}
 	return tf, true
 }
+
+// HoldsText reports, for each of ids, which of tokens its document holds
+// in a field of mask (textindex.Index.Holds): held[i][j] for ids[i] and
+// tokens[j], all false for an id the index does not hold. ok is false when
+// the index holds no complete full-text index.
+func (x *Index) HoldsText(ids, tokens []string, mask uint8) (held [][]bool, ok bool) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if x.text == nil || x.textBroken || x.text.Err() != nil {
+		return nil, false
+	}
+	held = make([][]bool, len(ids))
+	for i, id := range ids {
+		held[i] = make([]bool, len(tokens))
+		s, found := x.slot[id]
+		if !found || x.rows[s].doc < 0 {
+			continue
+		}
+		for j, tok := range tokens {
+			held[i][j] = x.text.Holds(uint32(x.rows[s].doc), tok, mask)
+		}
+	}
+	return held, x.text.Err() == nil
+}
