@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -256,7 +257,7 @@ func (e *Engine) recall(ctx context.Context, q Query, vec recall.Dense, text *de
 		return nil, err
 	}
 	out := &RecallResult{Results: make([]Recalled, 0, min(len(resp.Results), q.Limit))}
-	kept := map[string]int{} // a content's key → its result
+	kept := map[uint64][]int{} // a content's hash → its results
 	for i, r := range resp.Results {
 		if i == read {
 			if len(out.Results) == q.Limit {
@@ -271,15 +272,16 @@ func (e *Engine) recall(ctx context.Context, q Query, vec recall.Dense, text *de
 			continue // deleted between the legs and now
 		}
 		if set.CollapseDuplicates {
-			k := contentKey(m.Content)
-			if i, dup := kept[k]; dup {
-				out.Results[i].Duplicates = append(out.Results[i].Duplicates, m.ID)
+			h := contentHash(m.Content)
+			if i := slices.IndexFunc(kept[h], func(i int) bool { return contentKey(out.Results[i].Content) == contentKey(m.Content) }); i >= 0 {
+				j := kept[h][i]
+				out.Results[j].Duplicates = append(out.Results[j].Duplicates, m.ID)
 				continue
 			}
 			if len(out.Results) == q.Limit {
 				continue // only a duplicate of a result could still count
 			}
-			kept[k] = len(out.Results)
+			kept[h] = append(kept[h], len(out.Results))
 		}
 		out.Results = append(out.Results, Recalled{Memory: m, Score: r.Score, Relevance: r.Relevance, Rank: len(out.Results) + 1, Legs: r.Legs,
 			Counterfactual: r.Counterfactual})
@@ -434,6 +436,38 @@ func spareFor(s Settings, limit int) int {
 		return 0
 	}
 	return min(limit, MaxLimit)
+}
+
+// contentHash is a hash of content's contentKey, computed without
+// building the key: equal keys have equal hashes (a match is then checked
+// on the keys).
+func contentHash(content string) uint64 {
+	const offset, prime = 14695981039346656037, 1099511628211 // FNV-1a
+	h := uint64(offset)
+	add := func(r rune) { h = (h ^ uint64(r)) * prime }
+	words, inWord := 0, false
+	for _, r := range content {
+		r = unicode.ToLower(r)
+		if unicode.IsLetter(r) || unicode.IsNumber(r) {
+			if !inWord && words > 0 {
+				add(' ')
+			}
+			if !inWord {
+				words++
+			}
+			inWord = true
+			add(r)
+			continue
+		}
+		inWord = false
+	}
+	if words == 0 {
+		h = offset ^ 1
+		for _, r := range strings.TrimSpace(content) {
+			add(r)
+		}
+	}
+	return h
 }
 
 // contentKey is what two memories' contents must share to be duplicates:

@@ -1,6 +1,9 @@
 package mnemo
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // TestContentKey: contents are duplicates when their letters and digits,
 // case folded, words in order, are the same; contents without any are
@@ -24,5 +27,25 @@ func TestContentKey(t *testing.T) {
 		if got := contentKey(tc.a) == contentKey(tc.b); got != tc.same {
 			t.Errorf("contentKey(%q) == contentKey(%q): %v, want %v", tc.a, tc.b, got, tc.same)
 		}
+		if tc.same && contentHash(tc.a) != contentHash(tc.b) {
+			t.Errorf("contentHash(%q) != contentHash(%q) for the same key", tc.a, tc.b)
+		}
 	}
+}
+
+// FuzzContentHash: contents with the same key have the same hash (the
+// duplicates a recall collapses are looked up by it): a content, its key
+// and variants of it in case and separators.
+func FuzzContentHash(f *testing.F) {
+	for _, s := range []string{"The deploy failed!", "Straße 5", "🙂", " ", "", "İstanbul ǅ ǈ", "a\xffb", "v2.3"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		variants := []string{contentKey(s), strings.ToUpper(s), strings.ToLower(s), " " + s + "!", strings.ReplaceAll(s, " ", " -- ")}
+		for _, v := range variants {
+			if contentKey(v) == contentKey(s) && contentHash(v) != contentHash(s) {
+				t.Fatalf("%q and %q: the same key %q, hashes %x and %x", s, v, contentKey(s), contentHash(s), contentHash(v))
+			}
+		}
+	})
 }

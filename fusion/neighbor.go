@@ -24,7 +24,12 @@ type Lend struct {
 // with that lend as its score, ranked after the results it ties with.
 // Lends are computed from res's scores, so they never compound. The copy
 // is re-sorted (see Sort); res is not modified.
-func LendToNeighbors(res []Result, lends []Lend, share, floor float64) []Result {
+//
+// With detailsTop > 0, only the first detailsTop results of the copy get
+// their neighbour's detail: a neighbour after them has nil Legs, as
+// fusion leaves the results after Params.DetailsTop (each detail is a map
+// of its own).
+func LendToNeighbors(res []Result, lends []Lend, share, floor float64, detailsTop int) []Result {
 	out := make([]Result, len(res))
 	copy(out, res)
 	if share <= 0 {
@@ -50,25 +55,34 @@ func LendToNeighbors(res []Result, lends []Lend, share, floor float64) []Result 
 		}
 		best[l.ID] = math.Max(best[l.ID], v)
 	}
+	if len(order) == 0 {
+		Sort(out)
+		return out
+	}
 	for _, id := range order {
-		v := best[id]
-		i, ok := at[id]
-		if !ok {
-			out = append(out, Result{ID: id, BestRank: math.MaxInt32, Legs: map[string]mnemotype.LegDetail{}})
-			i = len(out) - 1
-			at[id] = i
+		if i, ok := at[id]; ok {
+			out[i].Score += best[id]
 		} else {
-			legs := make(map[string]mnemotype.LegDetail, len(out[i].Legs)+1)
-			for k, d := range out[i].Legs {
-				legs[k] = d
-			}
-			out[i].Legs = legs
-		}
-		out[i].Score += v
-		if out[i].Legs != nil {
-			out[i].Legs[mnemotype.LegNeighbor] = mnemotype.LegDetail{Contribution: v}
+			out = append(out, Result{ID: id, Score: best[id], BestRank: math.MaxInt32})
 		}
 	}
 	Sort(out)
+	for i := range out {
+		r := &out[i]
+		v, lent := best[r.ID]
+		if !lent {
+			continue
+		}
+		if detailsTop > 0 && i >= detailsTop {
+			r.Legs = nil
+			continue
+		}
+		legs := make(map[string]mnemotype.LegDetail, len(r.Legs)+1)
+		for k, d := range r.Legs {
+			legs[k] = d
+		}
+		legs[mnemotype.LegNeighbor] = mnemotype.LegDetail{Contribution: v}
+		r.Legs = legs
+	}
 	return out
 }

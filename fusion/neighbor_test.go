@@ -2,6 +2,7 @@ package fusion
 
 import (
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/mnemo-dev/mnemo/mnemotype"
@@ -38,7 +39,7 @@ func TestLendToNeighbors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			in := res()
-			out := LendToNeighbors(in, tc.lends, tc.share, 0)
+			out := LendToNeighbors(in, tc.lends, tc.share, 0, 0)
 			got := map[string]Result{}
 			var order []string
 			for i, r := range out {
@@ -84,7 +85,7 @@ func TestLendToNeighbors(t *testing.T) {
 func TestLendToNeighbors_Floor(t *testing.T) {
 	t.Parallel()
 	res := []Result{{ID: "q", Score: 1, BestRank: 1}, {ID: "x", Score: 0.5, BestRank: 2}, {ID: "y", Score: 0.2, BestRank: 3}}
-	out := LendToNeighbors(res, []Lend{{ID: "a", Of: "q", Distance: 1}, {ID: "b", Of: "y", Distance: 1}}, 0.5, 0.2)
+	out := LendToNeighbors(res, []Lend{{ID: "a", Of: "q", Distance: 1}, {ID: "b", Of: "y", Distance: 1}}, 0.5, 0.2, 0)
 	got := map[string]float64{}
 	for _, r := range out {
 		got[r.ID] = r.Score
@@ -94,5 +95,50 @@ func TestLendToNeighbors_Floor(t *testing.T) {
 	}
 	if _, ok := got["b"]; ok {
 		t.Errorf("b got a lend from the floor's result: %v", out)
+	}
+}
+
+// TestLendToNeighbors_DetailsTop: with detailsTop, the results placed
+// within it show their lends in Legs; a lent-to result after it has nil
+// Legs (the caller fuses again with every detail if it needs them), and
+// a result lent nothing keeps its Legs.
+func TestLendToNeighbors_DetailsTop(t *testing.T) {
+	t.Parallel()
+	legs := func(rank int) map[string]mnemotype.LegDetail {
+		return map[string]mnemotype.LegDetail{mnemotype.LegLexical: {Rank: rank, Contribution: 1}}
+	}
+	res := []Result{
+		{ID: "q", Score: 1, BestRank: 1, Legs: legs(1)},
+		{ID: "x", Score: 0.5, BestRank: 2, Legs: legs(2)},
+		{ID: "y", Score: 0.2, BestRank: 3, Legs: legs(3)},
+		{ID: "z", Score: 0.1, BestRank: 4, Legs: legs(4)},
+	}
+	lends := []Lend{{ID: "a", Of: "q", Distance: 1}, {ID: "b", Of: "y", Distance: 1}, {ID: "z", Of: "x", Distance: 4}}
+	out := LendToNeighbors(res, lends, 0.6, 0, 2)
+	var order []string
+	for _, r := range out {
+		order = append(order, r.ID)
+	}
+	// a 0.6, b 0.12, z 0.1 + 0.075.
+	if want := []string{"q", "a", "x", "y", "z", "b"}; !slices.Equal(order, want) {
+		t.Fatalf("order %v, want %v", order, want)
+	}
+	if d, ok := out[1].Legs[mnemotype.LegNeighbor]; !ok || math.Abs(d.Contribution-0.6) > 1e-12 || len(out[1].Legs) != 1 {
+		t.Errorf("a, second: legs %v, want its lend of 0.6", out[1].Legs)
+	}
+	if len(out[2].Legs) != 1 || len(out[3].Legs) != 1 {
+		t.Errorf("x and y, lent nothing: legs %v and %v, want theirs", out[2].Legs, out[3].Legs)
+	}
+	if out[4].Legs != nil || out[5].Legs != nil {
+		t.Errorf("z and b, lent to after the top 2: legs %v and %v, want nil", out[4].Legs, out[5].Legs)
+	}
+	if len(res[3].Legs) != 1 || res[3].Score != 0.1 {
+		t.Error("the input was modified")
+	}
+	all := LendToNeighbors(res, lends, 0.6, 0, 0)
+	for _, r := range all {
+		if _, ok := r.Legs[mnemotype.LegNeighbor]; ok != (r.ID == "a" || r.ID == "b" || r.ID == "z") {
+			t.Errorf("%s, every detail asked for: legs %v", r.ID, r.Legs)
+		}
 	}
 }

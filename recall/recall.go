@@ -541,7 +541,7 @@ func Run(ctx context.Context, src Source, vec Dense, req Request) (*Response, er
 				lendersAt = len(top)
 				tr.Timings["neighbors"] = ms(time.Since(t1))
 			}
-			fusedList = fusion.LendToNeighbors(fusedList, lends, o.NeighborShare, top[len(top)-1].Score)
+			fusedList = fusion.LendToNeighbors(fusedList, lends, o.NeighborShare, top[len(top)-1].Score, fp.DetailsTop)
 		}
 		if est == nil {
 			// The scores do not depend on the details asked for, so a
@@ -711,8 +711,8 @@ func prioritise(list []fusion.Result, importance func(string) float64, o Options
 // cut drops the results below o.MinRelevance and those after the autocut,
 // reporting how many of the top limit each dropped.
 func cut(list []fusion.Result, rels []float64, o Options, limit int) ([]fusion.Result, []float64, int, int) {
-	keep := list[:0:0]
-	var kept []float64
+	keep := make([]fusion.Result, 0, len(list))
+	kept := make([]float64, 0, len(list))
 	below := 0
 	for i, r := range list {
 		if rels[i] < o.MinRelevance {
