@@ -53,3 +53,32 @@ func BenchmarkAdd(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/10_000, "ns/doc")
 }
+
+// BenchmarkSearchScoped: the top 30 of OR queries of 3-8 terms inside a
+// scope of 1% of the documents (every 100th, as a session of sbs.py's
+// corpus holds), listed and accepted as vector.Index's filters give them.
+func BenchmarkSearchScoped(b *testing.B) {
+	for _, n := range []int{10_000, 100_000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			x, r, z := benchCorpus(b, n)
+			var docs []uint32
+			in := map[uint32]bool{}
+			for d := uint32(37); int(d) < n; d += 100 {
+				docs = append(docs, d)
+				in[d] = true
+			}
+			f := Filter{Docs: docs, Accept: func(d uint32) bool { return in[d] }}
+			queries := make([]Query, 256)
+			for i := range queries {
+				q := Query{Weights: [NumFields]float64{1, 1, 1, 0.5}, K: 30}
+				for range 3 + r.IntN(6) {
+					q.Tokens = append(q.Tokens, fmt.Sprintf("w%x", z.Uint64()))
+				}
+				queries[i] = q
+			}
+			for i := 0; b.Loop(); i++ {
+				x.Search(queries[i%len(queries)], f)
+			}
+		})
+	}
+}
