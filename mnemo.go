@@ -245,7 +245,7 @@ func Open(path string, cfg *Config) (*Engine, error) {
 			}
 		}
 		s, err := OpenStore(context.Background(), path, StoreOptions{ContextTurns: c.ContextTurns, MustExist: c.MustExist, Replicas: c.Replicas,
-			OneShot: c.ANN.OneShot})
+			OneShot: c.ANN.OneShot, Logger: c.Logger})
 		if err != nil {
 			return nil, err
 		}
@@ -291,6 +291,9 @@ type StoreOptions struct {
 	// work that only a long-running process gains from (a Postgres store
 	// has none such).
 	OneShot bool
+	// Logger hears of a SQLite migration that re-indexes every memory
+	// (sqlitestore.Options.Logger); nil discards.
+	Logger *slog.Logger
 }
 
 // OpenStore opens the store db names, without an engine (mnemo copy,
@@ -307,7 +310,7 @@ func OpenStore(ctx context.Context, db string, o StoreOptions) (store.Store, err
 	if len(o.Replicas) > 0 {
 		return nil, mnemotype.Invalidf("read replicas need a postgres:// database, not the SQLite file %s", db)
 	}
-	return sqlitestore.Open(ctx, db, sqlitestore.Options{ContextTurns: o.ContextTurns, MustExist: o.MustExist, OneShot: o.OneShot})
+	return sqlitestore.Open(ctx, db, sqlitestore.Options{ContextTurns: o.ContextTurns, MustExist: o.MustExist, OneShot: o.OneShot, Logger: o.Logger})
 }
 
 // ANNOptions configure the in-process dense indexes' graphs (Config.ANN).

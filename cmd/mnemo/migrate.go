@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 
 	"github.com/mnemo-dev/mnemo"
 	"github.com/mnemo-dev/mnemo/store/postgres"
@@ -37,7 +38,8 @@ embedded memories or more (mnemo serve does so too, in the background).`)
 	if err != nil {
 		return err
 	}
-	st, err := mnemo.OpenStore(ctx, path, mnemo.StoreOptions{})
+	log := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	st, err := mnemo.OpenStore(ctx, path, mnemo.StoreOptions{Logger: log})
 	if err != nil {
 		return err
 	}

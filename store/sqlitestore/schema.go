@@ -209,6 +209,10 @@ const ftsCrisismerge = "64"
 // it writes them out (migration 13; FTS5's default is 1 MiB).
 const ftsHashsize = "33554432"
 
+// reindexingMigrations are the versions whose migration re-indexes every
+// memory (Store.migrate announces them).
+var reindexingMigrations = []int{12}
+
 // migrationSteps holds the Go part of migrations, by the version they
 // bring the schema to.
 var migrationSteps = map[int]func(ctx context.Context, tx *sql.Tx) error{

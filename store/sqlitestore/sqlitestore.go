@@ -14,9 +14,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -81,6 +83,10 @@ type Options struct {
 	// max(RareTermBudget, RareTermBudgetRatio × all memories), the rarest
 	// always. Defaults to DefaultRareTermBudget; negative lifts the bound.
 	RareTermBudget int
+	// Logger receives a warning before a migration that re-indexes every
+	// memory (a minute or so per million), and a note when it is done.
+	// Nil discards them.
+	Logger *slog.Logger
 	// OneShot is for a process that makes a call or two and exits (the
 	// CLI's commands but serve, mcp, bench and index): the store keeps no
 	// copy of the rows' lengths for the ranking function (see
@@ -140,6 +146,7 @@ type Store struct {
 	rankFn string
 	// oneShot is Options.OneShot.
 	oneShot bool
+	log     *slog.Logger
 	// ids are the numbers of the profiles and scope names committed.
 	ids    *scopeIDs
 	lensMu sync.Mutex
@@ -197,7 +204,10 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 		setTurns = 0
 	}
 	s := &Store{path: path, commonRatio: opt.CommonTermRatio, commonMin: opt.CommonTermMinDocs, rareBudget: opt.RareTermBudget,
-		rankFn: sqlitedb.RankFunction, oneShot: opt.OneShot, setTurns: setTurns, ids: newScopeIDs()}
+		rankFn: sqlitedb.RankFunction, oneShot: opt.OneShot, setTurns: setTurns, ids: newScopeIDs(), log: opt.Logger}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
 	if opt.ReadOnly {
 		return s, s.openReadOnly(ctx, pragmas, opt.Readers)
 	}
@@ -304,6 +314,10 @@ func (s *Store) migrate(ctx context.Context) error {
 		return fmt.Errorf("open %s: this SQLite build lacks FTS5", s.path)
 	}
 	tx, err := s.w.BeginTx(ctx, nil)
+	if code, ok := sqlitedb.Code(err); ok && sqlitedb.Primary(code) == sqlitedb.CodeBusy {
+		return fmt.Errorf("open %s: another process held the database's write lock for longer than the busy timeout "+
+			"(a process migrating the database to a new version holds it until the migration ends): %w", s.path, err)
+	}
 	if err != nil {
 		return fmt.Errorf("migrate %s: %w", s.path, err)
 	}
@@ -324,8 +338,15 @@ func (s *Store) migrate(ctx context.Context) error {
 	if v > len(migrations) {
 		return fmt.Errorf("open %s: schema version %d is newer than this mnemo (%d): upgrade mnemo", s.path, v, len(migrations))
 	}
+	if err := s.announce(ctx, tx, v); err != nil {
+		return err
+	}
+	began := time.Now()
 	if err := applyMigrations(ctx, tx, v, len(migrations)); err != nil {
 		return err
+	}
+	if v > 0 && v < len(migrations) {
+		s.log.Info("migrated the database", "path", s.path, "from_version", v, "to_version", len(migrations), "seconds", time.Since(began).Seconds())
 	}
 	turns := s.setTurns
 	if turns < 0 {
@@ -346,6 +367,31 @@ func (s *Store) migrate(ctx context.Context) error {
 	}
 	return tx.Commit()
 }
+
+// announce warns, before migrating a database from version v, that a
+// migration to come re-indexes every memory: the process holds the write
+// lock meanwhile, and other processes wait for it.
+func (s *Store) announce(ctx context.Context, tx *sql.Tx, v int) error {
+	if v == 0 || !slices.ContainsFunc(reindexingMigrations, func(m int) bool { return m > v && m <= len(migrations) }) {
+		return nil
+	}
+	var n int64
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM memories`).Scan(&n); err != nil {
+		return fmt.Errorf("migrate %s: %w", s.path, err)
+	}
+	level := slog.LevelInfo
+	if n >= warnFrom {
+		level = slog.LevelWarn
+	}
+	s.log.Log(ctx, level, "migrating the database: re-indexing every memory for full-text search, once; other processes wait for it",
+		"path", s.path, "from_version", v, "to_version", len(migrations), "memories", n)
+	return nil
+}
+
+// warnFrom is the number of memories from which a migration that
+// re-indexes them is a warning rather than a note (tens of thousands take
+// a second or two).
+const warnFrom = 50_000
 
 // SchemaVersion returns the number of migrations applied.
 func (s *Store) SchemaVersion(ctx context.Context) (int, error) {

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"math"
 	"os"
@@ -337,6 +338,96 @@ func TestMigration8_SnakeCaseSettings(t *testing.T) {
 		if err != nil || !maps.Equal(got, want) {
 			t.Errorf("Settings(%q) = %v, %v; want %v", p, got, err, want)
 		}
+	}
+}
+
+// TestOpen_AnnouncesAReindexingMigration: opening a database from before
+// a migration that re-indexes every memory says so first (how many, from
+// which version), and when it is done; a database already current, or a
+// new one, says nothing.
+func TestOpen_AnnouncesAReindexingMigration(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "mnemo.db")
+	s := openPath(t, path)
+	at := time.Date(2024, 5, 8, 13, 56, 0, 0, time.UTC)
+	var ms []mnemotype.Memory
+	for i := range 3 {
+		ms = append(ms, mnemotype.Memory{ID: fmt.Sprint("m", i), Profile: "alice", Kind: mnemotype.KindEpisodic, Content: "the walrus migrates",
+			Importance: 0.5, CreatedAt: at, AccessedAt: at, OccurredAt: at})
+	}
+	if err := s.Insert(ctx, ms); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	open := func() string {
+		t.Helper()
+		var log bytes.Buffer
+		s, err := Open(ctx, path, Options{Logger: slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return log.String()
+	}
+	if got := open(); got != "" {
+		t.Errorf("opening a current database logged %q", got)
+	}
+	db := rawDB(t, path)
+	for v := len(migrations); v > 11; v-- {
+		if _, err := db.ExecContext(ctx, undoMigration[v]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := db.ExecContext(ctx, `UPDATE schema_version SET version = 11`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	got := open()
+	lines := strings.Split(strings.TrimSpace(got), "\n")
+	want := fmt.Sprintf("from_version=11 to_version=%d memories=3", len(migrations))
+	if len(lines) != 2 || !strings.Contains(lines[0], "level=INFO") || !strings.Contains(lines[0], "re-indexing every memory") ||
+		!strings.Contains(lines[0], want) || !strings.Contains(lines[1], "migrated the database") {
+		t.Errorf("opening a database of version 11 logged:\n%s\nwant a note with %q, then one that it is done", got, want)
+	}
+	if got := open(); got != "" {
+		t.Errorf("opening it again logged %q", got)
+	}
+}
+
+// TestOpen_BusyNamesTheLock: a database whose write lock another process
+// holds past the busy timeout fails to open with an error that says so,
+// not SQLite's bare "database is locked".
+func TestOpen_BusyNamesTheLock(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "mnemo.db")
+	if err := openPath(t, path).Close(); err != nil {
+		t.Fatal(err)
+	}
+	db := rawDB(t, path)
+	db.SetMaxOpenConns(1)
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
+		t.Fatal(err)
+	}
+	defer conn.ExecContext(context.WithoutCancel(ctx), `ROLLBACK`)
+	s, err := Open(ctx, path, Options{BusyTimeout: 100 * time.Millisecond})
+	if err == nil {
+		s.Close()
+		t.Fatal("Open succeeded while another connection held the write lock")
+	}
+	code, ok := sqlitedb.Code(err)
+	if !ok || sqlitedb.Primary(code) != sqlitedb.CodeBusy || !strings.Contains(err.Error(), "write lock") || !strings.Contains(err.Error(), path) {
+		t.Errorf("Open = %v (code %d), want SQLITE_BUSY wrapped in an error naming the lock and %s", err, code, path)
 	}
 }
 
