@@ -153,8 +153,9 @@ func (e *Engine) recall(ctx context.Context, q Query, vec recall.Dense, text *de
 		return nil, err
 	}
 
-	// Memories the pipeline read (for the relevance estimate or the
-	// exact-match bonus) are kept for the results.
+	// Memories the pipeline read (for the exact-match bonus, or for the
+	// relevance estimate when the text index cannot say) are kept for the
+	// results.
 	byID := map[string]Memory{}
 	var readMu sync.Mutex
 	req := recall.Request{

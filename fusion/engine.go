@@ -508,7 +508,7 @@ func (e *engine) results(s Strategy) []Result {
 		if e.exact != nil && e.exact[d] {
 			r.Bonus = e.bonus
 		}
-		if e.p.NoDetails || (e.p.DetailsTop > 0 && pos >= e.p.DetailsTop) {
+		if e.p.NoDetails || (e.p.DetailsTop > 0 && pos >= e.p.DetailsTop && !e.p.DetailsFor[r.ID]) {
 			continue
 		}
 		row := e.at[d*L : d*L+L]

@@ -131,6 +131,10 @@ type Params struct {
 	// caller that returns a few results need not pay two maps for each of
 	// hundreds of candidates. Scores and order are unchanged.
 	DetailsTop int
+	// DetailsFor builds Legs and Imputed for these ids too, wherever they
+	// rank (a caller that found some results it returns without details
+	// fuses again for them alone).
+	DetailsFor map[string]bool
 	// CounterfactualStrategies restricts the counterfactual trace to these
 	// strategies (the one used is always skipped). Empty means Strategies().
 	CounterfactualStrategies []Strategy

@@ -641,4 +641,19 @@ func TestDetailsTop(t *testing.T) {
 	if _, err := Fuse(small(), Params{DetailsTop: -1}); !errors.Is(err, mnemotype.ErrInvalid) {
 		t.Errorf("DetailsTop -1: err = %v, want ErrInvalid", err)
 	}
+	// DetailsFor details its ids wherever they rank, as a full run does.
+	last := full[len(full)-1]
+	res, err := Fuse(small(), Params{DetailsTop: 1, DetailsFor: map[string]bool{last.ID: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range res {
+		want := i == 0 || r.ID == last.ID
+		if got := r.Legs != nil; got != want {
+			t.Errorf("DetailsTop 1, DetailsFor %s: result %d (%s) detailed %v, want %v", last.ID, i, r.ID, got, want)
+		}
+		if want && (!reflect.DeepEqual(r.Legs, full[i].Legs) || !reflect.DeepEqual(r.Imputed, full[i].Imputed)) {
+			t.Errorf("DetailsFor: %s legs %v imputed %v, want %v %v", r.ID, r.Legs, r.Imputed, full[i].Legs, full[i].Imputed)
+		}
+	}
 }

@@ -25,10 +25,12 @@ type Lend struct {
 // Lends are computed from res's scores, so they never compound. The copy
 // is re-sorted (see Sort); res is not modified.
 //
-// With detailsTop > 0, only the first detailsTop results of the copy get
-// their neighbour's detail: a neighbour after them has nil Legs, as
-// fusion leaves the results after Params.DetailsTop (each detail is a map
-// of its own).
+// A result of res without details (nil Legs: fusion's Params.DetailsTop)
+// that receives a lend keeps nil Legs: a neighbour's detail alone would
+// hide its legs'. With detailsTop > 0, only the first detailsTop results
+// of the copy get their neighbour's detail: one lent to after them has nil
+// Legs too, as fusion leaves the results after its window (each detail is
+// a map of its own).
 func LendToNeighbors(res []Result, lends []Lend, share, floor float64, detailsTop int) []Result {
 	out := make([]Result, len(res))
 	copy(out, res)
@@ -73,7 +75,9 @@ func LendToNeighbors(res []Result, lends []Lend, share, floor float64, detailsTo
 		if !lent {
 			continue
 		}
-		if detailsTop > 0 && i >= detailsTop {
+		if _, fused := at[r.ID]; (fused && r.Legs == nil) || (detailsTop > 0 && i >= detailsTop) {
+			// Fusion left it without details, or it is past the window:
+			// nil, so that a caller needing its details fuses again.
 			r.Legs = nil
 			continue
 		}

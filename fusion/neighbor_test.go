@@ -142,3 +142,27 @@ func TestLendToNeighbors_DetailsTop(t *testing.T) {
 		}
 	}
 }
+
+// TestLendToNeighbors_UndetailedStaysNil: a result fusion left without
+// details keeps nil Legs when a lend lifts it, even inside the window
+// (a neighbour's detail alone would hide its legs'), while a neighbour
+// that was not among the results gets its lend as its only detail.
+func TestLendToNeighbors_UndetailedStaysNil(t *testing.T) {
+	t.Parallel()
+	res := []Result{
+		{ID: "q", Score: 1, BestRank: 1, Legs: map[string]mnemotype.LegDetail{mnemotype.LegLexical: {Rank: 1, Contribution: 1}}},
+		{ID: "x", Score: 0.5, BestRank: 2, Legs: map[string]mnemotype.LegDetail{mnemotype.LegLexical: {Rank: 2, Contribution: 0.5}}},
+		{ID: "j", Score: 0.1, BestRank: 10}, // past fusion's window
+	}
+	out := LendToNeighbors(res, []Lend{{ID: "j", Of: "q", Distance: 1}, {ID: "n", Of: "q", Distance: 2}}, 0.6, 0, 4)
+	got := map[string]Result{}
+	for _, r := range out {
+		got[r.ID] = r
+	}
+	if j := got["j"]; j.Rank != 2 || j.Legs != nil {
+		t.Errorf("j lifted to rank %d with legs %v, want rank 2 and nil legs", j.Rank, j.Legs)
+	}
+	if n := got["n"]; len(n.Legs) != 1 || n.Legs[mnemotype.LegNeighbor].Contribution != 0.3 {
+		t.Errorf("n, a neighbour only: legs %v, want its lend of 0.3 alone", n.Legs)
+	}
+}

@@ -154,8 +154,9 @@ type Request struct {
 	Counterfactual bool
 	// Texts returns the content and actor of memories by id (a missing id
 	// was deleted meanwhile). The exact-match bonus reads the candidates'
-	// content, the relevance estimate the top results' content and actor.
-	// Nil: no bonus, and, without Holds, the estimate's coverage is 0.
+	// content, the relevance estimate the top results' content and actor
+	// when Holds cannot say. Nil: no bonus, and, without Holds, the
+	// estimate's coverage is 0.
 	Texts func(ctx context.Context, ids []string) (map[string]Text, error)
 	// Holds, when not nil, reports which of tokens (ftstoken's) each of
 	// ids holds in its content or actor: held[i][j] for ids[i] and
@@ -512,9 +513,11 @@ func Run(ctx context.Context, src Source, vec Dense, req Request) (*Response, er
 		return mnemotype.DefaultImportance
 	}
 	// Per-leg details cost two maps per candidate; only returned results
-	// need them. The importance prior can lift a result from beyond the
-	// detailed top, in which case fusion runs again with every detail.
+	// need them. The importance prior or a neighbour's lend can lift a
+	// result from beyond the detailed top, in which case fusion runs again
+	// with its details too (and, should that not do, with every detail).
 	fp.DetailsTop = 2*req.Limit + req.Spare
+	lendTop := fp.DetailsTop // LendToNeighbors' detail window
 	var out fusion.Outcome
 	var fused []fusion.Result
 	var rels []float64 // fused's relevance
@@ -522,7 +525,7 @@ func Run(ctx context.Context, src Source, vec Dense, req Request) (*Response, er
 	lendersAt := -1 // the fused results lends were read for
 	var est *relevance.Estimate
 	rt := &RelevanceTrace{MinRelevance: o.MinRelevance, Autocut: o.Autocut, Margin: o.RelevanceMargin}
-	for {
+	for pass := 0; ; pass++ {
 		var err error
 		if out, err = fusion.FuseExplain(legs, fp); err != nil {
 			return nil, err
@@ -541,7 +544,7 @@ func Run(ctx context.Context, src Source, vec Dense, req Request) (*Response, er
 				lendersAt = len(top)
 				tr.Timings["neighbors"] = ms(time.Since(t1))
 			}
-			fusedList = fusion.LendToNeighbors(fusedList, lends, o.NeighborShare, top[len(top)-1].Score, fp.DetailsTop)
+			fusedList = fusion.LendToNeighbors(fusedList, lends, o.NeighborShare, top[len(top)-1].Score, lendTop)
 		}
 		if est == nil {
 			// The scores do not depend on the details asked for, so a
@@ -562,10 +565,23 @@ func Run(ctx context.Context, src Source, vec Dense, req Request) (*Response, er
 		if len(fused) > req.Limit+req.Spare {
 			fused, rels = fused[:req.Limit+req.Spare], rels[:req.Limit+req.Spare]
 		}
-		if fp.DetailsTop == 0 || !slices.ContainsFunc(fused, func(r fusion.Result) bool { return r.Legs == nil }) {
+		var missing map[string]bool
+		for _, r := range fused {
+			if r.Legs == nil {
+				if missing == nil {
+					missing = map[string]bool{}
+				}
+				missing[r.ID] = true
+			}
+		}
+		if missing == nil || fp.DetailsTop == 0 {
 			break
 		}
-		fp.DetailsTop = 0
+		if pass == 0 {
+			fp.DetailsFor, lendTop = missing, 0
+		} else {
+			fp.DetailsTop, fp.DetailsFor = 0, nil
+		}
 	}
 	tr.Relevance = rt
 	tr.Timings["fusion"] = ms(time.Since(t0))

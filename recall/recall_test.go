@@ -1184,3 +1184,31 @@ func TestRun_CoverageByIndex(t *testing.T) {
 		})
 	}
 }
+
+// TestRun_LiftedNeighbourKeepsItsLegs: a candidate fused past the detail
+// window that a neighbour's lend lifts into the results is returned with
+// its legs' details, not with the lend's alone.
+func TestRun_LiftedNeighbourKeepsItsLegs(t *testing.T) {
+	t.Parallel()
+	x := newIndex(t, memSpec{id: "a", angle: 0, importance: mnemotype.DefaultImportance})
+	lex := hits("a", "b", "c", "d", "e", "f", "g", "h", "i", "j")
+	req := request("alpha", 2)
+	req.Options.Fusion = weights(mnemotype.LegLexical, 1.0, mnemotype.LegDense, 0.0, mnemotype.LegRecency, 0.0, mnemotype.LegAccess, 0.0)
+	req.Options.NeighborRadius, req.Options.NeighborShare = 1, 5
+	src := &fakeSource{t: t, LexicalFunc: func(context.Context, store.LexicalParams) ([]mnemotype.Hit, error) { return lex, nil },
+		NeighborsFunc: func(context.Context, mnemotype.Scope, []string, int) ([]store.Neighbor, error) {
+			return []store.Neighbor{{ID: "j", Of: "a", Distance: 1}}, nil
+		}}
+	resp := run(t, src, newVectors(t, x), req)
+	if got := resultIDs(resp.Results); !slices.Contains(got, "j") {
+		t.Fatalf("results %v: the case needs j (lexical rank 10) lifted among them", got)
+	}
+	for _, r := range resp.Results {
+		if _, ok := r.Legs[mnemotype.LegLexical]; !ok {
+			t.Errorf("%s: legs %v, want its lexical detail", r.ID, r.Legs)
+		}
+		if _, ok := r.Legs[mnemotype.LegNeighbor]; r.ID == "j" && !ok {
+			t.Errorf("j: legs %v, want the lend it received", r.Legs)
+		}
+	}
+}
