@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mnemo-dev/mnemo/dense"
+	"github.com/mnemo-dev/mnemo/internal/ftstoken"
 	"github.com/mnemo-dev/mnemo/internal/pgtest"
 	"github.com/mnemo-dev/mnemo/mnemotype"
 	"github.com/mnemo-dev/mnemo/store"
@@ -361,5 +362,64 @@ func TestCatalog_TextlessStore(t *testing.T) {
 	_, _, err := c.Lexical(ctx, store.LexicalParams{Scope: mnemotype.Scope{Profile: "alice"}, Match: store.MatchQuery{Terms: []string{"caroline"}}})
 	if err == nil || !strings.Contains(err.Error(), "0 texts for 10 memories") {
 		t.Errorf("Lexical over a feed without texts: %v", err)
+	}
+}
+
+// TestCatalog_Holds: a catalog keeping text says which tokens each memory
+// holds in its content or actor — what tokenizing them says, for
+// memories of the profile, all false for one of another profile or
+// forgotten — and cannot say (ok false) without a text index.
+func TestCatalog_Holds(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	st, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "mnemo.db"), sqlitestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	r := rand.New(rand.NewPCG(5, 6))
+	mems := conversation(r, "alice", 0, 200)
+	if err := st.Insert(ctx, append(mems, conversation(r, "bob", 0, 20)...)); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Delete(ctx, "alice", mems[7].ID); err != nil {
+		t.Fatal(err)
+	}
+	var tokens []string
+	for _, w := range append(lexWords, "absent") {
+		tokens = append(tokens, ftstoken.Tokens(w)...)
+	}
+	ids := []string{mems[0].ID, mems[7].ID, "bob-0003", "nobody"}
+	for i := range 40 {
+		ids = append(ids, mems[10+i].ID)
+	}
+	c := dense.NewCatalog(st, dense.Options{Text: true})
+	t.Cleanup(c.Close)
+	held, ok, err := c.Holds(ctx, "alice", ids, tokens)
+	if err != nil || !ok || len(held) != len(ids) {
+		t.Fatalf("Holds = %d rows, %v, %v", len(held), ok, err)
+	}
+	content := map[string]mnemotype.Memory{}
+	for _, m := range mems {
+		content[m.ID] = m
+	}
+	for i, id := range ids {
+		m, ofAlice := content[id]
+		has := map[string]bool{}
+		if ofAlice && id != mems[7].ID {
+			for _, tok := range ftstoken.Tokens(m.Content + " " + m.Actor) {
+				has[tok] = true
+			}
+		}
+		for j, tok := range tokens {
+			if held[i][j] != has[tok] {
+				t.Errorf("%s holds %q: %v, want %v (%q, %q)", id, tok, held[i][j], has[tok], m.Content, m.Actor)
+			}
+		}
+	}
+	none := dense.NewCatalog(st, dense.Options{})
+	t.Cleanup(none.Close)
+	if held, ok, err := none.Holds(ctx, "alice", ids, tokens); ok || err != nil || held != nil {
+		t.Errorf("a catalog without text: Holds = %v, %v, %v; want it unable to say", held, ok, err)
 	}
 }

@@ -98,7 +98,7 @@ type pass struct {
 // compare runs rounds+1 passes over questions against targets (the first
 // warms and is not timed): unscoped, then, when sessions > 0, each question
 // inside its session.
-func compare(ctx context.Context, client *http.Client, targets []target, profile string, questions []string, rounds, sessions int) ([]pass, error) {
+func compare(ctx context.Context, client *http.Client, targets []target, questions []string, rounds, sessions int) ([]pass, error) {
 	kinds := []string{"unscoped"}
 	if sessions > 0 {
 		kinds = append(kinds, "one session")
@@ -122,7 +122,7 @@ func compare(ctx context.Context, client *http.Client, targets []target, profile
 				}
 				ids := make([][]string, len(targets))
 				for _, i := range order {
-					ms, got, err := recall(ctx, client, targets[i].URL, profile, body)
+					ms, got, err := recall(ctx, client, targets[i].URL, body)
 					if err != nil {
 						return nil, fmt.Errorf("%s: question %d: %w", targets[i].Name, j+1, err)
 					}
@@ -150,7 +150,7 @@ func compare(ctx context.Context, client *http.Client, targets []target, profile
 
 // recall sends one recall and returns its latency in milliseconds and the
 // ids answered.
-func recall(ctx context.Context, client *http.Client, base, profile string, body map[string]any) (float64, []string, error) {
+func recall(ctx context.Context, client *http.Client, base string, body map[string]any) (float64, []string, error) {
 	b, err := json.Marshal(body)
 	if err != nil {
 		return 0, nil, err
@@ -219,11 +219,26 @@ func readQuestions(path string) ([]string, error) {
 	return qs, sc.Err()
 }
 
-// start runs `v.Bin serve` on db and waits until it answers.
-func start(ctx context.Context, v variant, db, profile string, logs io.Writer) (*exec.Cmd, string, error) {
+// server is a running `mnemo serve`.
+type server struct {
+	cmd    *exec.Cmd
+	url    string
+	exited chan error // receives Wait's result
+}
+
+// stop interrupts the server and waits for it to exit (it writes its
+// index snapshots first).
+func (s *server) stop() {
+	s.cmd.Process.Signal(os.Interrupt)
+	<-s.exited
+}
+
+// start runs `v.Bin serve` on db and waits until it answers /healthz with
+// 200, or fails as soon as the process exits.
+func start(ctx context.Context, v variant, db, profile string, logs io.Writer) (*server, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	addr := l.Addr().String()
 	l.Close()
@@ -231,19 +246,38 @@ func start(ctx context.Context, v variant, db, profile string, logs io.Writer) (
 	cmd.Env = append(os.Environ(), v.Env...)
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
-		return nil, "", fmt.Errorf("%s: %w", v.Name, err)
+		return nil, fmt.Errorf("%s: %w", v.Name, err)
 	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
 	url := "http://" + addr
-	for range 600 {
-		if res, err := http.Get(url + "/healthz"); err == nil {
-			res.Body.Close()
-			return cmd, url, nil
+	client := &http.Client{Timeout: time.Second}
+	deadline := time.After(30 * time.Second)
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/healthz", nil)
+		if err != nil {
+			return nil, err
 		}
-		time.Sleep(50 * time.Millisecond)
+		if res, err := client.Do(req); err == nil {
+			res.Body.Close()
+			if res.StatusCode == http.StatusOK {
+				return &server{cmd: cmd, url: url, exited: exited}, nil
+			}
+		}
+		select {
+		case err := <-exited:
+			return nil, fmt.Errorf("%s: the server exited before answering (%v; its output is above)", v.Name, err)
+		case <-ctx.Done():
+			cmd.Process.Kill()
+			<-exited
+			return nil, ctx.Err()
+		case <-deadline:
+			cmd.Process.Kill()
+			<-exited
+			return nil, fmt.Errorf("%s: the server did not answer on %s within 30 s", v.Name, addr)
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
-	cmd.Process.Kill()
-	cmd.Wait()
-	return nil, "", fmt.Errorf("%s: the server did not answer on %s within 30 s", v.Name, addr)
 }
 
 func main() {
@@ -267,6 +301,9 @@ func run(db, profile, queries string, rounds, sessions int, args []string) error
 	if db == "" || queries == "" || len(args) == 0 {
 		return errors.New("--db, --queries and at least one variant are required")
 	}
+	if rounds < 1 || sessions < 0 {
+		return fmt.Errorf("--rounds %d, --sessions %d: want at least one round and no negative count of sessions", rounds, sessions)
+	}
 	var vs []variant
 	for _, a := range args {
 		v, err := parseVariant(a)
@@ -283,17 +320,14 @@ func run(db, profile, queries string, rounds, sessions int, args []string) error
 	defer stop()
 	var targets []target
 	for _, v := range vs {
-		cmd, url, err := start(ctx, v, db, profile, os.Stderr)
+		srv, err := start(ctx, v, db, profile, os.Stderr)
 		if err != nil {
 			return err
 		}
-		defer func() {
-			cmd.Process.Signal(os.Interrupt)
-			cmd.Wait()
-		}()
-		targets = append(targets, target{Name: v.Name, URL: url})
+		defer srv.stop()
+		targets = append(targets, target{Name: v.Name, URL: srv.url})
 	}
-	passes, err := compare(ctx, &http.Client{Timeout: time.Minute}, targets, profile, qs, rounds, sessions)
+	passes, err := compare(ctx, &http.Client{Timeout: time.Minute}, targets, qs, rounds, sessions)
 	if err != nil {
 		return err
 	}

@@ -78,7 +78,7 @@ func TestCompare(t *testing.T) {
 		return []string{"m1", "m2"}
 	})
 	targets := []target{{"a", a.URL}, {"b", b.URL}}
-	passes, err := compare(t.Context(), http.DefaultClient, targets, "p", []string{"q1", "q2"}, 2, 100)
+	passes, err := compare(t.Context(), http.DefaultClient, targets, []string{"q1", "q2"}, 2, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func TestCompare(t *testing.T) {
 		http.Error(w, `{"error":"boom"}`, http.StatusInternalServerError)
 	}))
 	defer broken.Close()
-	_, err = compare(t.Context(), http.DefaultClient, []target{{"a", a.URL}, {"broken", broken.URL}}, "p", []string{"q1"}, 1, 0)
+	_, err = compare(t.Context(), http.DefaultClient, []target{{"a", a.URL}, {"broken", broken.URL}}, []string{"q1"}, 1, 0)
 	if err == nil || !strings.Contains(err.Error(), "broken") || !strings.Contains(err.Error(), "500") {
 		t.Errorf("a failing server: error %v, want one naming it and its status", err)
 	}
