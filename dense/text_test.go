@@ -80,11 +80,7 @@ func TestCatalog_Lexical_Postgres(t *testing.T) {
 func TestCatalog_TextOnlyHoldsNoFloats(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	st, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "mnemo.db"), sqlitestore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := openStore(t)
 	const n, dim = 500, 3 // conversation's embeddings
 	if err := st.Insert(ctx, conversation(rand.New(rand.NewPCG(3, 4)), "alice", 0, n)); err != nil {
 		t.Fatal(err)
@@ -372,11 +368,7 @@ func TestCatalog_TextlessStore(t *testing.T) {
 func TestCatalog_Holds(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	st, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "mnemo.db"), sqlitestore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := openStore(t)
 	r := rand.New(rand.NewPCG(5, 6))
 	mems := conversation(r, "alice", 0, 200)
 	if err := st.Insert(ctx, append(mems, conversation(r, "bob", 0, 20)...)); err != nil {

@@ -28,18 +28,25 @@ func benchCorpus(b *testing.B, n int) (*Index, *rand.Rand, *rand.Zipf) {
 	return x, r, z
 }
 
-// BenchmarkSearch: top 50 of OR queries of 3-8 terms over 100,000
-// documents, every field weighted (the default weights).
-func BenchmarkSearch(b *testing.B) {
-	x, r, z := benchCorpus(b, 100_000)
+// benchQueries makes 256 OR queries of 3-8 of the corpus's words for the
+// top k, every field weighted (the default weights).
+func benchQueries(r *rand.Rand, z *rand.Zipf, k int) []Query {
 	queries := make([]Query, 256)
 	for i := range queries {
-		q := Query{Weights: [NumFields]float64{1, 1, 1, 0.5}, K: 50}
+		q := Query{Weights: [NumFields]float64{1, 1, 1, 0.5}, K: k}
 		for range 3 + r.IntN(6) {
 			q.Tokens = append(q.Tokens, fmt.Sprintf("w%x", z.Uint64()))
 		}
 		queries[i] = q
 	}
+	return queries
+}
+
+// BenchmarkSearch: top 50 of OR queries of 3-8 terms over 100,000
+// documents, every field weighted (the default weights).
+func BenchmarkSearch(b *testing.B) {
+	x, r, z := benchCorpus(b, 100_000)
+	queries := benchQueries(r, z, 50)
 	for i := 0; b.Loop(); i++ {
 		x.Search(queries[i%len(queries)], Filter{})
 	}
@@ -68,14 +75,7 @@ func BenchmarkSearchScoped(b *testing.B) {
 				in[d] = true
 			}
 			f := Filter{Docs: docs, Accept: func(d uint32) bool { return in[d] }}
-			queries := make([]Query, 256)
-			for i := range queries {
-				q := Query{Weights: [NumFields]float64{1, 1, 1, 0.5}, K: 30}
-				for range 3 + r.IntN(6) {
-					q.Tokens = append(q.Tokens, fmt.Sprintf("w%x", z.Uint64()))
-				}
-				queries[i] = q
-			}
+			queries := benchQueries(r, z, 30)
 			for i := 0; b.Loop(); i++ {
 				x.Search(queries[i%len(queries)], f)
 			}

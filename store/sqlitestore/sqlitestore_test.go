@@ -42,6 +42,17 @@ func openPath(tb testing.TB, path string) *Store {
 	return s
 }
 
+// newDatabase creates a database at the current schema in a temporary
+// directory, closed, and returns its path.
+func newDatabase(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "mnemo.db")
+	if err := openPath(t, path).Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 // rawDB opens path with the driver directly, for inspecting or tampering
 // with the file behind the store's back.
 func rawDB(t *testing.T, path string) *sql.DB {
@@ -305,10 +316,7 @@ func TestInstance_SurvivesReopen(t *testing.T) {
 func TestMigration8_SnakeCaseSettings(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	path := filepath.Join(t.TempDir(), "mnemo.db")
-	if err := openPath(t, path).Close(); err != nil {
-		t.Fatal(err)
-	}
+	path := newDatabase(t)
 	db := rawDB(t, path)
 	var undo []string
 	for v := len(migrations); v > 7; v-- {
@@ -405,10 +413,7 @@ func TestOpen_AnnouncesAReindexingMigration(t *testing.T) {
 func TestOpen_BusyNamesTheLock(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	path := filepath.Join(t.TempDir(), "mnemo.db")
-	if err := openPath(t, path).Close(); err != nil {
-		t.Fatal(err)
-	}
+	path := newDatabase(t)
 	db := rawDB(t, path)
 	db.SetMaxOpenConns(1)
 	conn, err := db.Conn(ctx)
@@ -433,10 +438,7 @@ func TestOpen_BusyNamesTheLock(t *testing.T) {
 
 func TestOpen_RefusesNewerSchema(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "mnemo.db")
-	if err := openPath(t, path).Close(); err != nil {
-		t.Fatal(err)
-	}
+	path := newDatabase(t)
 	db := rawDB(t, path)
 	if _, err := db.ExecContext(t.Context(), `UPDATE schema_version SET version = ?`, len(migrations)+1); err != nil {
 		t.Fatal(err)
