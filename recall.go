@@ -274,9 +274,10 @@ func (e *Engine) recall(ctx context.Context, q Query, vec recall.Dense, text *de
 		}
 		if set.CollapseDuplicates {
 			h := contentHash(m.Content)
-			if i := slices.IndexFunc(kept[h], func(i int) bool { return contentKey(out.Results[i].Content) == contentKey(m.Content) }); i >= 0 {
-				j := kept[h][i]
-				out.Results[j].Duplicates = append(out.Results[j].Duplicates, m.ID)
+			same := func(k int) bool { return contentKey(out.Results[k].Content) == contentKey(m.Content) }
+			if at := slices.IndexFunc(kept[h], same); at >= 0 {
+				k := kept[h][at]
+				out.Results[k].Duplicates = append(out.Results[k].Duplicates, m.ID)
 				continue
 			}
 			if len(out.Results) == q.Limit {
