@@ -21,7 +21,7 @@ export DEBIAN_FRONTEND=noninteractive
 # pg_config alone may come from postgresql-client-15, without the server
 # or its headers.
 headers() { [ -x "$pgbin/pg_config" ] && [ -f "$("$pgbin/pg_config" --includedir-server)/postgres.h" ]; }
-if ! headers || [ ! -x "$pgbin/initdb" ] || ! command -v dpkg-source >/dev/null 2>&1 || ! command -v make >/dev/null 2>&1; then
+if ! headers || [ ! -x "$pgbin/initdb" ] || ! command -v dpkg-source >/dev/null 2>&1 || ! command -v make >/dev/null 2>&1 || ! command -v gcc >/dev/null 2>&1; then
 	echo "postgres.sh: installing PostgreSQL 15, its server headers and the build tools" >&2
 	apt-get update -qq
 	apt-get install -y -qq --no-install-recommends postgresql-15 postgresql-server-dev-15 dpkg-dev make gcc libc6-dev >/dev/null

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 
 	"github.com/mnemo-dev/mnemo"
@@ -46,12 +47,13 @@ destination holds already is skipped, and each batch is written whole.`)
 	if src == *to {
 		return usagef("--from and --to name the same database %s", redact(src))
 	}
-	s, err := mnemo.OpenStore(ctx, src, mnemo.StoreOptions{MustExist: true})
+	log := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	s, err := mnemo.OpenStore(ctx, src, mnemo.StoreOptions{MustExist: true, Logger: log})
 	if err != nil {
 		return fmt.Errorf("open %s: %w", redact(src), err)
 	}
 	defer s.Close()
-	d, err := mnemo.OpenStore(ctx, *to, mnemo.StoreOptions{})
+	d, err := mnemo.OpenStore(ctx, *to, mnemo.StoreOptions{Logger: log})
 	if err != nil {
 		return fmt.Errorf("open %s: %w", redact(*to), err)
 	}

@@ -83,9 +83,10 @@ type Options struct {
 	// max(RareTermBudget, RareTermBudgetRatio × all memories), the rarest
 	// always. Defaults to DefaultRareTermBudget; negative lifts the bound.
 	RareTermBudget int
-	// Logger receives a warning before a migration that re-indexes every
-	// memory (a minute or so per million), and a note when it is done.
-	// Nil discards them.
+	// Logger hears, before Open re-indexes every memory (a migration that
+	// does, or another ContextTurns: about a minute per million), how
+	// many: a warning from 50,000 memories, a note below; and a note when
+	// the migration or rebuild is committed. Nil discards them.
 	Logger *slog.Logger
 	// OneShot is for a process that makes a call or two and exits (the
 	// CLI's commands but serve, mcp, bench and index): the store keeps no
@@ -316,7 +317,7 @@ func (s *Store) migrate(ctx context.Context) error {
 	tx, err := s.w.BeginTx(ctx, nil)
 	if code, ok := sqlitedb.Code(err); ok && sqlitedb.Primary(code) == sqlitedb.CodeBusy {
 		return fmt.Errorf("open %s: another process held the database's write lock for longer than the busy timeout "+
-			"(a process migrating the database to a new version holds it until the migration ends): %w", s.path, err)
+			"(a process migrating the database, or rebuilding its full-text index, holds it until done): %w", s.path, err)
 	}
 	if err != nil {
 		return fmt.Errorf("migrate %s: %w", s.path, err)
@@ -338,15 +339,13 @@ func (s *Store) migrate(ctx context.Context) error {
 	if v > len(migrations) {
 		return fmt.Errorf("open %s: schema version %d is newer than this mnemo (%d): upgrade mnemo", s.path, v, len(migrations))
 	}
-	if err := s.announce(ctx, tx, v); err != nil {
+	announced, err := s.announceMigration(ctx, tx, v)
+	if err != nil {
 		return err
 	}
 	began := time.Now()
 	if err := applyMigrations(ctx, tx, v, len(migrations)); err != nil {
 		return err
-	}
-	if v > 0 && v < len(migrations) {
-		s.log.Info("migrated the database", "path", s.path, "from_version", v, "to_version", len(migrations), "seconds", time.Since(began).Seconds())
 	}
 	turns := s.setTurns
 	if turns < 0 {
@@ -359,38 +358,78 @@ func (s *Store) migrate(ctx context.Context) error {
 			turns = DefaultContextTurns
 		}
 	}
+	rebuilt := false
+	if !announced {
+		if rebuilt, err = s.announceRebuild(ctx, tx, turns); err != nil {
+			return err
+		}
+	}
 	if err := ensureIndex(ctx, tx, turns); err != nil {
 		return fmt.Errorf("open %s: %w", s.path, err)
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE schema_version SET version = ?`, len(migrations)); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
-	return tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("migrate %s: %w", s.path, err)
+	}
+	if v > 0 && v < len(migrations) {
+		s.log.Info("migrated the database", "path", s.path, "from_version", v, "to_version", len(migrations), "seconds", time.Since(began).Seconds())
+	}
+	if rebuilt {
+		s.log.Info("rebuilt the full-text index", "path", s.path, "context_turns", turns, "seconds", time.Since(began).Seconds())
+	}
+	return nil
 }
 
-// announce warns, before migrating a database from version v, that a
-// migration to come re-indexes every memory: the process holds the write
-// lock meanwhile, and other processes wait for it.
-func (s *Store) announce(ctx context.Context, tx *sql.Tx, v int) error {
+// announceMigration warns, before migrating a database from version v,
+// that a migration to come re-indexes every memory (reindexingMigrations):
+// the process holds the write lock meanwhile, and other processes wait for
+// it. It reports whether it did.
+func (s *Store) announceMigration(ctx context.Context, tx *sql.Tx, v int) (bool, error) {
 	if v == 0 || !slices.ContainsFunc(reindexingMigrations, func(m int) bool { return m > v && m <= len(migrations) }) {
-		return nil
+		return false, nil
 	}
+	return s.announceRebuilding(ctx, tx, "migrating the database: re-indexing every memory for full-text search, once; other processes wait for it",
+		"from_version", v, "to_version", len(migrations))
+}
+
+// announceRebuild warns, before ensureIndex rebuilds the full-text index
+// for another number of context turns (Options.ContextTurns), that it
+// re-indexes every memory, and reports whether it did.
+func (s *Store) announceRebuild(ctx context.Context, tx *sql.Tx, turns int) (bool, error) {
+	var built int
+	if err := tx.QueryRowContext(ctx, `SELECT value FROM counters WHERE name = 'context_turns'`).Scan(&built); err != nil {
+		return false, fmt.Errorf("open %s: read the index's context turns: %w", s.path, err)
+	}
+	if built == turns {
+		return false, nil
+	}
+	return s.announceRebuilding(ctx, tx, "rebuilding the full-text index for another number of context turns: re-indexing every memory, once; other processes wait for it",
+		"from_context_turns", built, "to_context_turns", turns)
+}
+
+// announceRebuilding logs msg with attrs and the number of memories, a
+// warning from warnFrom of them, nothing when there is none; it reports
+// whether it logged.
+func (s *Store) announceRebuilding(ctx context.Context, tx *sql.Tx, msg string, attrs ...any) (bool, error) {
 	var n int64
 	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM memories`).Scan(&n); err != nil {
-		return fmt.Errorf("migrate %s: %w", s.path, err)
+		return false, fmt.Errorf("open %s: %w", s.path, err)
+	}
+	if n == 0 {
+		return false, nil
 	}
 	level := slog.LevelInfo
 	if n >= warnFrom {
 		level = slog.LevelWarn
 	}
-	s.log.Log(ctx, level, "migrating the database: re-indexing every memory for full-text search, once; other processes wait for it",
-		"path", s.path, "from_version", v, "to_version", len(migrations), "memories", n)
-	return nil
+	s.log.Log(ctx, level, msg, append([]any{"path", s.path}, append(attrs, "memories", n)...)...)
+	return true, nil
 }
 
-// warnFrom is the number of memories from which a migration that
-// re-indexes them is a warning rather than a note (tens of thousands take
-// a second or two).
+// warnFrom is the number of memories from which re-indexing them is a
+// warning rather than a note (tens of thousands take a second or two).
 const warnFrom = 50_000
 
 // SchemaVersion returns the number of migrations applied.

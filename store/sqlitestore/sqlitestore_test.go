@@ -351,8 +351,8 @@ func TestMigration8_SnakeCaseSettings(t *testing.T) {
 
 // TestOpen_AnnouncesAReindexingMigration: opening a database from before
 // a migration that re-indexes every memory says so first (how many, from
-// which version), and when it is done; a database already current, or a
-// new one, says nothing.
+// which version), and when it is done; so does opening it with another
+// number of context turns; a database already current says nothing.
 func TestOpen_AnnouncesAReindexingMigration(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -404,6 +404,20 @@ func TestOpen_AnnouncesAReindexingMigration(t *testing.T) {
 	}
 	if got := open(); got != "" {
 		t.Errorf("opening it again logged %q", got)
+	}
+	// Another number of context turns rebuilds the index: announced too.
+	var log bytes.Buffer
+	s, err := Open(ctx, path, Options{ContextTurns: 2, Logger: slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	lines = strings.Split(strings.TrimSpace(log.String()), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], "rebuilding the full-text index") || !strings.Contains(lines[0], "from_context_turns=1 to_context_turns=2 memories=3") ||
+		!strings.Contains(lines[1], "rebuilt the full-text index") {
+		t.Errorf("opening it with 2 context turns logged:\n%s\nwant a note that it re-indexes 3 memories, then one that it is done", log.String())
 	}
 }
 
