@@ -291,8 +291,9 @@ type StoreOptions struct {
 	// work that only a long-running process gains from (a Postgres store
 	// has none such).
 	OneShot bool
-	// Logger hears of a SQLite migration that re-indexes every memory
-	// (sqlitestore.Options.Logger); nil discards.
+	// Logger hears when opening a SQLite database re-indexes every memory
+	// (a migration, or another ContextTurns: sqlitestore.Options.Logger);
+	// nil discards.
 	Logger *slog.Logger
 }
 
