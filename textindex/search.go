@@ -3,6 +3,7 @@ package textindex
 import (
 	"cmp"
 	"math"
+	"math/bits"
 	"slices"
 	"sort"
 )
@@ -272,6 +273,24 @@ type walk struct {
 	listed []uint64
 }
 
+// past returns the document a cursor may move to once document d is
+// turned away: the next listed document when d is not listed (every one
+// between cannot be returned), else d+1.
+func (w *walk) past(d uint32) uint32 {
+	if w.listed == nil || w.listed[d>>6]&(1<<(d&63)) != 0 {
+		return d + 1
+	}
+	i := int(d>>6) + 1
+	word := w.listed[d>>6] &^ (1<<(d&63+1) - 1) // listed documents after d
+	for word == 0 {
+		if i >= len(w.listed) {
+			return endDoc
+		}
+		word, i = w.listed[i], i+1
+	}
+	return uint32((i-1)<<6 + bits.TrailingZeros64(word))
+}
+
 // accept reports whether document d may be returned.
 func (w *walk) accept(d uint32) bool {
 	if w.listed != nil && w.listed[d>>6]&(1<<(d&63)) == 0 {
@@ -334,7 +353,7 @@ func (w *walk) all() {
 	drive := slices.MinFunc(w.cs, func(a, b *cursor) int { return cmp.Compare(len(a.t.docs), len(b.t.docs)) })
 	for d := drive.doc(); d != endDoc; d = drive.doc() {
 		if !w.accept(d) {
-			drive.i++
+			drive.advance(w.past(d))
 			continue
 		}
 		every := true
@@ -382,9 +401,10 @@ func (w *walk) any() {
 			return
 		}
 		if !w.accept(d) {
+			next := w.past(d)
 			for _, c := range cs[nonEss:] {
-				if c.doc() == d {
-					c.i++
+				if c.doc() < next {
+					c.advance(next)
 				}
 			}
 			continue
