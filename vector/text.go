@@ -30,6 +30,12 @@ func (x *Index) EnableText() {
 func (x *Index) HasText() bool {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
+	return x.textComplete()
+}
+
+// textComplete reports, under the lock, whether the index holds a
+// complete full-text index whose postings could all be read.
+func (x *Index) textComplete() bool {
 	return x.text != nil && !x.textBroken && x.text.Err() == nil
 }
 
@@ -162,7 +168,7 @@ func (x *Index) CountText(q TextQuery, limit int) (n int, ok bool) {
 // textFilter compiles f for the text index (nil when nothing can pass),
 // under the read lock; ok is false without a complete text index.
 func (x *Index) textFilter(f Filter) (*textindex.Filter, bool) {
-	if x.text == nil || x.textBroken || x.text.Err() != nil {
+	if !x.textComplete() {
 		return nil, false
 	}
 	c := x.compile(f)
@@ -196,7 +202,7 @@ func (x *Index) textFilter(f Filter) (*textindex.Filter, bool) {
 func (x *Index) HoldsText(ids, tokens []string, mask uint8) (held [][]bool, ok bool) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	if x.text == nil || x.textBroken || x.text.Err() != nil {
+	if !x.textComplete() {
 		return nil, false
 	}
 	held = make([][]bool, len(ids))
