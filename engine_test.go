@@ -17,6 +17,7 @@ import (
 	"github.com/mnemo-dev/mnemo/embed"
 	"github.com/mnemo-dev/mnemo/embed/glove"
 	"github.com/mnemo-dev/mnemo/internal/pgtest"
+	"github.com/mnemo-dev/mnemo/internal/sqlitedb"
 	"github.com/mnemo-dev/mnemo/internal/testenv"
 	"github.com/mnemo-dev/mnemo/mnemotype"
 	"github.com/mnemo-dev/mnemo/store"
@@ -331,6 +332,69 @@ func TestEngine_Settings(t *testing.T) {
 	}
 	if _, ran := res.Trace.Legs["lexical"]; ran || res.Trace.Skipped["lexical"] == "" {
 		t.Fatalf("lexical leg ran with weight 0: %+v", res.Trace)
+	}
+}
+
+// TestEngine_SettingsOfAnotherWriter: an engine keeps the settings it read
+// while the store's settings version stays the same; a change by another
+// process, or by hand in SQL, is in force for its next recall.
+func TestEngine_SettingsOfAnotherWriter(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "m.db")
+	ctx := context.Background()
+	open := func() *mnemo.Engine {
+		e, err := mnemo.Open(path, &mnemo.Config{Embedder: embed.NewHash(embed.DefaultHashDim)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = e.Close() })
+		return e
+	}
+	a, b := open(), open()
+	remember(t, a, mnemo.Input{Profile: "me", Content: "alpha beta"})
+	weights := func(what string) map[string]float64 {
+		t.Helper()
+		// Twice: the second recall answers from what the first kept.
+		var res *mnemo.RecallResult
+		for range 2 {
+			var err error
+			if res, err = a.Recall(ctx, mnemo.Query{Profile: "me", Text: "alpha", Trace: true}); err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+		}
+		return res.Trace.Weights
+	}
+	if w := weights("defaults"); w[mnemotype.LegLexical] != 1 || w[mnemotype.LegDense] != 0.5 {
+		t.Fatalf("default weights %v", w)
+	}
+	if _, err := b.UpdateSettings(ctx, "me", map[string]string{"keyword_weight": "0.25"}); err != nil {
+		t.Fatal(err)
+	}
+	if w := weights("after another engine's update"); w[mnemotype.LegLexical] != 0.25 {
+		t.Errorf("lexical weight %v after another engine set 0.25", w[mnemotype.LegLexical])
+	}
+	if _, err := b.UpdateSettings(ctx, "", map[string]string{"semantic_weight": "0.75"}); err != nil {
+		t.Fatal(err)
+	}
+	if w := weights("after a server-wide update"); w[mnemotype.LegDense] != 0.75 {
+		t.Errorf("dense weight %v after another engine set 0.75 server-wide", w[mnemotype.LegDense])
+	}
+	db, err := sqlitedb.Open(path, sqlitedb.Options{Pragmas: []string{"busy_timeout=10000"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(ctx, `UPDATE settings SET value = '0.5' WHERE profile = 'me' AND key = 'keyword_weight'`); err != nil {
+		t.Fatal(err)
+	}
+	if w := weights("after an update by hand"); w[mnemotype.LegLexical] != 0.5 {
+		t.Errorf("lexical weight %v after an UPDATE set 0.5", w[mnemotype.LegLexical])
+	}
+	if _, err := db.ExecContext(ctx, `DELETE FROM settings`); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := a.Settings(ctx, "me"); err != nil || s != mnemo.DefaultSettings() {
+		t.Errorf("settings after every stored one went = %+v, %v; want the defaults", s, err)
 	}
 }
 

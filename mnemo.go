@@ -209,6 +209,8 @@ type Engine struct {
 	// dense holds the profiles' dense indexes, caught up with the store
 	// before each recall.
 	dense *dense.Catalog
+	// kept holds settings read, by profile and settings version.
+	kept keptSettings
 	// vec is Recall's dense leg: dense, or the store's own (pgvector).
 	vec     recall.Dense
 	closeMu sync.RWMutex
@@ -946,7 +948,70 @@ func (e *Engine) Settings(ctx context.Context, profile string) (Settings, error)
 	return e.settings(ctx, profile)
 }
 
+// settings returns profile's effective settings as the store holds them
+// now.
 func (e *Engine) settings(ctx context.Context, profile string) (Settings, error) {
+	v, err := e.st.Versions(ctx, profile)
+	if err != nil {
+		return Settings{}, err
+	}
+	return e.settingsAt(ctx, profile, v.Settings)
+}
+
+// settingsAt returns profile's effective settings at settings version
+// version, read (store.Versions) before the call: those kept from a read
+// at that version, else read now. Settings read after the version was are
+// at least as new as it, so keeping them under it is never stale for
+// longer than the next change, which moves the version.
+func (e *Engine) settingsAt(ctx context.Context, profile string, version int64) (Settings, error) {
+	if s, ok := e.kept.get(profile, version); ok {
+		return s, nil
+	}
+	s, err := e.readSettings(ctx, profile)
+	if err != nil {
+		return s, err
+	}
+	e.kept.put(profile, version, s)
+	return s, nil
+}
+
+// keptSettings holds each profile's effective settings with the settings
+// version they were read at, for at most maxKeptSettings profiles.
+type keptSettings struct {
+	mu sync.Mutex
+	m  map[string]versionedSettings
+}
+
+// maxKeptSettings bounds keptSettings; past it, every kept profile is
+// dropped and read again when next asked for.
+const maxKeptSettings = 4096
+
+type versionedSettings struct {
+	version int64
+	s       Settings
+}
+
+func (k *keptSettings) get(profile string, version int64) (Settings, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	v, ok := k.m[profile]
+	if !ok || v.version != version {
+		return Settings{}, false
+	}
+	return v.s, true
+}
+
+func (k *keptSettings) put(profile string, version int64, s Settings) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.m == nil || len(k.m) >= maxKeptSettings {
+		k.m = make(map[string]versionedSettings)
+	}
+	k.m[profile] = versionedSettings{version, s}
+}
+
+// readSettings reads profile's effective settings from the store.
+func (e *Engine) readSettings(ctx context.Context, profile string) (Settings, error) {
 	s := *e.cfg.Defaults
 	scopes := []string{""}
 	if profile != "" {

@@ -114,7 +114,13 @@ func (e *Engine) recall(ctx context.Context, q Query, vec recall.Dense, text *de
 	if q.Limit == 0 {
 		q.Limit = DefaultLimit
 	}
-	set, err := e.settings(ctx, q.Profile)
+	// One read says whether the settings and the catalog's indexes kept
+	// in process are current.
+	vers, err := e.st.Versions(ctx, q.Profile)
+	if err != nil {
+		return nil, err
+	}
+	set, err := e.settingsAt(ctx, q.Profile, vers.Settings)
 	if err != nil {
 		return nil, err
 	}
@@ -138,7 +144,7 @@ func (e *Engine) recall(ctx context.Context, q Query, vec recall.Dense, text *de
 		// The recall's reads of the catalog see the store as of now: one
 		// read of its sequence for all of them.
 		t0 := time.Now()
-		if ctx, err = e.dense.Synced(ctx, q.Profile); err != nil {
+		if ctx, err = e.dense.SyncedAt(ctx, q.Profile, vers.Changes); err != nil {
 			return nil, err
 		}
 		timings["index_sync"] = msSince(t0)

@@ -380,6 +380,13 @@ func (c *Catalog) Synced(ctx context.Context, profile string) (context.Context, 
 	return context.WithValue(ctx, syncedKey{}, synced{c, profile, e.seq.Load()}), nil
 }
 
+// SyncedAt is Synced with the store's sequence of profile already read
+// (store.Store.Versions, at the start of the call), by a caller that reads
+// it with other numbers in one round trip.
+func (c *Catalog) SyncedAt(ctx context.Context, profile string, seq int64) (context.Context, error) {
+	return c.Synced(context.WithValue(ctx, syncedKey{}, synced{c, profile, seq}), profile)
+}
+
 // KeepsText reports whether the catalog keeps full-text indexes
 // (Options.Text, or SnapshotText: those of snapshots).
 func (c *Catalog) KeepsText() bool { return c.opt.Text || c.opt.SnapshotText }

@@ -91,6 +91,13 @@ type Store interface {
 	// (Postgres, whose writers to different profiles do not wait for each
 	// other); numbers of different profiles are not comparable.
 	Sequence(ctx context.Context, profile string) (int64, error)
+	// Versions reads, in one round trip, what a recall checks its caches
+	// against: profile's change sequence (as Sequence) and the settings
+	// version, which a committed change to any stored settings (any
+	// profile's or the server-wide, by any process or by hand) makes
+	// larger. Settings read after the call may be kept while the version
+	// stays the same.
+	Versions(ctx context.Context, profile string) (Versions, error)
 	// Instance identifies the database: fixed when it was created, shared
 	// by its copies and backups, different for another database. A cache
 	// of the store kept outside it (a dense index's snapshot) records it
@@ -323,6 +330,14 @@ type ChangeSet struct {
 	// More is set when the page reached ChangesParams.Limit: changes after
 	// Seq may remain.
 	More bool
+}
+
+// Versions are the numbers Store.Versions reads.
+type Versions struct {
+	// Changes is the profile's change sequence (Store.Sequence).
+	Changes int64
+	// Settings advances with every committed change to stored settings.
+	Settings int64
 }
 
 // Signals are a memory's values that rank it apart from its text.

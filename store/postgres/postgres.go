@@ -487,6 +487,19 @@ var migrations = []string{
 	// deletes a memory's vector with the memory, and RepairVectors
 	// removes any an older mnemo left.
 	`ALTER TABLE IF EXISTS memory_vectors DROP CONSTRAINT IF EXISTS memory_vectors_profile_id_fkey;`,
+	// 5: the settings version (Store.Versions), which every statement
+	// writing table settings advances in its own transaction, whoever
+	// runs it, so that a process may keep settings it read while the
+	// version stays the same. The function keeps the schema's search_path
+	// of its creation, whatever the session that fires it has.
+	`INSERT INTO meta (key, value) VALUES ('settings_version', '0');
+	CREATE FUNCTION settings_version_advance() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+	BEGIN
+		UPDATE meta SET value = (value::bigint + 1)::text WHERE key = 'settings_version';
+		RETURN NULL;
+	END $$;
+	CREATE TRIGGER settings_version AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON settings
+		FOR EACH STATEMENT EXECUTE FUNCTION settings_version_advance();`,
 }
 
 // migrate creates the schema if needed and applies the migrations it
@@ -617,6 +630,20 @@ func (s *Store) Sequence(ctx context.Context, profile string) (int64, error) {
 	err := s.pool.QueryRow(ctx, `SELECT coalesce((SELECT seq FROM profiles WHERE name = $1), 0)`, profile).Scan(&v)
 	if err != nil {
 		return 0, fmt.Errorf("read change sequence: %w", err)
+	}
+	return v, nil
+}
+
+// Versions implements store.Store.
+func (s *Store) Versions(ctx context.Context, profile string) (store.Versions, error) {
+	if err := s.check(); err != nil {
+		return store.Versions{}, err
+	}
+	var v store.Versions
+	err := s.pool.QueryRow(ctx, `SELECT coalesce((SELECT seq FROM profiles WHERE name = $1), 0),
+		(SELECT value::bigint FROM meta WHERE key = 'settings_version')`, profile).Scan(&v.Changes, &v.Settings)
+	if err != nil {
+		return v, fmt.Errorf("read change sequence and settings version: %w", err)
 	}
 	return v, nil
 }

@@ -195,6 +195,19 @@ var migrations = []string{
 	// segment: an import's batch of 4,000 memories was written as several
 	// segments, each to be merged later; at 32 MiB, as one, at commit.
 	`INSERT INTO memories_lex(memories_lex, rank) VALUES ('hashsize', ` + ftsHashsize + `);`,
+	// 14: the settings version (Store.Versions), which every change to
+	// table settings advances, whoever makes it, so that a process may
+	// keep settings it read while the version stays the same.
+	`INSERT OR IGNORE INTO counters(name, value) VALUES ('settings', 0);
+	CREATE TRIGGER settings_ai AFTER INSERT ON settings BEGIN
+		UPDATE counters SET value = value + 1 WHERE name = 'settings';
+	END;
+	CREATE TRIGGER settings_au AFTER UPDATE ON settings BEGIN
+		UPDATE counters SET value = value + 1 WHERE name = 'settings';
+	END;
+	CREATE TRIGGER settings_ad AFTER DELETE ON settings BEGIN
+		UPDATE counters SET value = value + 1 WHERE name = 'settings';
+	END;`,
 }
 
 // ftsAutomerge is how many segments of one level FTS5 merges into one

@@ -1128,6 +1128,19 @@ func (s *Store) Sequence(ctx context.Context, _ string) (int64, error) {
 	return v, nil
 }
 
+// Versions implements store.Store.
+func (s *Store) Versions(ctx context.Context, _ string) (store.Versions, error) {
+	if err := s.check(); err != nil {
+		return store.Versions{}, err
+	}
+	var v store.Versions
+	if err := s.rc.QueryRowContext(ctx, `SELECT (SELECT value FROM counters WHERE name = 'seq'),
+		(SELECT value FROM counters WHERE name = 'settings')`).Scan(&v.Changes, &v.Settings); err != nil {
+		return v, fmt.Errorf("read change sequence and settings version: %w", err)
+	}
+	return v, nil
+}
+
 // Instance implements store.Store: a random number drawn when the
 // database was created (or migrated to schema 9), in base 36.
 func (s *Store) Instance(ctx context.Context) (string, error) {

@@ -2199,6 +2199,51 @@ func exerciseSettings(t *testing.T, open OpenFunc) {
 		}
 	})
 
+	t.Run("Versions", func(t *testing.T) {
+		b := setup(t, open)
+		versions := func(profile string) store.Versions {
+			t.Helper()
+			v, err := b.s.Versions(b.ctx, profile)
+			if err != nil {
+				t.Fatalf("Versions(%q): %v", profile, err)
+			}
+			return v
+		}
+		// Every change to stored settings, of any profile, advances the
+		// settings version that every profile reads.
+		changes := []struct {
+			what   string
+			change func()
+		}{
+			{"alice's first setting", func() { set(b, "alice", map[string]string{"k": "1"}) }},
+			{"alice's setting overwritten", func() { set(b, "alice", map[string]string{"k": "2"}) }},
+			{"another profile's setting", func() { set(b, "bob", map[string]string{"k": "1"}) }},
+			{"a server-wide setting", func() { set(b, "", map[string]string{"k": "1"}) }},
+			{"alice's setting deleted", func() {
+				if err := b.s.DeleteSettings(b.ctx, "alice", []string{"k"}); err != nil {
+					t.Fatal(err)
+				}
+			}},
+		}
+		before := map[string]store.Versions{"alice": versions("alice"), "carol": versions("carol")}
+		for _, c := range changes {
+			c.change()
+			for p, was := range before {
+				now := versions(p)
+				if now.Settings <= was.Settings {
+					t.Errorf("after %s, %s's settings version = %d, want > %d", c.what, p, now.Settings, was.Settings)
+				}
+				before[p] = now
+			}
+		}
+		// Changes is the change sequence, and a memory's write advances it.
+		b.insert(mem("alice", "m1", "a memory"))
+		v := versions("alice")
+		if seq := b.seq(); v.Changes != seq || v.Changes <= before["alice"].Changes {
+			t.Errorf("after an insert, Versions(alice).Changes = %d, Sequence = %d, before %d", v.Changes, seq, before["alice"].Changes)
+		}
+	})
+
 	t.Run("EmptyMap", func(t *testing.T) {
 		b := setup(t, open)
 		set(b, "alice", map[string]string{"k": "v"})
