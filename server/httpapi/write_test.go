@@ -10,6 +10,7 @@ import (
 	"github.com/mnemo-dev/mnemo"
 	"github.com/mnemo-dev/mnemo/embed/openai"
 	"github.com/mnemo-dev/mnemo/internal/fakeprovider"
+	"github.com/mnemo-dev/mnemo/server/httpapi"
 )
 
 // hungProvider makes the engine embed with the real OpenAI client (its
@@ -75,6 +76,43 @@ func TestServe_HungEmbedder(t *testing.T) {
 	if len(out.Results) == 0 || out.Results[0].ID != created.ID || out.Trace == nil ||
 		!strings.Contains(out.Trace.Skipped["dense"], "timed out after 1s") {
 		t.Errorf("recall with a hung provider: %+v %+v", out.Results, out.Trace)
+	}
+}
+
+// TestServe_HandlerTimeout: a request still waiting on a dependency when
+// the handler timeout passes is answered 503 "timeout" then, and the wait
+// is given up (the provider sees its request abandoned).
+func TestServe_HandlerTimeout(t *testing.T) {
+	hung, fake := hungProvider(t)
+	b := setup(t, opts{
+		engine: func(c *mnemo.Config) {
+			hung(c)
+			c.QueryEmbedTimeout, c.WriteEmbedTimeout = -1, -1 // as long as the request may take
+		},
+		cfg: func(c *httpapi.Config) { c.HandlerTimeout = 300 * time.Millisecond },
+	})
+	for _, req := range []struct {
+		method, path string
+		body         map[string]any
+	}{
+		{"POST", "/v1/recall", map[string]any{"query": "staging database"}},
+		{"POST", "/v1/memories", map[string]any{"content": "the staging database lives on host db-7"}},
+	} {
+		var r resp
+		timed(t, 5*time.Second, req.method+" "+req.path, func() { r = b.do(req.method, req.path, b.alice, req.body) })
+		if r.status != 503 || !strings.Contains(string(r.body), `"code":"timeout"`) {
+			t.Errorf("%s %s with a hung provider past the handler timeout: %d %s", req.method, req.path, r.status, r.body)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for fake.Abandoned() < 2 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := fake.Abandoned(); n < 2 {
+		t.Errorf("the provider saw %d requests abandoned, want 2", n)
+	}
+	if n, err := b.e.Count(t.Context(), "alice"); err != nil || n != 0 {
+		t.Errorf("Count = %d, %v after a write answered 503; want 0", n, err)
 	}
 }
 
