@@ -328,7 +328,6 @@ func Run(ctx context.Context, src Source, vec Dense, req Request) (*Response, er
 		return nil
 	}
 	timed := func(stage string, f func() error) {
-		defer wg.Done()
 		t0 := time.Now()
 		err := f()
 		mu.Lock()
@@ -347,42 +346,42 @@ func Run(ctx context.Context, src Source, vec Dense, req Request) (*Response, er
 	// (10k memories, p50 over three alternated runs: 2.35-2.98 ms against
 	// 3.09-3.47 ms when the OR query waited for the dense hits to score
 	// them in the same pass).
+	//
+	// The lexical leg runs on the caller's goroutine, the dense leg and
+	// that scoring on one other: each goroutine started may wake a thread
+	// and hand work over to it, which costs most on a machine that was idle.
 	crossConcurrent := runLexical && runDense && o.Policy == PolicyScope
 	var (
 		opReady  = make(chan string, 1) // the lexical operator, or "" when the leg failed
 		denseLex []mnemotype.Hit        // lexical scores of the dense hits
 		crossErr error                  // from scoring them
 	)
-	if runLexical {
-		wg.Add(1)
-		go timed("lexical", func() error {
-			hits, op, err := lexicalSearch(ctx, src, req.Scope, o.Fields, tr.Terms, lexLimit, req.Limit, func(op string) { opReady <- op })
-			if err != nil {
-				return err
-			}
-			lexical, tr.LexicalOp = hits, op
-			return readSignals(hits)
-		})
-	}
 	if runDense && o.Policy == PolicyScope {
 		wg.Add(1)
-		go timed("dense", func() error {
-			q := dq
-			// With both legs, the lexical leg has the other CPU.
-			q.K, q.Serial = fetch, crossConcurrent
-			var how dense.How
-			q.How = &how
-			var err error
-			denseHits, err = vec.Search(ctx, q)
-			if err == nil {
+		go func() {
+			defer wg.Done()
+			searched := false
+			timed("dense", func() error {
+				q := dq
+				// With both legs, the lexical leg has the other CPU.
+				q.K, q.Serial = fetch, crossConcurrent
+				var how dense.How
+				q.How = &how
+				var err error
+				if denseHits, err = vec.Search(ctx, q); err != nil {
+					return err
+				}
 				mu.Lock()
 				tr.DenseSearch = how.String()
 				mu.Unlock()
-				err = readSignals(denseHits)
-			}
-			if err == nil && crossConcurrent {
-				wg.Add(1)
-				go timed("lexical_cross", func() error {
+				if err := readSignals(denseHits); err != nil {
+					return err
+				}
+				searched = true
+				return nil
+			})
+			if searched && crossConcurrent {
+				timed("lexical_cross", func() error {
 					if op := <-opReady; op != "" && len(denseHits) > 0 {
 						denseLex, crossErr = src.Lexical(ctx, store.LexicalParams{
 							Scope: req.Scope, Match: store.MatchQuery{Terms: tr.Terms, All: op == "and"}, Only: ids(denseHits), Fields: o.Fields,
@@ -391,15 +390,29 @@ func Run(ctx context.Context, src Source, vec Dense, req Request) (*Response, er
 					return nil
 				})
 			}
-			return err
-		})
+		}()
 	}
 	if runDense && o.Policy == PolicyPool {
 		wg.Add(1)
-		go timed("pool", func() error {
-			var err error
-			recent, err = src.RecentlyAccessed(ctx, req.Scope, o.PoolSize)
-			return err
+		go func() {
+			defer wg.Done()
+			timed("pool", func() error {
+				var err error
+				recent, err = src.RecentlyAccessed(ctx, req.Scope, o.PoolSize)
+				return err
+			})
+		}()
+	}
+	if runLexical {
+		timed("lexical", func() error {
+			hits, op, err := lexicalSearch(ctx, src, req.Scope, o.Fields, tr.Terms, lexLimit, req.Limit, func(op string) { opReady <- op })
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			lexical, tr.LexicalOp = hits, op
+			mu.Unlock()
+			return readSignals(hits)
 		})
 	}
 	wg.Wait()

@@ -693,6 +693,12 @@ func (s *Store) Get(ctx context.Context, p store.GetParams) ([]mnemotype.Memory,
 		cols += ", embedding"
 	}
 	q := `SELECT ` + cols + ` FROM memories WHERE profile = ? AND id IN (SELECT value FROM json_each(?))`
+	if len(p.IDs) <= maxPointReadIDs {
+		var err error
+		if ctx, err = pointRead(ctx); err != nil {
+			return nil, fmt.Errorf("get memories: %w", err)
+		}
+	}
 	rows, err := s.rc.QueryContext(ctx, q, p.Profile, jsonList(p.IDs))
 	if err != nil {
 		return nil, fmt.Errorf("get memories: %w", err)
@@ -1122,11 +1128,32 @@ func (s *Store) Sequence(ctx context.Context, _ string) (int64, error) {
 		return 0, err
 	}
 	var v int64
+	ctx, err := pointRead(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("read change sequence: %w", err)
+	}
 	if err := s.rc.QueryRowContext(ctx, `SELECT value FROM counters WHERE name = 'seq'`).Scan(&v); err != nil {
 		return 0, fmt.Errorf("read change sequence: %w", err)
 	}
 	return v, nil
 }
+
+// pointRead returns ctx for a read of a bounded handful of rows (by key,
+// or a counter), which ends in microseconds: without its cancellation,
+// since a cancellable context costs each query two goroutines (one of
+// database/sql watching the rows, one of the driver to interrupt it),
+// and a recall's hand-overs between threads with them. A context already
+// done stops the read before it starts.
+func pointRead(ctx context.Context) (context.Context, error) {
+	if err := ctx.Err(); err != nil {
+		return ctx, err
+	}
+	return context.WithoutCancel(ctx), nil
+}
+
+// maxPointReadIDs is the most ids Get reads as a point read (pointRead);
+// a longer list stays cancellable.
+const maxPointReadIDs = 1000
 
 // Versions implements store.Store.
 func (s *Store) Versions(ctx context.Context, _ string) (store.Versions, error) {
@@ -1134,6 +1161,10 @@ func (s *Store) Versions(ctx context.Context, _ string) (store.Versions, error) 
 		return store.Versions{}, err
 	}
 	var v store.Versions
+	ctx, err := pointRead(ctx)
+	if err != nil {
+		return v, fmt.Errorf("read change sequence and settings version: %w", err)
+	}
 	if err := s.rc.QueryRowContext(ctx, `SELECT (SELECT value FROM counters WHERE name = 'seq'),
 		(SELECT value FROM counters WHERE name = 'settings')`).Scan(&v.Changes, &v.Settings); err != nil {
 		return v, fmt.Errorf("read change sequence and settings version: %w", err)
@@ -1359,6 +1390,10 @@ func (s *Store) RecordAccess(ctx context.Context, acc []store.Access) (err error
 func (s *Store) Settings(ctx context.Context, profile string) (map[string]string, error) {
 	if err := s.check(); err != nil {
 		return nil, err
+	}
+	ctx, err := pointRead(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read settings: %w", err)
 	}
 	rows, err := s.rc.QueryContext(ctx, `SELECT key, value FROM settings WHERE profile = ?`, profile)
 	if err != nil {
