@@ -356,40 +356,48 @@ func Run(ctx context.Context, src Source, vec Dense, req Request) (*Response, er
 		denseLex []mnemotype.Hit        // lexical scores of the dense hits
 		crossErr error                  // from scoring them
 	)
-	if runDense && o.Policy == PolicyScope {
+	denseLeg := func() {
+		searched := false
+		timed("dense", func() error {
+			q := dq
+			// With both legs, the lexical leg has the other CPU.
+			q.K, q.Serial = fetch, crossConcurrent
+			var how dense.How
+			q.How = &how
+			var err error
+			if denseHits, err = vec.Search(ctx, q); err != nil {
+				return err
+			}
+			mu.Lock()
+			tr.DenseSearch = how.String()
+			mu.Unlock()
+			if err := readSignals(denseHits); err != nil {
+				return err
+			}
+			searched = true
+			return nil
+		})
+		if searched && crossConcurrent {
+			timed("lexical_cross", func() error {
+				if op := <-opReady; op != "" && len(denseHits) > 0 {
+					denseLex, crossErr = src.Lexical(ctx, store.LexicalParams{
+						Scope: req.Scope, Match: store.MatchQuery{Terms: tr.Terms, All: op == "and"}, Only: ids(denseHits), Fields: o.Fields,
+					})
+				}
+				return nil
+			})
+		}
+	}
+	// Inside sessions (a few hundred or thousand memories) the legs are
+	// short enough that handing one to another thread costs about what
+	// running them side by side saves, more on a machine that was idle:
+	// they run one after the other there.
+	apart := runDense && o.Policy == PolicyScope && len(req.Scope.Sessions) == 0
+	if apart {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			searched := false
-			timed("dense", func() error {
-				q := dq
-				// With both legs, the lexical leg has the other CPU.
-				q.K, q.Serial = fetch, crossConcurrent
-				var how dense.How
-				q.How = &how
-				var err error
-				if denseHits, err = vec.Search(ctx, q); err != nil {
-					return err
-				}
-				mu.Lock()
-				tr.DenseSearch = how.String()
-				mu.Unlock()
-				if err := readSignals(denseHits); err != nil {
-					return err
-				}
-				searched = true
-				return nil
-			})
-			if searched && crossConcurrent {
-				timed("lexical_cross", func() error {
-					if op := <-opReady; op != "" && len(denseHits) > 0 {
-						denseLex, crossErr = src.Lexical(ctx, store.LexicalParams{
-							Scope: req.Scope, Match: store.MatchQuery{Terms: tr.Terms, All: op == "and"}, Only: ids(denseHits), Fields: o.Fields,
-						})
-					}
-					return nil
-				})
-			}
+			denseLeg()
 		}()
 	}
 	if runDense && o.Policy == PolicyPool {
@@ -414,6 +422,9 @@ func Run(ctx context.Context, src Source, vec Dense, req Request) (*Response, er
 			mu.Unlock()
 			return readSignals(hits)
 		})
+	}
+	if runDense && o.Policy == PolicyScope && !apart {
+		denseLeg()
 	}
 	wg.Wait()
 	if crossErr != nil {
