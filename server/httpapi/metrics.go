@@ -52,7 +52,13 @@ func labels(kv ...string) series {
 	return b.String()
 }
 
+// escapeLabel escapes a label value for the text exposition format. Most
+// values (stage, leg and route names) need nothing: they are returned as
+// they are, without building a replacer on every request.
 func escapeLabel(s string) string {
+	if !strings.ContainsAny(s, "\\\"\n") {
+		return s
+	}
 	return strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(s)
 }
 
