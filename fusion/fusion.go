@@ -1,7 +1,9 @@
 package fusion
 
 import (
+	"cmp"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -417,15 +419,17 @@ func bestRank(r *Result) int {
 // the smallest rank in Legs), then id, and renumbers Rank from 1. (FuseExplain's MaxConfidence tie-breaker on the sum
 // of normalised scores is not available here: Sort sees only Results.)
 func Sort(res []Result) {
-	sort.SliceStable(res, func(i, j int) bool {
-		a, b := &res[i], &res[j]
-		if a.Score != b.Score {
-			return a.Score > b.Score
+	slices.SortStableFunc(res, func(a, b Result) int {
+		switch {
+		case a.Score > b.Score:
+			return -1
+		case a.Score < b.Score:
+			return 1
 		}
-		if ra, rb := bestRank(a), bestRank(b); ra != rb {
-			return ra < rb
+		if c := cmp.Compare(bestRank(&a), bestRank(&b)); c != 0 {
+			return c
 		}
-		return a.ID < b.ID
+		return strings.Compare(a.ID, b.ID)
 	})
 	for i := range res {
 		res[i].Rank = i + 1
@@ -437,12 +441,7 @@ func Sort(res []Result) {
 // new slice sorted by Score descending, then id.
 func DenseRanks(hits []mnemotype.Hit) []mnemotype.Hit {
 	out := append([]mnemotype.Hit(nil), hits...)
-	sort.SliceStable(out, func(i, j int) bool {
-		if out[i].Score != out[j].Score {
-			return out[i].Score > out[j].Score
-		}
-		return out[i].ID < out[j].ID
-	})
+	slices.SortStableFunc(out, mnemotype.CompareHits)
 	rank := 0
 	for i := range out {
 		if i == 0 || out[i].Score != out[i-1].Score {

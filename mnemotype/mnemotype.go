@@ -422,6 +422,18 @@ type Hit struct {
 	Rank int `json:"rank"`
 }
 
+// CompareHits orders hits by Score descending, then by id: the order of a
+// leg's list (for slices.SortFunc).
+func CompareHits(a, b Hit) int {
+	switch {
+	case a.Score > b.Score:
+		return -1
+	case a.Score < b.Score:
+		return 1
+	}
+	return strings.Compare(a.ID, b.ID)
+}
+
 // LegDetail is one leg's view of one fused result.
 type LegDetail struct {
 	Rank         int     `json:"rank"`

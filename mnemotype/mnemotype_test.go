@@ -3,6 +3,7 @@ package mnemotype
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -126,4 +127,20 @@ func FuzzMetadataFilter(f *testing.F) {
 			t.Fatalf("MetadataFilter error %v is not ErrInvalid", err)
 		}
 	})
+}
+
+func TestCompareHits(t *testing.T) {
+	t.Parallel()
+	hits := []Hit{{ID: "b", Score: 1}, {ID: "c", Score: 2}, {ID: "a", Score: 1}, {ID: "d", Score: -1}, {ID: "a2", Score: 2}}
+	slices.SortFunc(hits, CompareHits)
+	var got []string
+	for _, h := range hits {
+		got = append(got, h.ID)
+	}
+	if want := []string{"a2", "c", "a", "b", "d"}; !slices.Equal(got, want) {
+		t.Errorf("sorted by CompareHits: %v, want %v", got, want)
+	}
+	if c := CompareHits(Hit{ID: "x", Score: 1}, Hit{ID: "x", Score: 1}); c != 0 {
+		t.Errorf("CompareHits of equal hits = %d", c)
+	}
 }

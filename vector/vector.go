@@ -13,7 +13,6 @@ import (
 	"math"
 	"runtime"
 	"slices"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -916,12 +915,7 @@ func (x *Index) Score(q []float32, model string, ids []string) ([]mnemotype.Hit,
 }
 
 func sortHits(h []mnemotype.Hit) {
-	sort.Slice(h, func(i, j int) bool {
-		if h[i].Score != h[j].Score {
-			return h[i].Score > h[j].Score
-		}
-		return h[i].ID < h[j].ID
-	})
+	slices.SortFunc(h, mnemotype.CompareHits)
 }
 
 // invNorm returns 1/‖v‖, or 0 when v cannot be scored: zero, non-finite,
