@@ -153,11 +153,10 @@ func (c *Catalog) Signals(ctx context.Context, profile string, ids []string) (ou
 	if err != nil || !x.KeepsText() {
 		return nil, false, err
 	}
-	sig := x.Signals(ids)
-	out = make(map[string]store.Signals, len(sig))
-	for id, s := range sig {
+	out = make(map[string]store.Signals, len(ids))
+	x.Signals(ids, func(id string, s vector.Signal) {
 		out[id] = store.Signals{OccurredAt: s.Occurred, Importance: s.Importance}
-	}
+	})
 	return out, true, nil
 }
 

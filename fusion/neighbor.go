@@ -32,16 +32,16 @@ type Lend struct {
 // Legs too, as fusion leaves the results after its window (each detail is
 // a map of its own).
 func LendToNeighbors(res []Result, lends []Lend, share, floor float64, detailsTop int) []Result {
-	out := make([]Result, len(res))
-	copy(out, res)
 	if share <= 0 {
 		lends = nil
 	}
+	out := make([]Result, len(res), len(res)+len(lends)) // room for every neighbour that joins
+	copy(out, res)
 	at := make(map[string]int, len(out))
 	for i := range out {
 		at[out[i].ID] = i
 	}
-	best := map[string]float64{}
+	best := make(map[string]float64, len(lends))
 	var order []string
 	for _, l := range lends {
 		i, ok := at[l.Of]

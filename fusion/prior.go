@@ -32,28 +32,39 @@ func ParseImportanceMode(s string) (ImportanceMode, error) {
 }
 
 // ApplyImportance returns a copy of res with each score adjusted by the
-// importance prior and re-sorted (see Sort). importance reports an item's
-// importance in [0, 1]; k is the RRF constant used by ImportanceBoost.
+// importance prior (Prior) and re-sorted (see Sort). importance reports
+// an item's importance in [0, 1]; k is the RRF constant used by
+// ImportanceBoost.
 func ApplyImportance(res []Result, importance func(id string) float64, mode ImportanceMode, k float64) []Result {
 	out := append([]Result(nil), res...)
 	if mode == ImportanceOff {
 		return out
 	}
-	if k <= 0 {
-		k = DefaultK
-	}
-	boost := 1/(k+1) - 1/(k+11)
 	for i := range out {
-		imp := importance(out[i].ID)
-		switch mode {
-		case ImportanceBoost:
-			if imp >= HighImportance {
-				out[i].Score += boost
-			}
-		default:
-			out[i].Score *= 0.7 + 0.3*imp
-		}
+		out[i].Score = Prior(out[i].Score, importance(out[i].ID), mode, k)
 	}
 	Sort(out)
 	return out
+}
+
+// Prior returns score adjusted by the importance prior for an item of
+// importance imp in [0, 1]: scaled by 0.7 + 0.3·imp (ImportanceMultiplier),
+// raised by the RRF gap between ranks 1 and 11 for an item of
+// HighImportance or more (ImportanceBoost, k the RRF constant, DefaultK
+// when ≤ 0), or left as it is (ImportanceOff).
+func Prior(score, imp float64, mode ImportanceMode, k float64) float64 {
+	switch mode {
+	case ImportanceOff:
+		return score
+	case ImportanceBoost:
+		if k <= 0 {
+			k = DefaultK
+		}
+		if imp >= HighImportance {
+			return score + 1/(k+1) - 1/(k+11)
+		}
+		return score
+	default:
+		return score * (0.7 + 0.3*imp)
+	}
 }

@@ -492,7 +492,11 @@ func Run(ctx context.Context, src Source, vec Dense, req Request) (*Response, er
 	cands := union(ids(lexical), ids(denseHits))
 	tr.Candidates = len(cands)
 	t0 = time.Now()
-	sig := map[string]store.Signals{}
+	room := len(cands) // and the neighbours': up to 2·radius around each lender
+	if o.NeighborRadius > 0 && o.NeighborShare > 0 {
+		room += 2 * o.NeighborRadius * min(len(cands), fetch)
+	}
+	sig := make(map[string]store.Signals, room)
 	for _, m := range early {
 		maps.Copy(sig, m)
 	}
@@ -729,14 +733,9 @@ func prioritise(list []fusion.Result, importance func(string) float64, o Options
 	for i, r := range list {
 		rel[i] = relevance.Of(answerable, relevance.Share(r.Score, list[0].Score, floor))
 	}
-	prior := fusion.ApplyImportance(list, importance, o.Importance, k)
-	score := make(map[string]float64, len(prior))
-	for _, r := range prior {
-		score[r.ID] = r.Score
-	}
-	ps := make([]float64, len(list))
+	ps := make([]float64, len(list)) // the scores after the importance prior
 	for i, r := range list {
-		ps[i] = score[r.ID]
+		ps[i] = fusion.Prior(r.Score, importance(r.ID), o.Importance, k)
 	}
 	order := relevance.Group(rel, ps, o.RelevanceMargin)
 	out := make([]fusion.Result, len(list))
@@ -749,10 +748,10 @@ func prioritise(list []fusion.Result, importance func(string) float64, o Options
 }
 
 // cut drops the results below o.MinRelevance and those after the autocut,
-// reporting how many of the top limit each dropped.
+// reporting how many of the top limit each dropped. It filters list and
+// rels in place: they must be the caller's to change.
 func cut(list []fusion.Result, rels []float64, o Options, limit int) ([]fusion.Result, []float64, int, int) {
-	keep := make([]fusion.Result, 0, len(list))
-	kept := make([]float64, 0, len(list))
+	keep, kept := list[:0], rels[:0] // filtered in place: each is written at or before where it is read
 	below := 0
 	for i, r := range list {
 		if rels[i] < o.MinRelevance {

@@ -123,16 +123,15 @@ type Signal struct {
 	Importance float64
 }
 
-// Signals returns the signals of those of ids the index holds.
-func (x *Index) Signals(ids []string) map[string]Signal {
+// Signals calls f with the signals of each of ids the index holds, in the
+// order of ids, under the index's read lock: f must not call the index.
+func (x *Index) Signals(ids []string, f func(id string, s Signal)) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	out := make(map[string]Signal, len(ids))
 	for _, id := range ids {
 		if s, ok := x.slot[id]; ok {
 			r := &x.rows[s]
-			out[id] = Signal{Occurred: time.Unix(r.occurred.sec, int64(r.occurred.nsec)).UTC(), Importance: r.importance}
+			f(id, Signal{Occurred: time.Unix(r.occurred.sec, int64(r.occurred.nsec)).UTC(), Importance: r.importance})
 		}
 	}
-	return out
 }
