@@ -324,18 +324,7 @@ func (s *Server) wrap(rt route) http.Handler {
 	})
 	var h http.Handler = inner
 	if !rt.stream {
-		// The deadline reaches every I/O path through the request's
-		// context, and a handler stopped by it answers 503 "timeout"
-		// (writeError). Unlike http.TimeoutHandler, this runs the handler
-		// on the connection's goroutine, whose stack has grown to fit it
-		// already: no goroutine, hand-over between threads and copy of the
-		// answer per request.
-		timeout := s.cfg.HandlerTimeout
-		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			ctx, cancel := context.WithTimeout(r.Context(), timeout)
-			defer cancel()
-			inner.ServeHTTP(w, r.WithContext(ctx))
-		})
+		h = withDeadline(inner, s.cfg.HandlerTimeout)
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
