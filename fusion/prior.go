@@ -61,7 +61,7 @@ func Prior(score, imp float64, mode ImportanceMode, k float64) float64 {
 			k = DefaultK
 		}
 		if imp >= HighImportance {
-			return score + 1/(k+1) - 1/(k+11)
+			return score + (1/(k+1) - 1/(k+11)) // the gap first, as ApplyImportance always added it
 		}
 		return score
 	default:

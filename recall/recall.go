@@ -356,12 +356,18 @@ func Run(ctx context.Context, src Source, vec Dense, req Request) (*Response, er
 		denseLex []mnemotype.Hit        // lexical scores of the dense hits
 		crossErr error                  // from scoring them
 	)
+	// Inside sessions (a few hundred or thousand memories) the legs are
+	// short enough that handing one to another thread costs about what
+	// running them side by side saves, more on a machine that was idle:
+	// they run one after the other there.
+	apart := runDense && o.Policy == PolicyScope && len(req.Scope.Sessions) == 0
 	denseLeg := func() {
 		searched := false
 		timed("dense", func() error {
 			q := dq
-			// With both legs, the lexical leg has the other CPU.
-			q.K, q.Serial = fetch, crossConcurrent
+			// Beside the lexical leg (apart), the search keeps to one CPU:
+			// the lexical leg has the other.
+			q.K, q.Serial = fetch, crossConcurrent && apart
 			var how dense.How
 			q.How = &how
 			var err error
@@ -388,11 +394,6 @@ func Run(ctx context.Context, src Source, vec Dense, req Request) (*Response, er
 			})
 		}
 	}
-	// Inside sessions (a few hundred or thousand memories) the legs are
-	// short enough that handing one to another thread costs about what
-	// running them side by side saves, more on a machine that was idle:
-	// they run one after the other there.
-	apart := runDense && o.Policy == PolicyScope && len(req.Scope.Sessions) == 0
 	if apart {
 		wg.Add(1)
 		go func() {
@@ -412,8 +413,14 @@ func Run(ctx context.Context, src Source, vec Dense, req Request) (*Response, er
 		}()
 	}
 	if runLexical {
+		decided := false
+		defer func() {
+			if !decided {
+				opReady <- "" // the leg panicked: the cross-scoring must not wait for it
+			}
+		}()
 		timed("lexical", func() error {
-			hits, op, err := lexicalSearch(ctx, src, req.Scope, o.Fields, tr.Terms, lexLimit, req.Limit, func(op string) { opReady <- op })
+			hits, op, err := lexicalSearch(ctx, src, req.Scope, o.Fields, tr.Terms, lexLimit, req.Limit, func(op string) { opReady <- op; decided = true })
 			if err != nil {
 				return err
 			}
@@ -492,9 +499,9 @@ func Run(ctx context.Context, src Source, vec Dense, req Request) (*Response, er
 	cands := union(ids(lexical), ids(denseHits))
 	tr.Candidates = len(cands)
 	t0 = time.Now()
-	room := len(cands) // and the neighbours': up to 2·radius around each lender
+	room := len(cands) // and the neighbours': up to 2·radius around each lender, as many again at most
 	if o.NeighborRadius > 0 && o.NeighborShare > 0 {
-		room += 2 * o.NeighborRadius * min(len(cands), fetch)
+		room += min(2*o.NeighborRadius*min(len(cands), fetch), len(cands))
 	}
 	sig := make(map[string]store.Signals, room)
 	for _, m := range early {

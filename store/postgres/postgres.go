@@ -490,12 +490,13 @@ var migrations = []string{
 	// 5: the settings version (Store.Versions), which every statement
 	// writing table settings advances in its own transaction, whoever
 	// runs it, so that a process may keep settings it read while the
-	// version stays the same. The function keeps the schema's search_path
-	// of its creation, whatever the session that fires it has.
+	// version stays the same. The function names table meta by the schema
+	// of the table that fired it, whatever the session's search_path and
+	// the schema's name now.
 	`INSERT INTO meta (key, value) VALUES ('settings_version', '0');
-	CREATE FUNCTION settings_version_advance() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+	CREATE FUNCTION settings_version_advance() RETURNS trigger LANGUAGE plpgsql AS $$
 	BEGIN
-		UPDATE meta SET value = (value::bigint + 1)::text WHERE key = 'settings_version';
+		EXECUTE format('UPDATE %I.meta SET value = (value::bigint + 1)::text WHERE key = %L', TG_TABLE_SCHEMA, 'settings_version');
 		RETURN NULL;
 	END $$;
 	CREATE TRIGGER settings_version AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON settings

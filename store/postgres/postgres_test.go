@@ -473,3 +473,60 @@ func TestContextTurns_FollowTheDatabase(t *testing.T) {
 		t.Errorf("the store opened before writes with the database's two turns: %v, want [b c e f]", got)
 	}
 }
+
+// TestSettingsVersion_AnySessionAndSchemaName: a settings write advances
+// its store's settings version whatever the writing session's search_path,
+// and after the schema is renamed; another store's version stays.
+func TestSettingsVersion_AnySessionAndSchemaName(t *testing.T) {
+	t.Parallel()
+	c := pgtest.Start(t)
+	ctx := t.Context()
+	open := func(schema string) *postgres.Store {
+		s, err := postgres.Open(ctx, c.DSN("postgres"), postgres.Options{Schema: schema})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	}
+	version := func(s *postgres.Store) int64 {
+		t.Helper()
+		v, err := s.Versions(ctx, "alice")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v.Settings
+	}
+	a, other := open("sv_a"), open("sv_other")
+	otherWas := version(other)
+	conn, err := pgx.Connect(ctx, c.DSN("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	exec := func(sql string) {
+		t.Helper()
+		if _, err := conn.Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	was := version(a)
+	exec(`SET search_path = sv_other, public`)
+	exec(`INSERT INTO sv_a.settings (profile, key, value) VALUES ('alice', 'rrf_k', '20')`)
+	if v := version(a); v <= was {
+		t.Errorf("an insert from a session on another schema left the version at %d (was %d)", v, was)
+	}
+	if v := version(other); v != otherWas {
+		t.Errorf("another store's version moved %d → %d", otherWas, v)
+	}
+	a.Close()
+	exec(`ALTER SCHEMA sv_a RENAME TO sv_b`)
+	b := open("sv_b")
+	was = version(b)
+	if err := b.SetSettings(ctx, "alice", map[string]string{"rrf_k": "30"}); err != nil {
+		t.Fatalf("SetSettings after the schema was renamed: %v", err)
+	}
+	if v := version(b); v <= was {
+		t.Errorf("a write after the schema was renamed left the version at %d (was %d)", v, was)
+	}
+}
