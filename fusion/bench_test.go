@@ -77,3 +77,27 @@ func BenchmarkFuse_3x300_NoDetails(b *testing.B) {
 func BenchmarkFuse_3x300_DetailsTop20(b *testing.B) {
 	benchmarkFuse(b, benchLegs(1, 3, 300, 300), Params{DetailsTop: 20})
 }
+
+// BenchmarkLendToNeighbors is a recall's lending: 2 legs of 100 hits from
+// 150 ids fused with details for the first 25, and the turns on either
+// side of the first 30 results lent to (60 lends, half of them to ids the
+// legs did not return).
+func BenchmarkLendToNeighbors(b *testing.B) {
+	res, err := Fuse(benchLegs(5, 2, 100, 150), Params{DetailsTop: 25})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var lends []Lend
+	for i, r := range res[:30] {
+		next := res[(i+40)%len(res)].ID // a result further down
+		if i%2 == 1 {
+			next = fmt.Sprintf("turn-%06d", i) // a turn the legs did not return
+		}
+		lends = append(lends, Lend{ID: next, Of: r.ID, Distance: 1}, Lend{ID: fmt.Sprintf("prev-%06d", i), Of: r.ID, Distance: 1})
+	}
+	floor := res[29].Score
+	b.ReportAllocs()
+	for b.Loop() {
+		benchSink = LendToNeighbors(res, lends, 0.25, floor, 25)
+	}
+}
