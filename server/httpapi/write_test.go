@@ -245,3 +245,18 @@ func TestServe_IdempotentWrites(t *testing.T) {
 		}
 	})
 }
+
+// TestServe_ContentLength: an answer longer than net/http's 2 KiB buffer
+// says its length (it is not sent in chunks).
+func TestServe_ContentLength(t *testing.T) {
+	b := setup(t, opts{})
+	var mems []map[string]any
+	for i := range 20 {
+		mems = append(mems, map[string]any{"content": fmt.Sprintf("the staging database number %d lives on host db-%d in the eastern rack", i, i)})
+	}
+	b.must(201, "POST", "/v1/memories", b.alice, map[string]any{"memories": mems}, nil)
+	r := b.must(200, "POST", "/v1/recall", b.alice, map[string]any{"query": "staging database host", "limit": 20, "min_relevance": 0}, nil)
+	if len(r.body) <= 2048 || r.header.Get("Content-Length") != fmt.Sprint(len(r.body)) {
+		t.Errorf("an answer of %d bytes said Content-Length %q", len(r.body), r.header.Get("Content-Length"))
+	}
+}
