@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strconv"
 	"sync"
@@ -27,12 +28,22 @@ func withDeadline(h http.Handler, timeout time.Duration) http.Handler {
 		ctx, cancel := context.WithTimeout(r.Context(), timeout)
 		defer cancel()
 		dw := &deadlineWriter{w: w, header: make(http.Header)}
-		stop := context.AfterFunc(ctx, dw.expire)
+		stop := context.AfterFunc(ctx, func() { dw.expire(ctx.Err()) })
+		defer func() {
+			// Before cancel (deferred first, run last): an expire not
+			// started by now never starts. One already started either
+			// answered before this (done waits for it) or will find the
+			// turn over and write nothing.
+			stop()
+			if p := recover(); p != nil {
+				// net/http recovers a handler's panic and closes the
+				// connection: nothing may write to w any more.
+				dw.abandon()
+				panic(p)
+			}
+			dw.done()
+		}()
 		h.ServeHTTP(dw, r.WithContext(ctx))
-		stop()
-		// An expire already started either answered before this (done
-		// waits for it) or will find the turn over and write nothing.
-		dw.done()
 	})
 }
 
@@ -59,7 +70,7 @@ func (d *deadlineWriter) WriteHeader(code int) {
 
 // writeHeader sends the handler's status and header; d.mu is held.
 func (d *deadlineWriter) writeHeader(code int) {
-	if d.expired || d.wrote {
+	if d.expired || d.wrote || d.finished {
 		return
 	}
 	d.wrote = true
@@ -73,16 +84,21 @@ func (d *deadlineWriter) writeHeader(code int) {
 func (d *deadlineWriter) Write(b []byte) (int, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.expired {
+	if d.expired || d.finished {
 		return 0, http.ErrHandlerTimeout
 	}
 	d.writeHeader(http.StatusOK)
 	return d.w.Write(b)
 }
 
-// expire answers 503 "timeout" unless the handler has begun its answer;
-// from then on the handler's writes are dropped.
-func (d *deadlineWriter) expire() {
+// expire answers 503 "timeout" when the deadline passed (err) unless the
+// handler has begun its answer; from then on the handler's writes are
+// dropped. A client gone (the request's context cancelled) is not
+// answered.
+func (d *deadlineWriter) expire(err error) {
+	if !errors.Is(err, context.DeadlineExceeded) {
+		return
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.wrote || d.finished {
@@ -97,6 +113,13 @@ func (d *deadlineWriter) expire() {
 	if f, ok := d.w.(http.Flusher); ok {
 		f.Flush() // the client has its answer now, not when the handler returns
 	}
+}
+
+// abandon ends the turn of a handler that panicked, writing nothing.
+func (d *deadlineWriter) abandon() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.finished = true
 }
 
 // done ends the handler's turn: a handler that wrote nothing gets an empty

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"errors"
 	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -68,5 +69,38 @@ func TestWithDeadline(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestWithDeadline_Panic: a handler that panics (or aborts) is recovered
+// by net/http as before, and its deadline writes nothing afterwards: the
+// server answers the next request.
+func TestWithDeadline_Panic(t *testing.T) {
+	t.Parallel()
+	mux := http.NewServeMux()
+	mux.HandleFunc("/panic", func(w http.ResponseWriter, r *http.Request) { panic("boom") })
+	mux.HandleFunc("/abort", func(w http.ResponseWriter, r *http.Request) { panic(http.ErrAbortHandler) })
+	mux.HandleFunc("/ok", func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok") })
+	srv := httptest.NewUnstartedServer(withDeadline(mux, 20*time.Millisecond))
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the recovered panics
+	srv.Start()
+	defer srv.Close()
+	for range 20 {
+		for _, path := range []string{"/panic", "/abort"} {
+			if res, err := http.Get(srv.URL + path); err == nil {
+				res.Body.Close()
+				t.Fatalf("GET %s answered %d; want the connection closed", path, res.StatusCode)
+			}
+		}
+	}
+	time.Sleep(50 * time.Millisecond) // past every request's deadline
+	res, err := http.Get(srv.URL + "/ok")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK || string(body) != "ok" {
+		t.Errorf("after the panics: %d %q", res.StatusCode, body)
 	}
 }
