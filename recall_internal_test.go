@@ -1,6 +1,7 @@
 package mnemo
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -48,4 +49,33 @@ func FuzzContentHash(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestKeptSettings: settings are kept by profile and version; another
+// version is a miss; past maxKeptSettings profiles, what was kept is
+// dropped (and read again when asked for).
+func TestKeptSettings(t *testing.T) {
+	t.Parallel()
+	var k keptSettings
+	s := DefaultSettings()
+	s.RRFK = 20
+	k.put("alice", 7, s)
+	if got, ok := k.get("alice", 7); !ok || got != s {
+		t.Fatalf("get(alice, 7) = %+v, %v", got, ok)
+	}
+	if _, ok := k.get("alice", 8); ok {
+		t.Error("kept settings answered for another version")
+	}
+	if _, ok := k.get("bob", 7); ok {
+		t.Error("kept settings answered for another profile")
+	}
+	for i := range maxKeptSettings {
+		k.put(fmt.Sprint("p", i), 7, s)
+	}
+	if _, ok := k.get("alice", 7); ok {
+		t.Error("alice's settings still kept past the bound")
+	}
+	if len(k.m) > maxKeptSettings {
+		t.Errorf("%d profiles kept, bound %d", len(k.m), maxKeptSettings)
+	}
 }

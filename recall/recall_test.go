@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -1210,5 +1211,36 @@ func TestRun_LiftedNeighbourKeepsItsLegs(t *testing.T) {
 		if _, ok := r.Legs[mnemotype.LegNeighbor]; r.ID == "j" && !ok {
 			t.Errorf("j: legs %v, want the lend it received", r.Legs)
 		}
+	}
+}
+
+// TestRun_LexicalPanicFreesTheDenseLeg: a lexical leg that panics before
+// it has decided its operator lets the dense leg's goroutine, which waits
+// for that operator to score its hits, end. Not parallel: it counts the
+// process's goroutines.
+func TestRun_LexicalPanicFreesTheDenseLeg(t *testing.T) {
+	vec := newVectors(t, corpus(t))
+	release := make(chan struct{})
+	search := vec.SearchFunc
+	vec.SearchFunc = func(q dense.Query) ([]mnemotype.Hit, error) {
+		<-release // past the lexical leg's panic
+		return search(q)
+	}
+	src := &fakeSource{t: t, LexicalFunc: func(context.Context, store.LexicalParams) ([]mnemotype.Hit, error) { panic("boom") }}
+	before := runtime.NumGoroutine()
+	func() {
+		defer func() {
+			if p := recover(); p != "boom" {
+				t.Errorf("recovered %v, want the lexical leg's panic", p)
+			}
+		}()
+		_, _ = recall.Run(context.Background(), sourceOf(src, vec), vec, request("alpha beta", 3))
+	}()
+	close(release)
+	for deadline := time.Now().Add(5 * time.Second); runtime.NumGoroutine() > before && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		t.Errorf("%d goroutines after the panic, %d before: the dense leg still waits", n, before)
 	}
 }

@@ -1406,3 +1406,40 @@ func TestReportEnd(t *testing.T) {
 		}
 	}
 }
+
+// TestPointRead_ACancelledContextStops: the reads that run without their
+// context's cancellation (pointRead) still refuse a context already done,
+// and a Get of more ids than a point read takes stays cancellable.
+func TestPointRead_ACancelledContextStops(t *testing.T) {
+	t.Parallel()
+	s := openTest(t)
+	if err := s.Insert(t.Context(), []mnemotype.Memory{testMemory("p", "m1", "a memory")}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	many := make([]string, maxPointReadIDs+1)
+	for i := range many {
+		many[i] = fmt.Sprint("m", i)
+	}
+	for name, read := range map[string]func(context.Context) error{
+		"Versions": func(ctx context.Context) error { _, err := s.Versions(ctx, "p"); return err },
+		"Sequence": func(ctx context.Context) error { _, err := s.Sequence(ctx, "p"); return err },
+		"Settings": func(ctx context.Context) error { _, err := s.Settings(ctx, "p"); return err },
+		"Get": func(ctx context.Context) error {
+			_, err := s.Get(ctx, store.GetParams{Profile: "p", IDs: []string{"m1"}})
+			return err
+		},
+		"GetMany": func(ctx context.Context) error {
+			_, err := s.Get(ctx, store.GetParams{Profile: "p", IDs: many})
+			return err
+		},
+	} {
+		if err := read(t.Context()); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+		if err := read(ctx); !errors.Is(err, context.Canceled) {
+			t.Errorf("%s with a cancelled context: %v, want context.Canceled", name, err)
+		}
+	}
+}
