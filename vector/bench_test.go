@@ -67,3 +67,32 @@ func BenchmarkGrowGraph(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSearchGraph_100k times an unscoped top-30 search that walks the
+// graph of 100,000 clustered 100-d rows (40 MB of vectors, more than most
+// caches hold: the walk waits on memory more than it computes).
+func BenchmarkSearchGraph_100k(b *testing.B) {
+	r := rand.New(rand.NewPCG(100_000, 100))
+	vecs := clustered(r, 100_000, 100, 500, 0.1)
+	mems := make([]mnemotype.Memory, len(vecs))
+	for i := range mems {
+		mems[i] = mem(fmt.Sprintf("m%06d", i), emb("m", vecs[i]...))
+	}
+	x := newIndex(b, mems...)
+	growAll(x)
+	qs := clustered(r, 256, 100, 500, 0.1)
+	walks := x.Walks()
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		hits, err := x.Search(qs[i%len(qs)], "m", vector.Filter{}, 30)
+		if err != nil {
+			b.Fatal(err)
+		}
+		sinkHits = hits
+		i++
+	}
+	if x.Walks() == walks {
+		b.Fatal("the searches scanned: no walk to time")
+	}
+}
