@@ -236,11 +236,23 @@ func (x *Index) run(q Query, f Filter, out sink) {
 		postings += len(t.docs)
 	}
 	w := &walk{s: s, cs: cs, f: f, out: out, contrib: make([]float64, len(q.Tokens))}
-	if f.Docs != nil && (f.Accept == nil || len(f.Docs)*len(cs)*8 < postings) {
+	// A list of documents (a scope's, or the ids asked for) is read one of
+	// three ways. A list short against the terms' postings is visited
+	// document by document (a cursor move per term and document, which
+	// costs about what reading eight postings does). A longer one, in an
+	// OR query, is scored term by term when a sum per document fits: every
+	// posting is read, a bit deciding whether it counts. Otherwise the
+	// postings are walked, the list a bitmap beside them.
+	listCost := len(f.Docs) * len(cs)
+	byDoc := f.Docs != nil && (f.Accept == nil || listCost*8 < postings)
+	byTerm := f.Docs != nil && !q.All && len(f.Docs) <= maxTermAtATime && listCost*9 >= postings
+	if byDoc || byTerm {
 		if !slices.IsSorted(f.Docs) {
 			f.Docs = slices.Sorted(slices.Values(f.Docs))
 			w.f = f
 		}
+	}
+	if byDoc && !byTerm {
 		w.docs()
 		return
 	}
@@ -255,12 +267,18 @@ func (x *Index) run(q Query, f Filter, out sink) {
 			}
 		}
 	}
-	if q.All {
+	switch {
+	case byTerm:
+		w.terms()
+	case q.All:
 		w.all()
-	} else {
+	default:
 		w.any()
 	}
 }
+
+// maxTermAtATime is the longest list of documents terms keeps a sum for.
+const maxTermAtATime = 1 << 16
 
 // walk is one search's state.
 type walk struct {
@@ -343,6 +361,40 @@ func (w *walk) docs() {
 			c.advance(d)
 		}
 		if score, ok := w.score(d, w.cs); ok && !w.out.add(d, score) {
+			return
+		}
+	}
+}
+
+// terms scores the listed documents (f.Docs, sorted; an OR query) a term
+// at a time: it reads each term's postings in full, a bit telling whether
+// a posting's document is listed, and adds the term's contribution to that
+// document's sum. The terms are taken in the query's order, so that a sum
+// adds what the document-at-a-time walks add, in the same order.
+func (w *walk) terms() {
+	s, x, docs := w.s, w.s.x, w.f.Docs
+	sums := make([]float64, len(docs))
+	matched := make([]bool, len(docs))
+	for _, c := range w.cs { // in the query's order (run)
+		j := 0
+		for i, d := range c.t.docs {
+			if w.listed[d>>6]&(1<<(d&63)) == 0 {
+				continue
+			}
+			for docs[j] < d {
+				j++
+			}
+			if v, ok := s.contrib(c.qi, c.t.counts(i), x.lengths(d)); ok {
+				sums[j] += v
+				matched[j] = true
+			}
+		}
+	}
+	for j, d := range docs {
+		if !matched[j] || (j > 0 && docs[j-1] == d) || !w.accept(d) {
+			continue
+		}
+		if !w.out.add(d, sums[j]) {
 			return
 		}
 	}

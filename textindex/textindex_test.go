@@ -249,9 +249,12 @@ func TestSearch_MatchesReference(t *testing.T) {
 					mod := uint32(2 + r.IntN(5))
 					accept = func(d uint32) bool { return d%mod == 0 }
 					f.Accept = accept
-				case 2: // a small scope listed, with documents Accept refuses
+				case 2: // a scope listed, with documents Accept refuses
+					// (a twentieth of the documents is mostly read by
+					// document, a third mostly by term)
+					share := []int{20, 3}[r.IntN(2)]
 					for d := range uint32(len(docs)) {
-						if r.IntN(20) == 0 {
+						if r.IntN(share) == 0 {
 							f.Docs = append(f.Docs, d)
 						}
 					}
