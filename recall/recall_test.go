@@ -1214,33 +1214,59 @@ func TestRun_LiftedNeighbourKeepsItsLegs(t *testing.T) {
 	}
 }
 
-// TestRun_LexicalPanicFreesTheDenseLeg: a lexical leg that panics before
-// it has decided its operator lets the dense leg's goroutine, which waits
-// for that operator to score its hits, end. Not parallel: it counts the
-// process's goroutines.
-func TestRun_LexicalPanicFreesTheDenseLeg(t *testing.T) {
-	vec := newVectors(t, corpus(t))
-	release := make(chan struct{})
-	search := vec.SearchFunc
-	vec.SearchFunc = func(q dense.Query) ([]mnemotype.Hit, error) {
-		<-release // past the lexical leg's panic
-		return search(q)
-	}
-	src := &fakeSource{t: t, LexicalFunc: func(context.Context, store.LexicalParams) ([]mnemotype.Hit, error) { panic("boom") }}
-	before := runtime.NumGoroutine()
-	func() {
-		defer func() {
-			if p := recover(); p != "boom" {
-				t.Errorf("recovered %v, want the lexical leg's panic", p)
+// TestRun_LexicalPanicReachesTheCaller: a lexical leg that panics before
+// it has decided its operator, on its own goroutine beside the dense leg
+// (unscoped; the panic before or after the dense search ends) or on the
+// caller's (in a session), leaves neither the dense leg waiting for that
+// operator nor a goroutine behind, and Run panics with it. Not parallel: it
+// counts the process's goroutines.
+func TestRun_LexicalPanicReachesTheCaller(t *testing.T) {
+	for _, tc := range []struct {
+		name                string
+		sessions            []string
+		slowDense, slowLexi bool
+	}{
+		{name: "beside, dense still searching", slowDense: true},
+		{name: "beside, dense waiting for the operator", slowLexi: true},
+		{name: "in a session", sessions: []string{"s1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			vec := newVectors(t, corpus(t))
+			search := vec.SearchFunc
+			vec.SearchFunc = func(q dense.Query) ([]mnemotype.Hit, error) {
+				if tc.slowDense {
+					time.Sleep(50 * time.Millisecond)
+				}
+				return search(q)
 			}
-		}()
-		_, _ = recall.Run(context.Background(), sourceOf(src, vec), vec, request("alpha beta", 3))
-	}()
-	close(release)
-	for deadline := time.Now().Add(5 * time.Second); runtime.NumGoroutine() > before && time.Now().Before(deadline); {
-		time.Sleep(5 * time.Millisecond)
-	}
-	if n := runtime.NumGoroutine(); n > before {
-		t.Errorf("%d goroutines after the panic, %d before: the dense leg still waits", n, before)
+			src := &fakeSource{t: t, LexicalFunc: func(context.Context, store.LexicalParams) ([]mnemotype.Hit, error) {
+				if tc.slowLexi {
+					time.Sleep(50 * time.Millisecond)
+				}
+				panic("boom")
+			}}
+			req := request("alpha beta", 3)
+			req.Scope.Sessions = tc.sessions
+			before := runtime.NumGoroutine()
+			got := make(chan any, 1)
+			go func() {
+				defer func() { got <- recover() }()
+				_, _ = recall.Run(context.Background(), sourceOf(src, vec), vec, req)
+			}()
+			select {
+			case p := <-got:
+				if p != "boom" {
+					t.Errorf("Run panicked with %v, want the lexical leg's panic", p)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("Run still runs 10 s after the lexical leg panicked")
+			}
+			for deadline := time.Now().Add(5 * time.Second); runtime.NumGoroutine() > before && time.Now().Before(deadline); {
+				time.Sleep(5 * time.Millisecond)
+			}
+			if n := runtime.NumGoroutine(); n > before {
+				t.Errorf("%d goroutines after the panic, %d before: a leg still waits", n, before)
+			}
+		})
 	}
 }
