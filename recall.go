@@ -417,6 +417,22 @@ func (s source) Lexical(ctx context.Context, p store.LexicalParams) ([]mnemotype
 	return s.Store.Lexical(ctx, p)
 }
 
+var _ recall.EitherSource = source{}
+
+// LexicalEither implements recall.EitherSource from the in-process
+// full-text index; ok is false when the catalog cannot answer (the store
+// is then asked each query in turn).
+func (s source) LexicalEither(ctx context.Context, p store.LexicalParams) ([]mnemotype.Hit, bool, bool, error) {
+	if s.text == nil {
+		return nil, false, false, nil
+	}
+	hits, all, ok, err := s.text.LexicalEither(ctx, p)
+	if ok || err != nil {
+		s.where.note(true)
+	}
+	return hits, all, ok, err
+}
+
 func (s source) Neighbors(ctx context.Context, sc mnemotype.Scope, ids []string, radius int) ([]store.Neighbor, error) {
 	if s.text != nil {
 		if ns, ok, err := s.text.Neighbors(ctx, sc, ids, radius); ok || err != nil {

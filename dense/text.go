@@ -41,60 +41,10 @@ func textDocs(cs store.ChangeSet) ([]textindex.Doc, error) {
 // SnapshotText and a snapshot with text), a term is a phrase (several
 // tokens), the weights are not valid (the store says why).
 func (c *Catalog) Lexical(ctx context.Context, p store.LexicalParams) (hits []mnemotype.Hit, ok bool, err error) {
-	if !c.opt.Text && !c.opt.SnapshotText {
-		return nil, false, nil
+	x, q, ok, err := c.textQuery(ctx, p)
+	if !ok || err != nil || x == nil {
+		return nil, ok, err
 	}
-	w := p.Fields
-	if w.IsZero() {
-		w.Content = 1
-	}
-	weights := [textindex.NumFields]float64{w.Content, w.Actor, w.Time, w.Context}
-	if !slices.ContainsFunc(weights[:], func(v float64) bool { return v > 0 }) ||
-		slices.ContainsFunc(weights[:], func(v float64) bool { return math.IsNaN(v) || math.IsInf(v, 0) || v < 0 }) {
-		return nil, false, nil
-	}
-	var toks []string
-	seen := map[string]bool{}
-	for _, term := range p.Match.Terms {
-		if seen[term] {
-			continue // a repeat: the store searches a term once
-		}
-		seen[term] = true
-		tok, single := textindex.Token(term)
-		if !single {
-			if len(ftstoken.Tokens(term)) == 0 {
-				continue // no token: the store drops the term
-			}
-			return nil, false, nil
-		}
-		toks = append(toks, tok)
-	}
-	if len(toks) == 0 || (p.Only != nil && len(p.Only) == 0) {
-		return nil, true, nil
-	}
-	x, err := c.index(ctx, p.Scope.Profile)
-	if err != nil || !x.HasText() {
-		return nil, false, err
-	}
-	f := vector.FilterOf(p.Scope)
-	f.Only = p.Only
-	if len(p.Scope.Metadata) > 0 {
-		if p.Only == nil {
-			// Every memory of the scope would have to be listed: the
-			// store checks the filter on its matches instead.
-			return nil, false, nil
-		}
-		// The metadata filter, which the index cannot evaluate, resolved
-		// by the store for the listed ids.
-		in, err := c.st.InScope(ctx, p.Scope, p.Only)
-		if err != nil {
-			return nil, false, err
-		}
-		if f.Only = in; f.Only == nil {
-			f.Only = []string{}
-		}
-	}
-	q := vector.TextQuery{Query: textindex.Query{Tokens: toks, All: p.Match.All, Weights: weights, K: p.Limit}, Filter: f}
 	if p.MinHits > 0 && p.Only == nil { // as the stores: MinHits does not apply to listed ids
 		n, ok := x.CountText(q, p.MinHits)
 		if !ok {
@@ -109,6 +59,87 @@ func (c *Catalog) Lexical(ctx context.Context, p store.LexicalParams) (hits []mn
 		return nil, false, nil
 	}
 	return hits, true, nil
+}
+
+// LexicalEither answers the lexical leg's AND query and its OR fallback at
+// once: for p (an AND query, p.Match.All, with p.MinHits and no p.Only),
+// Lexical's answer when the AND query matches at least p.MinHits memories
+// (all true), else Lexical's answer to the same query with OR; where the
+// full-text index can, it reads the postings once for both. ok as for
+// Lexical, and false for a p it does not apply to.
+func (c *Catalog) LexicalEither(ctx context.Context, p store.LexicalParams) (hits []mnemotype.Hit, all, ok bool, err error) {
+	if !p.Match.All || p.MinHits <= 0 || p.Only != nil {
+		return nil, false, false, nil
+	}
+	x, q, ok, err := c.textQuery(ctx, p)
+	if !ok || err != nil || x == nil {
+		return nil, false, ok, err
+	}
+	hits, all, ok = x.SearchTextEither(q, p.MinHits)
+	if !ok {
+		return nil, false, false, nil
+	}
+	return hits, all, true, nil
+}
+
+// textQuery returns the index and the query of p (x nil when nothing
+// matches: no token, or no listed id); ok as for Lexical.
+func (c *Catalog) textQuery(ctx context.Context, p store.LexicalParams) (x *vector.Index, q vector.TextQuery, ok bool, err error) {
+	if !c.opt.Text && !c.opt.SnapshotText {
+		return nil, q, false, nil
+	}
+	w := p.Fields
+	if w.IsZero() {
+		w.Content = 1
+	}
+	weights := [textindex.NumFields]float64{w.Content, w.Actor, w.Time, w.Context}
+	if !slices.ContainsFunc(weights[:], func(v float64) bool { return v > 0 }) ||
+		slices.ContainsFunc(weights[:], func(v float64) bool { return math.IsNaN(v) || math.IsInf(v, 0) || v < 0 }) {
+		return nil, q, false, nil
+	}
+	var toks []string
+	seen := map[string]bool{}
+	for _, term := range p.Match.Terms {
+		if seen[term] {
+			continue // a repeat: the store searches a term once
+		}
+		seen[term] = true
+		tok, single := textindex.Token(term)
+		if !single {
+			if len(ftstoken.Tokens(term)) == 0 {
+				continue // no token: the store drops the term
+			}
+			return nil, q, false, nil
+		}
+		toks = append(toks, tok)
+	}
+	if len(toks) == 0 || (p.Only != nil && len(p.Only) == 0) {
+		return nil, q, true, nil
+	}
+	x, err = c.index(ctx, p.Scope.Profile)
+	if err != nil || !x.HasText() {
+		return nil, q, false, err
+	}
+	f := vector.FilterOf(p.Scope)
+	f.Only = p.Only
+	if len(p.Scope.Metadata) > 0 {
+		if p.Only == nil {
+			// Every memory of the scope would have to be listed: the
+			// store checks the filter on its matches instead.
+			return nil, q, false, nil
+		}
+		// The metadata filter, which the index cannot evaluate, resolved
+		// by the store for the listed ids.
+		in, err := c.st.InScope(ctx, p.Scope, p.Only)
+		if err != nil {
+			return nil, q, false, err
+		}
+		if f.Only = in; f.Only == nil {
+			f.Only = []string{}
+		}
+	}
+	q = vector.TextQuery{Query: textindex.Query{Tokens: toks, All: p.Match.All, Weights: weights, K: p.Limit}, Filter: f}
+	return x, q, true, nil
 }
 
 // Neighbors answers store.Store's Neighbors — the turns around each of

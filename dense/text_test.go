@@ -129,6 +129,12 @@ func catalogLexical(t *testing.T, st store.Store, textOnly bool) {
 	unanswered := func(what string, sc mnemotype.Scope) bool {
 		return strings.HasPrefix(what, "one-shot") && sc.Profile == "nobody"
 	}
+	eitherAll := map[bool]int{} // LexicalEither's answers compared, by all
+	t.Cleanup(func() {
+		if !t.Failed() && (eitherAll[true] < 3 || eitherAll[false] < 3) {
+			t.Errorf("LexicalEither compared %d times with the AND list, %d with the OR list: want both", eitherAll[true], eitherAll[false])
+		}
+	})
 	compare := func(what string, c *dense.Catalog) {
 		t.Helper()
 		compared := 0
@@ -163,13 +169,40 @@ func catalogLexical(t *testing.T, st store.Store, textOnly bool) {
 				}
 				continue // a phrase, or a metadata filter on the whole scope: left to the store
 			}
-			same := slices.EqualFunc(got, want, func(a, b mnemotype.Hit) bool {
-				return a.ID == b.ID && math.Abs(a.Score-b.Score) <= 1e-12*math.Max(1, math.Abs(b.Score))
-			})
-			if !same {
+			same := func(got, want []mnemotype.Hit) bool {
+				return slices.EqualFunc(got, want, func(a, b mnemotype.Hit) bool {
+					return a.ID == b.ID && math.Abs(a.Score-b.Score) <= 1e-12*math.Max(1, math.Abs(b.Score))
+				})
+			}
+			if !same(got, want) {
 				t.Fatalf("%s: %+v:\n got %v\nwant %v", what, p, got, want)
 			}
 			compared++
+			if p.MinHits == 0 || p.Only != nil {
+				continue
+			}
+			// LexicalEither: the store's AND list when it holds MinHits,
+			// else its OR list.
+			and, or := p, p
+			and.Match.All, or.Match.All, or.MinHits = true, false, 0
+			wantEither, err := st.Lexical(ctx, and)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantAll := len(wantEither) > 0
+			if !wantAll {
+				if wantEither, err = st.Lexical(ctx, or); err != nil {
+					t.Fatal(err)
+				}
+			}
+			gotEither, all, ok, err := c.LexicalEither(ctx, and)
+			if err != nil || !ok {
+				t.Fatalf("%s: LexicalEither(%+v) not answered (%v) where Lexical was", what, and, err)
+			}
+			if all != wantAll || !same(gotEither, wantEither) {
+				t.Fatalf("%s: LexicalEither(%+v):\n got %v (all %v)\nwant %v (all %v)", what, and, gotEither, all, wantEither, wantAll)
+			}
+			eitherAll[all]++
 		}
 		if compared < 30 {
 			t.Fatalf("%s: %d compared", what, compared)

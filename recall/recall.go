@@ -34,6 +34,16 @@ type Source interface {
 	Signals(ctx context.Context, profile string, ids []string) (map[string]store.Signals, error)
 }
 
+// EitherSource is a Source that can answer the lexical leg's AND query and
+// its OR fallback in one call, reading the postings once: LexicalEither
+// returns, for p (the AND query, with MinHits), Lexical's answer to p when
+// it holds at least p.MinHits memories (all true), else Lexical's answer
+// to p as an OR query; ok false when it cannot, and the leg asks Lexical
+// for each in turn.
+type EitherSource interface {
+	LexicalEither(ctx context.Context, p store.LexicalParams) (hits []mnemotype.Hit, all, ok bool, err error)
+}
+
 // Dense is the dense-retrieval port: cosine similarity between a query
 // embedding and the stored embeddings of one profile. Implementations
 // (package dense's Catalog and Scan; a store that ranks embeddings itself)
@@ -414,7 +424,10 @@ func Run(ctx context.Context, src Source, vec Dense, req Request) (*Response, er
 			}
 		}()
 		timed("lexical", func() error {
-			hits, op, err := lexicalSearch(ctx, src, req.Scope, o.Fields, tr.Terms, lexLimit, req.Limit, func(op string) { opReady <- op; decided = true })
+			// Beside the dense leg, the operator is wanted as soon as the
+			// AND query decides it; in turn, the two queries may be one.
+			hits, op, err := lexicalSearch(ctx, src, req.Scope, o.Fields, tr.Terms, lexLimit, req.Limit, !apart,
+				func(op string) { opReady <- op; decided = true })
 			if err != nil {
 				return err
 			}
@@ -818,10 +831,25 @@ func fusionIDs(rs []fusion.Result) []string {
 // and there is more than one term, broadens to OR (seed 004). It calls
 // decided exactly once, with the operator as soon as it is known, or ""
 // when the AND query failed.
-func lexicalSearch(ctx context.Context, src Source, scope mnemotype.Scope, fields store.FieldWeights, terms []string, limit, want int, decided func(op string)) ([]mnemotype.Hit, string, error) {
+func lexicalSearch(ctx context.Context, src Source, scope mnemotype.Scope, fields store.FieldWeights, terms []string, limit, want int, together bool, decided func(op string)) ([]mnemotype.Hit, string, error) {
 	p := store.LexicalParams{Scope: scope, Match: store.MatchQuery{Terms: terms, All: true}, Limit: limit, Fields: fields}
 	if len(terms) > 1 {
 		p.MinHits = want // an AND list shorter than want is dropped for the OR list
+		if es, ok := src.(EitherSource); ok && together {
+			hits, all, ok, err := es.LexicalEither(ctx, p)
+			if err != nil {
+				decided("")
+				return nil, "", err
+			}
+			if ok {
+				op := "or"
+				if all {
+					op = "and"
+				}
+				decided(op)
+				return hits, op, nil
+			}
+		}
 	}
 	hits, err := src.Lexical(ctx, p)
 	if err != nil {

@@ -1270,3 +1270,89 @@ func TestRun_LexicalPanicReachesTheCaller(t *testing.T) {
 		})
 	}
 }
+
+// eitherSource is a recall.Source that can also answer the lexical leg's
+// AND query and its OR fallback in one call (recall.EitherSource).
+type eitherSource struct {
+	withSignals
+	answer func(p store.LexicalParams) (hits []mnemotype.Hit, all, ok bool)
+
+	mu    sync.Mutex
+	calls []store.LexicalParams
+}
+
+func (e *eitherSource) LexicalEither(_ context.Context, p store.LexicalParams) ([]mnemotype.Hit, bool, bool, error) {
+	e.mu.Lock()
+	e.calls = append(e.calls, p)
+	e.mu.Unlock()
+	hits, all, ok := e.answer(p)
+	return hits, all, ok, nil
+}
+
+// TestRun_LexicalEither: in a session, where the legs run in turn, the
+// lexical leg asks a source that can answer its AND query and the OR
+// fallback in one call for both at once (the AND query, with MinHits) and
+// reports the operator that answered; when the source cannot, it asks for
+// each in turn, as it does unscoped, where the dense leg beside it waits
+// for the operator the AND query decides.
+func TestRun_LexicalEither(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name       string
+		sessions   []string
+		all, ok    bool
+		wantEither int    // LexicalEither calls
+		wantLex    int    // Lexical calls for the leg (not the cross-scoring)
+		wantOp     string // the trace's operator
+		wantFirst  string // the lexical leg's best
+	}{
+		{name: "session, AND answers", sessions: []string{"s1"}, all: true, ok: true, wantEither: 1, wantOp: "and", wantFirst: "d"},
+		{name: "session, OR answers", sessions: []string{"s1"}, ok: true, wantEither: 1, wantOp: "or", wantFirst: "d"},
+		{name: "session, the source cannot", sessions: []string{"s1"}, wantEither: 1, wantLex: 2, wantOp: "or", wantFirst: "a"},
+		{name: "unscoped", all: true, ok: true, wantLex: 2, wantOp: "or", wantFirst: "a"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			vec := newVectors(t, corpus(t))
+			src := &fakeSource{t: t, LexicalFunc: func(_ context.Context, p store.LexicalParams) ([]mnemotype.Hit, error) {
+				switch {
+				case p.Only != nil:
+					return nil, nil // the cross-scoring: nothing more
+				case p.Match.All:
+					return nil, nil // fewer than MinHits hold every term
+				}
+				return hits("a", "b", "c"), nil
+			}}
+			es := &eitherSource{withSignals: withSignals{src, vec}, answer: func(p store.LexicalParams) ([]mnemotype.Hit, bool, bool) {
+				if !p.Match.All || p.MinHits != 3 {
+					t.Errorf("LexicalEither(%+v): want the AND query with MinHits 3", p)
+				}
+				if !tc.ok {
+					return nil, false, false
+				}
+				return hits("d", "e", "f"), tc.all, true
+			}}
+			req := request("alpha beta", 3)
+			req.Scope.Sessions = tc.sessions
+			resp, err := recall.Run(context.Background(), es, vec, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lex := 0
+			for _, p := range src.lexCalls {
+				if p.Only == nil {
+					lex++
+				}
+			}
+			if len(es.calls) != tc.wantEither || lex != tc.wantLex {
+				t.Errorf("%d LexicalEither and %d Lexical calls, want %d and %d", len(es.calls), lex, tc.wantEither, tc.wantLex)
+			}
+			if resp.Trace.LexicalOp != tc.wantOp {
+				t.Errorf("LexicalOp = %q, want %q", resp.Trace.LexicalOp, tc.wantOp)
+			}
+			if l := resp.Trace.Legs[mnemotype.LegLexical]; len(l) == 0 || l[0].ID != tc.wantFirst {
+				t.Errorf("lexical leg %v, want %s first", l, tc.wantFirst)
+			}
+		})
+	}
+}

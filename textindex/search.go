@@ -221,9 +221,68 @@ func (x *Index) Count(q Query, f Filter, limit int) int {
 }
 
 func (x *Index) run(q Query, f Filter, out sink) {
+	w := x.plan(q, f)
+	if w == nil {
+		return
+	}
+	w.out = out
+	switch w.way {
+	case byDoc:
+		w.docs()
+	case byTerm:
+		w.terms(nil)
+	case byPostings:
+		if q.All {
+			w.all()
+		} else {
+			w.any()
+		}
+	}
+}
+
+// SearchEither returns the best q.K documents that pass f and hold every
+// term of q when at least min of them do (all true), else the best q.K
+// that hold any (q.All is not read): what Count of the AND query, then
+// Search of the AND or the OR query, return. Where the OR query reads a
+// listed scope term by term, one reading of the postings answers both.
+func (x *Index) SearchEither(q Query, f Filter, min int) (hits []Hit, all bool) {
+	q.All = false
+	if w := x.plan(q, f); w != nil && w.way == byTerm {
+		and, or := &topK{x: x, k: q.K}, &topK{x: x, k: q.K}
+		w.out = or
+		if w.terms(and) >= min {
+			return and.sorted(), true
+		}
+		return or.sorted(), false
+	}
+	q.All = true
+	if x.Count(q, f, min) >= min {
+		return x.Search(q, f), true
+	}
+	q.All = false
+	return x.Search(q, f), false
+}
+
+// way is how a search reads the postings.
+type way int
+
+const (
+	// byPostings walks the terms' postings together (all, any), a listed
+	// scope a bitmap beside them.
+	byPostings way = iota
+	// byDoc visits a listed scope's documents one by one (docs).
+	byDoc
+	// byTerm reads each term's postings in turn, summing per listed
+	// document (terms).
+	byTerm
+)
+
+// plan returns the walk of q in f, its way chosen and its list sorted, or
+// nil when nothing can match.
+func (x *Index) plan(q Query, f Filter) *walk {
 	s := x.newScorer(q)
 	if s == nil {
-		return
+		return nil
 	}
 	var cs []*cursor
 	postings := 0
@@ -235,7 +294,7 @@ func (x *Index) run(q Query, f Filter, out sink) {
 		cs = append(cs, &cursor{t: t, qi: i})
 		postings += len(t.docs)
 	}
-	w := &walk{s: s, cs: cs, f: f, out: out, contrib: make([]float64, len(q.Tokens))}
+	w := &walk{s: s, cs: cs, contrib: make([]float64, len(q.Tokens))}
 	// A list of documents (a scope's, or the ids asked for) is read one of
 	// three ways. A list short against the terms' postings is visited
 	// document by document (a cursor move per term and document, which
@@ -244,19 +303,17 @@ func (x *Index) run(q Query, f Filter, out sink) {
 	// posting is read, a bit deciding whether it counts. Otherwise the
 	// postings are walked, the list a bitmap beside them.
 	listCost := len(f.Docs) * len(cs)
-	byDoc := f.Docs != nil && (f.Accept == nil || listCost*8 < postings)
-	byTerm := f.Docs != nil && !q.All && len(f.Docs) <= maxTermAtATime && listCost*9 >= postings
-	if byDoc || byTerm {
-		if !slices.IsSorted(f.Docs) {
-			f.Docs = slices.Sorted(slices.Values(f.Docs))
-			w.f = f
-		}
+	switch {
+	case f.Docs != nil && !q.All && len(f.Docs) <= maxTermAtATime && listCost*9 >= postings:
+		w.way = byTerm
+	case f.Docs != nil && listCost*8 < postings:
+		w.way = byDoc
 	}
-	if byDoc && !byTerm {
-		w.docs()
-		return
+	if w.way != byPostings && !slices.IsSorted(f.Docs) {
+		f.Docs = slices.Sorted(slices.Values(f.Docs))
 	}
-	if f.Docs != nil {
+	w.f = f
+	if f.Docs != nil && w.way != byDoc {
 		// Walking the postings, a document outside the list is turned
 		// away by a bit, before Accept (which reads its memory: a cache
 		// miss per posting in a large index).
@@ -267,24 +324,24 @@ func (x *Index) run(q Query, f Filter, out sink) {
 			}
 		}
 	}
-	switch {
-	case byTerm:
-		w.terms()
-	case q.All:
-		w.all()
-	default:
-		w.any()
-	}
+	return w
 }
 
 // maxTermAtATime is the longest list of documents terms keeps a sum for.
 const maxTermAtATime = 1 << 16
+
+// gallopAbove: terms moves a term's cursor from one listed document to the
+// next, rather than read every posting, when the term has more than
+// gallopAbove postings per listed document (a move costs about what
+// reading that many postings does).
+const gallopAbove = 16
 
 // walk is one search's state.
 type walk struct {
 	s       *scorer
 	cs      []*cursor
 	f       Filter
+	way     way
 	out     sink
 	contrib []float64
 	// listed, when not nil, holds a bit for each document of f.Docs.
@@ -368,14 +425,39 @@ func (w *walk) docs() {
 
 // terms scores the listed documents (f.Docs, sorted; an OR query) a term
 // at a time: it reads each term's postings in full, a bit telling whether
-// a posting's document is listed, and adds the term's contribution to that
-// document's sum. The terms are taken in the query's order, so that a sum
-// adds what the document-at-a-time walks add, in the same order.
-func (w *walk) terms() {
+// a posting's document is listed (or, for a term with far more postings
+// than the list has documents, moves its cursor from one listed document
+// to the next), and adds the term's contribution to that document's sum. The terms are taken in the query's order, so that a sum
+// adds what the document-at-a-time walks add, in the same order. Each
+// listed document holding a term goes to w.out; those holding every term
+// also to and, when not nil (SearchEither). It returns how many hold every
+// term.
+func (w *walk) terms(and sink) int {
 	s, x, docs := w.s, w.s.x, w.f.Docs
 	sums := make([]float64, len(docs))
-	matched := make([]bool, len(docs))
-	for _, c := range w.cs { // in the query's order (run)
+	matched := make([]int32, len(docs)) // terms held, in weighted fields
+	// The cursors are in the query's order (plan).
+	for _, c := range w.cs {
+		if len(c.t.docs) > len(docs)*gallopAbove {
+			// Far more postings than listed documents: the cursor
+			// gallops from one listed document to the next.
+			for j, d := range docs {
+				if j > 0 && docs[j-1] == d {
+					continue
+				}
+				if c.advance(d); c.i >= len(c.t.docs) {
+					break
+				}
+				if c.t.docs[c.i] != d {
+					continue
+				}
+				if v, ok := s.contrib(c.qi, c.t.counts(c.i), x.lengths(d)); ok {
+					sums[j] += v
+					matched[j]++
+				}
+			}
+			continue
+		}
 		j := 0
 		for i, d := range c.t.docs {
 			if w.listed[d>>6]&(1<<(d&63)) == 0 {
@@ -386,18 +468,29 @@ func (w *walk) terms() {
 			}
 			if v, ok := s.contrib(c.qi, c.t.counts(i), x.lengths(d)); ok {
 				sums[j] += v
-				matched[j] = true
+				matched[j]++
 			}
 		}
 	}
+	every, orDone := 0, false
 	for j, d := range docs {
-		if !matched[j] || (j > 0 && docs[j-1] == d) || !w.accept(d) {
+		if matched[j] == 0 || (j > 0 && docs[j-1] == d) || !w.accept(d) {
 			continue
 		}
-		if !w.out.add(d, sums[j]) {
-			return
+		if int(matched[j]) == len(s.q.Tokens) { // as total: every token, absent ones too
+			every++
+			if and != nil {
+				and.add(d, sums[j])
+			}
+		}
+		if !orDone && !w.out.add(d, sums[j]) {
+			if and == nil {
+				return every
+			}
+			orDone = true
 		}
 	}
+	return every
 }
 
 // all visits the documents of the rarest term and checks the others.

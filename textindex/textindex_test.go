@@ -292,6 +292,21 @@ func TestSearch_MatchesReference(t *testing.T) {
 				if n := x.Count(q, f, limit); n != wantN {
 					t.Fatalf("step %d: Count(%+v, limit %d) = %d, want %d", step, q, limit, n, wantN)
 				}
+				// SearchEither: the AND query's hits when at least min
+				// documents hold every term, else the OR query's.
+				and, or := q, q
+				and.All, or.All = true, false
+				every := and
+				every.K = 0
+				min := r.IntN(4)
+				wantAll := len(reference(docs, live, every, accept)) >= min
+				wantEither := reference(docs, live, or, accept)
+				if wantAll {
+					wantEither = reference(docs, live, and, accept)
+				}
+				if got, all := x.SearchEither(q, f, min); all != wantAll || !slices.Equal(got, wantEither) {
+					t.Fatalf("step %d, query %+v, min %d: SearchEither = %v (all %v),\nwant %v (all %v)", step, q, min, got, all, wantEither, wantAll)
+				}
 			}
 			var want [NumFields]int64
 			n := 0
@@ -331,6 +346,58 @@ func TestSearch_LongDocument(t *testing.T) {
 	} {
 		if got, want := x.Search(q, Filter{}), reference(docs, live, q, nil); !slices.Equal(got, want) {
 			t.Errorf("%+v: %v, want %v", q, got, want)
+		}
+	}
+}
+
+// TestSearch_ScopeOfACommonTerm: an OR query inside a listed scope, read
+// term by term, where one term's postings far outnumber the listed
+// documents (its cursor then moves from one listed document to the next)
+// and the others' do not, answers as the reference does, with and without
+// Accept, and so does SearchEither.
+func TestSearch_ScopeOfACommonTerm(t *testing.T) {
+	t.Parallel()
+	x := New()
+	var docs []Doc
+	var live []bool
+	for i := range 3000 {
+		text := "river"
+		if i%9 == 0 {
+			text += " stone"
+		}
+		if i%31 == 0 {
+			text += " dune river"
+		}
+		d := Doc{Order: int64(i), Fields: [NumFields]string{text}}
+		x.Add(d)
+		docs, live = append(docs, d), append(live, true)
+	}
+	for d := uint32(0); d < 3000; d += 50 {
+		x.Delete(d) // tombstones, listed too
+		live[d] = false
+	}
+	var listed []uint32
+	in := map[uint32]bool{}
+	for d := uint32(0); d < 3000; d += 20 {
+		listed = append(listed, d)
+		in[d] = true
+	}
+	accept := func(d uint32) bool { return in[d] }
+	for _, q := range []Query{
+		{Tokens: []string{"river", "stone", "dune", "absent"}, Weights: [NumFields]float64{Content: 1}, K: 10},
+		{Tokens: []string{"dune", "river", "stone", "absent"}, Weights: [NumFields]float64{Content: 1}, K: 0},
+	} {
+		want := reference(docs, live, q, accept)
+		if len(want) == 0 {
+			t.Fatal("the reference finds nothing")
+		}
+		for _, f := range []Filter{{Docs: listed}, {Docs: listed, Accept: accept}} {
+			if got := x.Search(q, f); !slices.Equal(got, want) {
+				t.Errorf("%+v, Accept %v:\n got %v\nwant %v", q, f.Accept != nil, got, want)
+			}
+			if got, all := x.SearchEither(q, f, 1); all || !slices.Equal(got, want) {
+				t.Errorf("SearchEither(%+v), Accept %v: all %v,\n got %v\nwant %v", q, f.Accept != nil, all, got, want)
+			}
 		}
 	}
 }

@@ -145,11 +145,34 @@ func (x *Index) SearchText(q TextQuery) (hits []mnemotype.Hit, ok bool) {
 	if x.text.Err() != nil {
 		return nil, false // a token's postings could not be read (OpenText)
 	}
-	hits = make([]mnemotype.Hit, len(found))
+	return x.textHits(found), true
+}
+
+// SearchTextEither is SearchText of q's AND query when at least min
+// documents of the filter match it (all true), else of its OR query
+// (textindex.Index.SearchEither: one reading of the postings where it can);
+// q.All is not read. ok as for SearchText.
+func (x *Index) SearchTextEither(q TextQuery, min int) (hits []mnemotype.Hit, all, ok bool) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	f, ok := x.textFilter(q.Filter)
+	if !ok || f == nil {
+		return nil, min <= 0, ok
+	}
+	found, all := x.text.SearchEither(q.Query, *f, min)
+	if x.text.Err() != nil {
+		return nil, false, false
+	}
+	return x.textHits(found), all, true
+}
+
+// textHits returns the memories of the text index's hits, in order.
+func (x *Index) textHits(found []textindex.Hit) []mnemotype.Hit {
+	hits := make([]mnemotype.Hit, len(found))
 	for i, h := range found {
 		hits[i] = mnemotype.Hit{ID: x.rows[x.docSlot[h.Doc]].id, Score: h.Score}
 	}
-	return hits, true
+	return hits
 }
 
 // CountText counts the documents matching q inside its filter, up to limit
@@ -179,10 +202,13 @@ func (x *Index) textFilter(f Filter) (*textindex.Filter, bool) {
 		// Every live document is a row's: no row need be read.
 		return &textindex.Filter{}, true
 	}
-	tf := &textindex.Filter{Accept: func(d uint32) bool {
-		s := x.docSlot[d]
-		return s >= 0 && c.match(int(s), &x.rows[s])
-	}}
+	tf := &textindex.Filter{}
+	if !c.exact {
+		tf.Accept = func(d uint32) bool {
+			s := x.docSlot[d]
+			return s >= 0 && c.match(int(s), &x.rows[s])
+		}
+	}
 	if c.slots != nil {
 		tf.Docs = make([]uint32, 0, len(c.slots))
 		for _, s := range c.slots {

@@ -540,6 +540,9 @@ type compiled struct {
 	// others): the smallest of the postings it names, when that is at
 	// most half the rows.
 	slots []int32
+	// exact: slots holds just the slots the filter keeps (the postings
+	// of its only condition), each embedded or not.
+	exact bool
 }
 
 func (x *Index) compile(f Filter) compiled {
@@ -605,6 +608,16 @@ func (x *Index) compile(f Filter) compiled {
 	if c.slots != nil && len(c.slots) == 0 {
 		return compiled{none: true}
 	}
+	conditions := 0
+	for _, set := range []bool{c.project >= 0, c.sessions != nil, c.actors != nil, c.after != nil, c.before != nil, c.kinds != nil,
+		len(c.exclude) > 0, c.only != nil} {
+		if set {
+			conditions++
+		}
+	}
+	// A row has one project, session and kind: the postings of one such
+	// condition (or the listed ids) hold just the rows it keeps.
+	c.exact = c.slots != nil && conditions == 1 && c.actors == nil && c.after == nil && c.before == nil && len(c.exclude) == 0
 	return c
 }
 
