@@ -61,6 +61,28 @@ func BenchmarkAdd(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/10_000, "ns/doc")
 }
 
+// BenchmarkCountScoped: how many documents of a scope of 1% of the
+// documents (every 100th) hold every term of a query of 3-8 terms, up to
+// 10: the lexical leg's AND query.
+func BenchmarkCountScoped(b *testing.B) {
+	for _, n := range []int{10_000, 100_000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			x, r, z := benchCorpus(b, n)
+			var docs []uint32
+			for d := uint32(37); int(d) < n; d += 100 {
+				docs = append(docs, d)
+			}
+			queries := benchQueries(r, z, 30)
+			for i := range queries {
+				queries[i].All = true
+			}
+			for i := 0; b.Loop(); i++ {
+				x.Count(queries[i%len(queries)], Filter{Docs: docs}, 10)
+			}
+		})
+	}
+}
+
 // BenchmarkSearchScoped: the top 30 of OR queries of 3-8 terms inside a
 // scope of 1% of the documents (every 100th, as a session of sbs.py's
 // corpus holds), listed and accepted as vector.Index's filters give them.

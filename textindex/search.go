@@ -285,7 +285,7 @@ func (x *Index) plan(q Query, f Filter) *walk {
 		return nil
 	}
 	var cs []*cursor
-	postings := 0
+	postings, fewest := 0, math.MaxInt
 	for i, id := range s.ids {
 		if id < 0 {
 			continue
@@ -293,20 +293,25 @@ func (x *Index) plan(q Query, f Filter) *walk {
 		t := x.term(id)
 		cs = append(cs, &cursor{t: t, qi: i})
 		postings += len(t.docs)
+		fewest = min(fewest, len(t.docs))
 	}
 	w := &walk{s: s, cs: cs, contrib: make([]float64, len(q.Tokens))}
 	// A list of documents (a scope's, or the ids asked for) is read one of
-	// three ways. A list short against the terms' postings is visited
-	// document by document (a cursor move per term and document, which
-	// costs about what reading eight postings does). A longer one, in an
-	// OR query, is scored term by term when a sum per document fits: every
-	// posting is read, a bit deciding whether it counts. Otherwise the
-	// postings are walked, the list a bitmap beside them.
-	listCost := len(f.Docs) * len(cs)
+	// three ways. A list short against the postings a walk would read (an
+	// AND query's walk reads the rarest term's) is visited document by
+	// document (a cursor move per term and document, which costs about
+	// what reading eight postings does). A longer one, in an OR query, is
+	// scored term by term when a sum per document fits: every posting is
+	// read, a bit deciding whether it counts. Otherwise the postings are
+	// walked, the list a bitmap beside them.
+	listCost, walkCost := len(f.Docs)*len(cs), postings
+	if q.All {
+		walkCost = fewest
+	}
 	switch {
 	case f.Docs != nil && !q.All && len(f.Docs) <= maxTermAtATime && listCost*9 >= postings:
 		w.way = byTerm
-	case f.Docs != nil && listCost*8 < postings:
+	case f.Docs != nil && listCost*8 < walkCost:
 		w.way = byDoc
 	}
 	if w.way != byPostings && !slices.IsSorted(f.Docs) {
