@@ -119,7 +119,8 @@ func catalogLexical(t *testing.T, st store.Store, textOnly bool) {
 	if stats, err := c.Profile(ctx, "alice"); err != nil || (stats.Embedded > 0) == textOnly {
 		t.Fatalf("text only %v: the index holds %d embeddings (%v)", textOnly, stats.Embedded, err)
 	}
-	scopes := []mnemotype.Scope{{Profile: "alice"}, {Profile: "alice", Sessions: []string{"s2"}}, {Profile: "alice", Project: "apollo"},
+	scopes := []mnemotype.Scope{{Profile: "alice"}, {Profile: "alice", Sessions: []string{"s2"}}, {Profile: "alice", Sessions: []string{"s3", "s1"}},
+		{Profile: "alice", Project: "apollo"},
 		{Profile: "alice", Actors: []string{"Caroline"}, Kinds: []mnemotype.Kind{mnemotype.KindEpisodic}},
 		{Profile: "alice", After: time.Date(2023, 6, 1, 0, 0, 0, 0, time.UTC), Exclude: []string{"alice-0001", "alice-0002"}},
 		{Profile: "alice", Metadata: []mnemotype.MetadataMatch{{Key: "topic", Value: "art"}}}, {Profile: "nobody"}}

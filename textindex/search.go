@@ -297,19 +297,22 @@ func (x *Index) plan(q Query, f Filter) *walk {
 	}
 	w := &walk{s: s, cs: cs, contrib: make([]float64, len(q.Tokens))}
 	// A list of documents (a scope's, or the ids asked for) is read one of
-	// three ways. A list short against the postings a walk would read (an
-	// AND query's walk reads the rarest term's) is visited document by
-	// document (a cursor move per term and document, which costs about
-	// what reading eight postings does). A longer one, in an OR query, is
-	// scored term by term when a sum per document fits: every posting is
-	// read, a bit deciding whether it counts. Otherwise the postings are
-	// walked, the list a bitmap beside them.
+	// three ways. In an OR query, a list of at most an eighth of the
+	// documents is scored term by term (terms: each term's postings read in
+	// turn, a bit deciding whether a posting counts, or its cursor moved
+	// from one listed document to the next when it has far more postings
+	// than the list has documents). Otherwise, a list short against the
+	// postings a walk would read (an AND query's walk reads the rarest
+	// term's) is visited document by document, a cursor move per term and
+	// document costing about what reading eight postings does; and a
+	// longer one is a bitmap beside the walk of the postings (where
+	// MaxScore skips what cannot reach the top k).
 	listCost, walkCost := len(f.Docs)*len(cs), postings
 	if q.All {
 		walkCost = fewest
 	}
 	switch {
-	case f.Docs != nil && !q.All && len(f.Docs) <= maxTermAtATime && listCost*9 >= postings:
+	case f.Docs != nil && !q.All && len(f.Docs) <= maxTermAtATime && len(f.Docs)*8 <= len(x.docs):
 		w.way = byTerm
 	case f.Docs != nil && listCost*8 < walkCost:
 		w.way = byDoc

@@ -2,6 +2,7 @@ package vector
 
 import (
 	"hash/fnv"
+	"math/bits"
 	"slices"
 
 	"github.com/mnemo-dev/mnemo/mnemotype"
@@ -210,15 +211,39 @@ func (x *Index) textFilter(f Filter) (*textindex.Filter, bool) {
 		}
 	}
 	if c.slots != nil {
-		tf.Docs = make([]uint32, 0, len(c.slots))
-		for _, s := range c.slots {
-			if d := x.rows[s].doc; d >= 0 {
-				tf.Docs = append(tf.Docs, uint32(d))
-			}
-		}
-		slices.Sort(tf.Docs)
+		tf.Docs = x.sortedDocs(c.slots)
 	}
 	return tf, true
+}
+
+// sortedDocs returns the text index's documents of slots, in order. A list
+// from several postings (sessions, kinds) comes in no order: when it holds
+// more than one document in 64, a bitmap of the documents, read in order,
+// sorts it in one pass.
+func (x *Index) sortedDocs(slots []int32) []uint32 {
+	docs := make([]uint32, 0, len(slots))
+	n := x.text.Docs()
+	if len(slots) <= n/64 {
+		for _, s := range slots {
+			if d := x.rows[s].doc; d >= 0 {
+				docs = append(docs, uint32(d))
+			}
+		}
+		slices.Sort(docs)
+		return docs
+	}
+	set := make([]uint64, (n+63)/64)
+	for _, s := range slots {
+		if d := x.rows[s].doc; d >= 0 {
+			set[d>>6] |= 1 << (d & 63)
+		}
+	}
+	for i, w := range set {
+		for ; w != 0; w &= w - 1 {
+			docs = append(docs, uint32(i<<6+bits.TrailingZeros64(w)))
+		}
+	}
+	return docs
 }
 
 // HoldsText reports, for each of ids, which of tokens its document holds
