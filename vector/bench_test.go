@@ -47,15 +47,20 @@ func benchmarkSearch(b *testing.B, n int) {
 func BenchmarkSearch_10k(b *testing.B)  { benchmarkSearch(b, 10_000) }
 func BenchmarkSearch_100k(b *testing.B) { benchmarkSearch(b, 100_000) }
 
+// embedded returns a memory embedded by model "m" for each of vecs.
+func embedded(vecs [][]float32) []mnemotype.Memory {
+	mems := make([]mnemotype.Memory, len(vecs))
+	for i, v := range vecs {
+		mems[i] = mem(fmt.Sprintf("m%06d", i), emb("m", v...))
+	}
+	return mems
+}
+
 // BenchmarkGrowGraph links 20,000 clustered 100-d rows into a graph, on
 // one goroutine and on two.
 func BenchmarkGrowGraph(b *testing.B) {
 	r := rand.New(rand.NewPCG(7, 7))
-	vecs := clustered(r, 20_000, 100, 200, 0.1)
-	mems := make([]mnemotype.Memory, len(vecs))
-	for i := range mems {
-		mems[i] = mem(fmt.Sprintf("m%05d", i), emb("m", vecs[i]...))
-	}
+	mems := embedded(clustered(r, 20_000, 100, 200, 0.1))
 	for _, workers := range []int{1, 2} {
 		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
 			for b.Loop() {
@@ -73,12 +78,7 @@ func BenchmarkGrowGraph(b *testing.B) {
 // caches hold: the walk waits on memory more than it computes).
 func BenchmarkSearchGraph_100k(b *testing.B) {
 	r := rand.New(rand.NewPCG(100_000, 100))
-	vecs := clustered(r, 100_000, 100, 500, 0.1)
-	mems := make([]mnemotype.Memory, len(vecs))
-	for i := range mems {
-		mems[i] = mem(fmt.Sprintf("m%06d", i), emb("m", vecs[i]...))
-	}
-	x := newIndex(b, mems...)
+	x := newIndex(b, embedded(clustered(r, 100_000, 100, 500, 0.1))...)
 	growAll(x)
 	qs := clustered(r, 256, 100, 500, 0.1)
 	walks := x.Walks()
