@@ -64,9 +64,9 @@ func (c *Catalog) Lexical(ctx context.Context, p store.LexicalParams) (hits []mn
 // LexicalEither answers the lexical leg's AND query and its OR fallback at
 // once: for p (an AND query, p.Match.All, with p.MinHits and no p.Only),
 // Lexical's answer when the AND query matches at least p.MinHits memories
-// (all true), else Lexical's answer to the same query with OR; where the
-// full-text index can, it reads the postings once for both. ok as for
-// Lexical, and false for a p it does not apply to.
+// (all true), else Lexical's answer to the same query with OR and without
+// MinHits; where the full-text index can, it reads the postings once for
+// both. ok as for Lexical, and false for a p it does not apply to.
 func (c *Catalog) LexicalEither(ctx context.Context, p store.LexicalParams) (hits []mnemotype.Hit, all, ok bool, err error) {
 	if !p.Match.All || p.MinHits <= 0 || p.Only != nil {
 		return nil, false, false, nil

@@ -38,8 +38,8 @@ type Source interface {
 // its OR fallback in one call, reading the postings once: LexicalEither
 // returns, for p (the AND query, with MinHits), Lexical's answer to p when
 // it holds at least p.MinHits memories (all true), else Lexical's answer
-// to p as an OR query; ok false when it cannot, and the leg asks Lexical
-// for each in turn.
+// to p as an OR query without MinHits; ok false when it cannot, and the
+// leg asks Lexical for each in turn.
 type EitherSource interface {
 	LexicalEither(ctx context.Context, p store.LexicalParams) (hits []mnemotype.Hit, all, ok bool, err error)
 }
@@ -446,7 +446,18 @@ func Run(ctx context.Context, src Source, vec Dense, req Request) (*Response, er
 			defer func() { lexicalPanic = recover() }()
 			lexicalLeg()
 		}()
-		denseLeg()
+		func() {
+			// A panicking dense leg waits for the lexical leg before the
+			// panic goes on, so that no leg outlives Run.
+			denseDone := false
+			defer func() {
+				if !denseDone {
+					wg.Wait()
+				}
+			}()
+			denseLeg()
+			denseDone = true
+		}()
 	default:
 		if runLexical {
 			lexicalLeg()
@@ -457,7 +468,7 @@ func Run(ctx context.Context, src Source, vec Dense, req Request) (*Response, er
 	}
 	wg.Wait()
 	if lexicalPanic != nil {
-		panic(lexicalPanic)
+		panic(lexicalPanic) // the value raised again: its stack is the caller's
 	}
 	if crossErr != nil {
 		errs = append(errs, fmt.Errorf("lexical leg: scoring the dense hits: %w", crossErr))

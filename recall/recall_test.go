@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -1354,5 +1355,35 @@ func TestRun_LexicalEither(t *testing.T) {
 				t.Errorf("lexical leg %v, want %s first", l, tc.wantFirst)
 			}
 		})
+	}
+}
+
+// TestRun_DensePanicWaitsForTheLexicalLeg: unscoped, a dense leg that
+// panics on the caller's goroutine waits for the lexical leg on its own
+// before the panic leaves Run, so that no leg outlives Run. Not parallel:
+// it counts the process's goroutines.
+func TestRun_DensePanicWaitsForTheLexicalLeg(t *testing.T) {
+	vec := newVectors(t, corpus(t))
+	vec.SearchFunc = func(dense.Query) ([]mnemotype.Hit, error) { panic("dense boom") }
+	var lexicalDone atomic.Bool
+	src := &fakeSource{t: t, LexicalFunc: func(context.Context, store.LexicalParams) ([]mnemotype.Hit, error) {
+		time.Sleep(50 * time.Millisecond)
+		lexicalDone.Store(true)
+		return hits("a"), nil
+	}}
+	before := runtime.NumGoroutine()
+	func() {
+		defer func() {
+			if p := recover(); p != "dense boom" {
+				t.Errorf("recovered %v, want the dense leg's panic", p)
+			}
+		}()
+		_, _ = recall.Run(context.Background(), sourceOf(src, vec), vec, request("alpha beta", 3))
+	}()
+	if !lexicalDone.Load() {
+		t.Error("Run's panic left while the lexical leg still ran")
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		t.Errorf("%d goroutines after the panic, %d before", n, before)
 	}
 }

@@ -277,8 +277,8 @@ const (
 	byTerm
 )
 
-// plan returns the walk of q in f, its way chosen and its list sorted, or
-// nil when nothing can match.
+// plan returns the walk of q in f, its way chosen (and its list sorted,
+// for the ways that read it in order), or nil when nothing can match.
 func (x *Index) plan(q Query, f Filter) *walk {
 	s := x.newScorer(q)
 	if s == nil {
