@@ -435,11 +435,11 @@ func (w *walk) docs() {
 // at a time: it reads each term's postings in full, a bit telling whether
 // a posting's document is listed (or, for a term with far more postings
 // than the list has documents, moves its cursor from one listed document
-// to the next), and adds the term's contribution to that document's sum. The terms are taken in the query's order, so that a sum
-// adds what the document-at-a-time walks add, in the same order. Each
-// listed document holding a term goes to w.out; those holding every term
-// also to and, when not nil (SearchEither). It returns how many hold every
-// term.
+// to the next), and adds the term's contribution to that document's sum.
+// The terms are taken in the query's order, so that a sum adds what the
+// document-at-a-time walks add, in the same order. Each listed document
+// holding a term goes to w.out; those holding every term also to and, when
+// not nil (SearchEither). It returns how many hold every term.
 func (w *walk) terms(and sink) int {
 	s, x, docs := w.s, w.s.x, w.f.Docs
 	sums := make([]float64, len(docs))
