@@ -183,27 +183,39 @@ func catalogLexical(t *testing.T, st store.Store, textOnly bool) {
 				continue
 			}
 			// LexicalEither: the store's AND list when it holds MinHits,
-			// else its OR list.
-			and, or := p, p
+			// else its OR list; at MinHits as drawn, and on either side
+			// of the AND query's count.
+			and, or, every := p, p, p
 			and.Match.All, or.Match.All, or.MinHits = true, false, 0
-			wantEither, err := st.Lexical(ctx, and)
+			every.Match.All, every.MinHits, every.Limit = true, 0, 0
+			matches, err := st.Lexical(ctx, every)
 			if err != nil {
 				t.Fatal(err)
 			}
-			wantAll := len(wantEither) > 0
-			if !wantAll {
-				if wantEither, err = st.Lexical(ctx, or); err != nil {
+			for _, min := range []int{p.MinHits, len(matches), len(matches) + 1} {
+				if min <= 0 {
+					continue
+				}
+				and.MinHits = min
+				wantEither, err := st.Lexical(ctx, and)
+				if err != nil {
 					t.Fatal(err)
 				}
+				wantAll := len(wantEither) > 0
+				if !wantAll {
+					if wantEither, err = st.Lexical(ctx, or); err != nil {
+						t.Fatal(err)
+					}
+				}
+				gotEither, all, ok, err := c.LexicalEither(ctx, and)
+				if err != nil || !ok {
+					t.Fatalf("%s: LexicalEither(%+v) not answered (%v) where Lexical was", what, and, err)
+				}
+				if all != wantAll || !same(gotEither, wantEither) {
+					t.Fatalf("%s: LexicalEither(%+v):\n got %v (all %v)\nwant %v (all %v)", what, and, gotEither, all, wantEither, wantAll)
+				}
+				eitherAll[all]++
 			}
-			gotEither, all, ok, err := c.LexicalEither(ctx, and)
-			if err != nil || !ok {
-				t.Fatalf("%s: LexicalEither(%+v) not answered (%v) where Lexical was", what, and, err)
-			}
-			if all != wantAll || !same(gotEither, wantEither) {
-				t.Fatalf("%s: LexicalEither(%+v):\n got %v (all %v)\nwant %v (all %v)", what, and, gotEither, all, wantEither, wantAll)
-			}
-			eitherAll[all]++
 		}
 		if compared < 30 {
 			t.Fatalf("%s: %d compared", what, compared)
