@@ -31,22 +31,6 @@ func ParseImportanceMode(s string) (ImportanceMode, error) {
 	}
 }
 
-// ApplyImportance returns a copy of res with each score adjusted by the
-// importance prior (Prior) and re-sorted (see Sort). importance reports
-// an item's importance in [0, 1]; k is the RRF constant used by
-// ImportanceBoost.
-func ApplyImportance(res []Result, importance func(id string) float64, mode ImportanceMode, k float64) []Result {
-	out := append([]Result(nil), res...)
-	if mode == ImportanceOff {
-		return out
-	}
-	for i := range out {
-		out[i].Score = Prior(out[i].Score, importance(out[i].ID), mode, k)
-	}
-	Sort(out)
-	return out
-}
-
 // Prior returns score adjusted by the importance prior for an item of
 // importance imp in [0, 1]: scaled by 0.7 + 0.3·imp (ImportanceMultiplier),
 // raised by the RRF gap between ranks 1 and 11 for an item of
