@@ -93,7 +93,7 @@ func (x *Index) encodeIndex(out *bufio.Writer) error {
 		b = binary.LittleEndian.AppendUint32(b, uint32(r.occurred.nsec))
 		b = binary.LittleEndian.AppendUint64(b, uint64(r.seq))
 		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(r.importance))
-		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(r.invNorm))
+		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(x.norms[i]))
 		f := byte(0)
 		if r.foreign {
 			f = 1
@@ -469,7 +469,7 @@ func decodeIndex(d *decoder, opt DecodeOptions) (*Index, error) {
 	if !coded {
 		x.vecs = make([]float32, nRows*dim)
 	}
-	x.rows = make([]row, 0, nRows)
+	x.rows, x.norms = make([]row, 0, nRows), make([]float32, 0, nRows)
 	x.slot = make(map[string]int, nRows)
 	var lists [nPostings][][]int32
 	for f := range lists {
@@ -488,7 +488,7 @@ func decodeIndex(d *decoder, opt DecodeOptions) (*Index, error) {
 		r.occurred = instant{int64(le.Uint64(b[20:])), i32(28)}
 		r.seq = int64(le.Uint64(b[32:]))
 		r.importance = math.Float64frombits(le.Uint64(b[40:]))
-		r.invNorm = math.Float32frombits(le.Uint32(b[48:]))
+		norm := math.Float32frombits(le.Uint32(b[48:]))
 		f := b[52]
 		r.foreign = f == 1
 		if d.err != nil {
@@ -497,7 +497,7 @@ func decodeIndex(d *decoder, opt DecodeOptions) (*Index, error) {
 		if f > 1 || r.occurred.nsec < 0 || r.occurred.nsec >= int32(time.Second) || r.seq < 0 || math.IsNaN(r.importance) || math.IsInf(r.importance, 0) {
 			return nil, fmt.Errorf("%w: row %q", ErrCorrupt, id)
 		}
-		if r.model >= 0 && (dim == 0 || !(r.invNorm > 0) || math.IsInf(float64(r.invNorm), 0)) {
+		if r.model >= 0 && (dim == 0 || !(norm > 0) || math.IsInf(float64(norm), 0)) {
 			return nil, fmt.Errorf("%w: row %q has an unusable embedding", ErrCorrupt, id)
 		}
 		s := len(x.rows)
@@ -509,7 +509,7 @@ func decodeIndex(d *decoder, opt DecodeOptions) (*Index, error) {
 			r.pos[f] = int32(len(lists[f][k.value]))
 			lists[f][k.value] = append(lists[f][k.value], int32(s))
 		}
-		x.rows = append(x.rows, r)
+		x.rows, x.norms = append(x.rows, r), append(x.norms, norm)
 		x.count(&x.rows[s], 1)
 	}
 	for f := range nPostings {
@@ -688,7 +688,7 @@ func (x *Index) decodeGraph(d *decoder) {
 				return
 			}
 			r.node = int32(n)
-			g.nodes[n] = gnode{slot: slot, level: level, inv: r.invNorm}
+			g.nodes[n] = gnode{slot: slot, level: level, inv: x.norms[slot]}
 		} else {
 			g.dead++
 			g.nodes[n] = gnode{slot: slot, level: level, inv: 1}

@@ -72,9 +72,9 @@ func (a ANN) ef(k int) int {
 type gnode struct {
 	slot  int32 // the row's slot; -1 for a tombstone
 	level uint8 // the top layer the node is linked in
-	// inv makes the node's vector unit length (the row's invNorm, kept
-	// here so that a walk does not read the row; 1 for a tombstone, whose
-	// vector is kept unit length).
+	// inv makes the node's vector unit length (the slot's entry in
+	// Index.norms, kept here so that a walk need not read it; 1 for a
+	// tombstone, whose vector is kept unit length).
 	inv float32
 }
 
@@ -164,7 +164,7 @@ func (x *Index) unlink(s int) {
 	g := x.graph
 	v := make([]float32, x.dim)
 	for i, f := range x.vecs[s*x.dim : (s+1)*x.dim] {
-		v[i] = f * r.invNorm
+		v[i] = f * x.norms[s]
 	}
 	g.ghosts[r.node] = v
 	g.nodes[r.node].slot, g.nodes[r.node].inv = -1, 1
@@ -288,7 +288,7 @@ type pending struct {
 
 // unit writes the unit-length embedding of the row at slot s to q.
 func (x *Index) unit(s int, q []float32) {
-	inv := x.rows[s].invNorm
+	inv := x.norms[s]
 	for i, f := range x.vecs[s*x.dim : (s+1)*x.dim] {
 		q[i] = f * inv
 	}
@@ -346,7 +346,7 @@ func (x *Index) attach(s int, q []float32, cands [][]cand, mates []int32) {
 	r := &x.rows[s]
 	n := int32(len(g.nodes))
 	level := levelOf(r.id)
-	g.nodes = append(g.nodes, gnode{slot: int32(s), level: uint8(level), inv: r.invNorm})
+	g.nodes = append(g.nodes, gnode{slot: int32(s), level: uint8(level), inv: x.norms[s]})
 	g.l0 = append(g.l0, make([]int32, graphM0+1)...)
 	if level > 0 {
 		g.up[n] = make([]int32, level*(graphM+1))
@@ -754,12 +754,12 @@ func (x *Index) searchGraph(q []float32, qn float32, mid int32, c *compiled, k i
 	// scan (and Score) gives.
 	for _, cd := range x.walkGraph(qu, x.ann.ef(k), keep) {
 		s := int(g.nodes[cd.node].slot)
-		h.offer(s, float64(dot(q, x.vecs[s*x.dim:(s+1)*x.dim])*x.rows[s].invNorm*qn), x.rows)
+		h.offer(s, float64(dot(q, x.vecs[s*x.dim:(s+1)*x.dim])*x.norms[s]*qn), x.rows)
 	}
 	for _, s32 := range x.tail {
 		s := int(s32)
 		if r := &x.rows[s]; r.model == mid && c.match(s, r) {
-			h.offer(s, float64(dot(q, x.vecs[s*x.dim:(s+1)*x.dim])*r.invNorm*qn), x.rows)
+			h.offer(s, float64(dot(q, x.vecs[s*x.dim:(s+1)*x.dim])*x.norms[s]*qn), x.rows)
 		}
 	}
 	if len(h.items) < k {

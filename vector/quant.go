@@ -51,12 +51,12 @@ func candidates(k int) int {
 
 // codeError bounds how far a row's dot product with q by its codes is
 // from its dot product: half a step per value, weighed by |q| (l1 is q's
-// l1 norm), and a margin for float32 rounding. Times the row's invNorm and
-// q's, it bounds the cosine's error.
+// l1 norm), and a margin for float32 rounding. Times the row's inverse
+// norm and q's, it bounds the cosine's error.
 func codeError(scale, l1 float32) float32 { return 0.502 * scale * l1 }
 
 // bound is the most the score of slot s (a cosine: its dot product times
-// norms, the product of its invNorm and q's) can be: its score by the
+// norms, the product of its inverse norm and q's) can be: its score by the
 // codes plus their error (l1 is q's l1 norm).
 func (q *quant) bound(v []float32, s int, norms, l1 float32) float64 {
 	dim := len(v)
@@ -219,7 +219,7 @@ func (x *Index) rescore(q []float32, qn float32, cands []entry, full bool,
 		if err != nil {
 			return err
 		}
-		h.offer(s, float64(dot(q, v)*x.rows[s].invNorm*qn), x.rows)
+		h.offer(s, float64(dot(q, v)*x.norms[s]*qn), x.rows)
 		return nil
 	}
 	lowest := math.Inf(1)
