@@ -67,8 +67,8 @@ func (e *Engine) List(ctx context.Context, q ListQuery) (Page, error) {
 		return Page{}, err
 	}
 	defer done()
-	if strings.TrimSpace(q.Profile) == "" {
-		return Page{}, mnemotype.Invalidf("profile is required")
+	if err := mnemotype.CheckProfile(q.Profile); err != nil {
+		return Page{}, err
 	}
 	if q.Limit == 0 {
 		q.Limit = DefaultListLimit
@@ -126,8 +126,8 @@ func (e *Engine) Update(ctx context.Context, profile, id string, p Patch) (Memor
 		return Memory{}, err
 	}
 	defer done()
-	if strings.TrimSpace(profile) == "" {
-		return Memory{}, mnemotype.Invalidf("profile is required")
+	if err := mnemotype.CheckProfile(profile); err != nil {
+		return Memory{}, err
 	}
 	for _, f := range []struct {
 		name string
@@ -259,6 +259,9 @@ func (e *Engine) BuildGraph(ctx context.Context, profile string) (int, error) {
 		return 0, err
 	}
 	defer done()
+	if err := mnemotype.CheckProfile(profile); err != nil {
+		return 0, err
+	}
 	if e.vec != recall.Dense(e.dense) {
 		return 0, nil
 	}
@@ -398,9 +401,8 @@ const (
 // random bytes, base64url, after KeyTokenPrefix). Only the token's SHA-256
 // is stored: the token cannot be shown again.
 func (e *Engine) CreateKey(ctx context.Context, profile, name string) (token string, key APIKey, err error) {
-	profile = strings.TrimSpace(profile)
-	if profile == "" {
-		return "", APIKey{}, mnemotype.Invalidf("profile is required")
+	if err := mnemotype.CheckProfile(profile); err != nil {
+		return "", APIKey{}, err
 	}
 	return e.createKey(ctx, APIKey{Profile: profile, Role: KeyRoleProfile, Name: name})
 }
@@ -411,12 +413,8 @@ func (e *Engine) CreateKey(ctx context.Context, profile, name string) (token str
 func (e *Engine) CreateServiceKey(ctx context.Context, name string, profiles []string) (token string, key APIKey, err error) {
 	var ps []string
 	for _, p := range profiles {
-		p = strings.TrimSpace(p)
-		if p == "" {
-			return "", APIKey{}, mnemotype.Invalidf("a service key's profiles must not be empty")
-		}
-		if err := mnemotype.CheckText("profile", p); err != nil {
-			return "", APIKey{}, err
+		if err := mnemotype.CheckProfile(p); err != nil {
+			return "", APIKey{}, fmt.Errorf("a service key's profiles: %w", err)
 		}
 		if !slices.Contains(ps, p) {
 			ps = append(ps, p)
@@ -440,9 +438,6 @@ func (e *Engine) createKey(ctx context.Context, key APIKey) (token string, _ API
 	}
 	defer done()
 	if err := mnemotype.CheckText("name", key.Name); err != nil {
-		return "", APIKey{}, err
-	}
-	if err := mnemotype.CheckText("profile", key.Profile); err != nil {
 		return "", APIKey{}, err
 	}
 	var secret [32]byte
@@ -471,6 +466,9 @@ func (e *Engine) Keys(ctx context.Context, profile string, includeRevoked bool) 
 		return nil, err
 	}
 	defer done()
+	if err := checkProfileOrAll(profile); err != nil {
+		return nil, err
+	}
 	return e.st.ListKeys(ctx, store.ListKeysParams{Profile: profile, IncludeRevoked: includeRevoked})
 }
 
@@ -553,8 +551,8 @@ func (e *Engine) VerifyIndex(ctx context.Context, profile string) (IndexVerifica
 		return IndexVerification{}, err
 	}
 	defer done()
-	if strings.TrimSpace(profile) == "" {
-		return IndexVerification{}, mnemotype.Invalidf("profile is required")
+	if err := mnemotype.CheckProfile(profile); err != nil {
+		return IndexVerification{}, err
 	}
 	return e.dense.Verify(ctx, profile)
 }
@@ -567,8 +565,8 @@ func (e *Engine) RebuildIndex(ctx context.Context, profile string) (IndexStats, 
 		return IndexStats{}, err
 	}
 	defer done()
-	if strings.TrimSpace(profile) == "" {
-		return IndexStats{}, mnemotype.Invalidf("profile is required")
+	if err := mnemotype.CheckProfile(profile); err != nil {
+		return IndexStats{}, err
 	}
 	return e.dense.Rebuild(ctx, profile)
 }

@@ -416,7 +416,7 @@ func (in *Input) memory(now time.Time) (mnemotype.Memory, error) {
 		return mnemotype.Memory{}, err
 	}
 	m := mnemotype.Memory{
-		ID: strings.TrimSpace(in.ID), Content: in.Content, Kind: kind, Profile: strings.TrimSpace(in.Profile),
+		ID: strings.TrimSpace(in.ID), Content: in.Content, Kind: kind, Profile: in.Profile,
 		Project: in.Project, Session: in.Session, Actor: in.Actor, Seq: in.Seq, Importance: mnemotype.DefaultImportance,
 		CreatedAt: in.CreatedAt.UTC(), OccurredAt: in.OccurredAt.UTC(), Metadata: in.Metadata,
 	}
@@ -559,10 +559,8 @@ func (e *Engine) Prepare(ctx context.Context, ins []Input) (*PreparedWrite, erro
 				return nil, batchErr(len(ins), i, fmt.Errorf("%w: embedding has %d dimensions, the embedder %s has %d",
 					ErrDimensionMismatch, len(ins[i].Embedding), e.emb.Model(), e.emb.Dim()))
 			}
-			for _, f := range ins[i].Embedding {
-				if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
-					return nil, batchErr(len(ins), i, mnemotype.Invalidf("embedding contains a non-finite value"))
-				}
+			if err := e.checkGivenEmbedding(ins[i]); err != nil {
+				return nil, batchErr(len(ins), i, err)
 			}
 			m.Embedding = ins[i].Embedding
 			m.EmbeddingModel = ins[i].EmbeddingModel
@@ -605,6 +603,29 @@ func (e *Engine) Prepare(ctx context.Context, ins []Input) (*PreparedWrite, erro
 		}
 	}
 	return &PreparedWrite{ins: ins, mems: mems, res: res}, nil
+}
+
+// checkGivenEmbedding refuses an embedding a caller gives with in that
+// recall could not use: a non-finite value, all zeros (no direction:
+// its cosine with anything is undefined), or a model other than the
+// engine's (a vector of another model is not comparable with the query's).
+// An engine that embeds nothing keeps what it is given, labelled as given.
+func (e *Engine) checkGivenEmbedding(in Input) error {
+	zero := true
+	for _, f := range in.Embedding {
+		if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
+			return mnemotype.Invalidf("embedding contains a non-finite value")
+		}
+		zero = zero && f == 0
+	}
+	if zero {
+		return mnemotype.Invalidf("embedding is all zeros: give a vector with a direction, or none to have the memory embedded")
+	}
+	if e.noEmbedding() == nil && in.EmbeddingModel != "" && in.EmbeddingModel != e.emb.Model() {
+		return mnemotype.Invalidf("embedding_model %q: this engine embeds with %q, and recall compares vectors of one model only; "+
+			"leave the embedding out to have the memory embedded, or open the database with that model's embedder", in.EmbeddingModel, e.emb.Model())
+	}
+	return nil
 }
 
 // Commit stores the memories p prepared, as Write does (all or none), and
@@ -825,6 +846,9 @@ func (e *Engine) Get(ctx context.Context, profile, id string) (Memory, error) {
 		return Memory{}, err
 	}
 	defer done()
+	if err := mnemotype.CheckProfile(profile); err != nil {
+		return Memory{}, err
+	}
 	ms, err := e.st.Get(ctx, store.GetParams{Profile: profile, IDs: []string{id}})
 	if err != nil {
 		return Memory{}, err
@@ -843,6 +867,9 @@ func (e *Engine) Forget(ctx context.Context, profile, id string) error {
 		return err
 	}
 	defer done()
+	if err := mnemotype.CheckProfile(profile); err != nil {
+		return err
+	}
 	return e.st.Delete(ctx, profile, id)
 }
 
@@ -869,8 +896,8 @@ func (e *Engine) ForgetMatching(ctx context.Context, q ForgetQuery) (int, error)
 		return 0, err
 	}
 	defer done()
-	if strings.TrimSpace(q.Profile) == "" {
-		return 0, mnemotype.Invalidf("profile is required")
+	if err := mnemotype.CheckProfile(q.Profile); err != nil {
+		return 0, err
 	}
 	if q.Project == "" && q.Session == "" && len(q.Actors) == 0 && q.After.IsZero() && q.Before.IsZero() && len(q.Metadata) == 0 {
 		return 0, mnemotype.Invalidf("give a project, a session, actors, a time range or a metadata filter to delete (a whole profile: DeleteProfile)")
@@ -898,10 +925,10 @@ func (e *Engine) DeleteProfile(ctx context.Context, profile string) (ProfileDele
 		return ProfileDeletion{}, err
 	}
 	defer done()
-	if strings.TrimSpace(profile) == "" {
+	if profile == "" {
 		return ProfileDeletion{}, mnemotype.Invalidf("profile is required (the server-wide settings are not a profile)")
 	}
-	if err := mnemotype.CheckText("profile", profile); err != nil {
+	if err := mnemotype.CheckProfile(profile); err != nil {
 		return ProfileDeletion{}, err
 	}
 	out, err := e.st.DeleteProfile(ctx, profile)
@@ -933,6 +960,9 @@ func (e *Engine) Count(ctx context.Context, profile string) (int, error) {
 		return 0, err
 	}
 	defer done()
+	if err := mnemotype.CheckProfile(profile); err != nil {
+		return 0, err
+	}
 	return e.st.Count(ctx, profile)
 }
 
@@ -945,7 +975,19 @@ func (e *Engine) Settings(ctx context.Context, profile string) (Settings, error)
 		return Settings{}, err
 	}
 	defer done()
+	if err := checkProfileOrAll(profile); err != nil {
+		return Settings{}, err
+	}
 	return e.settings(ctx, profile)
+}
+
+// checkProfileOrAll is mnemotype.CheckProfile, but for "": where a
+// profile is optional, "" names the server-wide settings or every profile.
+func checkProfileOrAll(profile string) error {
+	if profile == "" {
+		return nil
+	}
+	return mnemotype.CheckProfile(profile)
 }
 
 // settings returns profile's effective settings as the store holds them
@@ -1040,6 +1082,9 @@ func (e *Engine) UpdateSettings(ctx context.Context, profile string, kv map[stri
 		return Settings{}, err
 	}
 	defer done()
+	if err := checkProfileOrAll(profile); err != nil {
+		return Settings{}, err
+	}
 	cur, err := e.settings(ctx, profile)
 	if err != nil {
 		return Settings{}, err
@@ -1072,6 +1117,9 @@ func (e *Engine) ResetSettings(ctx context.Context, profile string, keys []strin
 		return Settings{}, err
 	}
 	defer done()
+	if err := checkProfileOrAll(profile); err != nil {
+		return Settings{}, err
+	}
 	if len(keys) == 0 {
 		return Settings{}, mnemotype.Invalidf("no setting to reset: known settings are %s", strings.Join(SettingNames(), ", "))
 	}

@@ -24,9 +24,6 @@ func (q Query) Validate() error {
 
 // validate is Validate, returning the metadata filter as matches.
 func (q Query) validate() ([]mnemotype.MetadataMatch, error) {
-	if strings.TrimSpace(q.Profile) == "" {
-		return nil, mnemotype.Invalidf("profile is required")
-	}
 	if strings.TrimSpace(q.Text) == "" {
 		return nil, mnemotype.Invalidf("query is empty")
 	}
@@ -43,7 +40,10 @@ func (q Query) validate() ([]mnemotype.MetadataMatch, error) {
 // text and the limit), as Validate does, and returns the metadata filter as
 // matches.
 func (q Query) validateScope() ([]mnemotype.MetadataMatch, error) {
-	check := []struct{ name, v string }{{"profile", q.Profile}, {"project", q.Project}}
+	if err := mnemotype.CheckProfile(q.Profile); err != nil {
+		return nil, err
+	}
+	check := []struct{ name, v string }{{"project", q.Project}}
 	for i, s := range q.Sessions {
 		check = append(check, struct{ name, v string }{fmt.Sprintf("sessions[%d]", i), s})
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"strings"
 
 	"github.com/mnemo-dev/mnemo/embed"
 	"github.com/mnemo-dev/mnemo/mnemotype"
@@ -74,6 +73,9 @@ func (e *Engine) EmbeddingCounts(ctx context.Context, profile string) ([]Embeddi
 		return nil, err
 	}
 	defer done()
+	if err := checkProfileOrAll(profile); err != nil {
+		return nil, err
+	}
 	return e.st.EmbeddingCounts(ctx, profile)
 }
 
@@ -121,8 +123,8 @@ func (e *Engine) Reembed(ctx context.Context, p ReembedParams) (ReembedStats, er
 	if err := e.noEmbedding(); err != nil {
 		return st, fmt.Errorf("reembed: %w", err)
 	}
-	if strings.TrimSpace(p.Profile) == "" {
-		return st, mnemotype.Invalidf("profile is required")
+	if err := mnemotype.CheckProfile(p.Profile); err != nil {
+		return st, err
 	}
 	if p.BatchSize == 0 {
 		p.BatchSize = DefaultReembedBatch

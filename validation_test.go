@@ -113,3 +113,69 @@ func TestQuery_Validate(t *testing.T) {
 		}
 	}
 }
+
+// TestEngine_ProfileNameIsExact: every Engine method that takes a profile
+// refuses a name that is not exactly one (surrounding spaces, control or
+// format characters) with an ErrInvalid error naming the profile, and
+// writes nothing: a name is never trimmed into another tenant's.
+func TestEngine_ProfileNameIsExact(t *testing.T) {
+	t.Parallel()
+	e, _ := setup(t)
+	ctx := context.Background()
+	m, err := e.Remember(ctx, mnemo.Input{Profile: "bob", Session: "s1", Content: "bob's walrus note"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := 0.9
+	for _, name := range []string{"bob ", " bob", "bob\n", "bob\u200b", "\u00a0bob"} {
+		for _, c := range []struct {
+			op   string
+			call func() error
+		}{
+			{"Remember", func() error { _, err := e.Remember(ctx, mnemo.Input{Profile: name, Content: "planted"}); return err }},
+			{"Recall", func() error { _, err := e.Recall(ctx, mnemo.Query{Profile: name, Text: "walrus"}); return err }},
+			{"Get", func() error { _, err := e.Get(ctx, name, m.ID); return err }},
+			{"List", func() error { _, err := e.List(ctx, mnemo.ListQuery{Profile: name}); return err }},
+			{"Update", func() error { _, err := e.Update(ctx, name, m.ID, mnemo.Patch{Importance: &one}); return err }},
+			{"Forget", func() error { return e.Forget(ctx, name, m.ID) }},
+			{"ForgetMatching", func() error {
+				_, err := e.ForgetMatching(ctx, mnemo.ForgetQuery{Profile: name, Session: "s1"})
+				return err
+			}},
+			{"DeleteProfile", func() error { _, err := e.DeleteProfile(ctx, name); return err }},
+			{"Count", func() error { _, err := e.Count(ctx, name); return err }},
+			{"Settings", func() error { _, err := e.Settings(ctx, name); return err }},
+			{"UpdateSettings", func() error {
+				_, err := e.UpdateSettings(ctx, name, map[string]string{"keyword_weight": "2"})
+				return err
+			}},
+			{"ResetSettings", func() error { _, err := e.ResetSettings(ctx, name, []string{"keyword_weight"}); return err }},
+			{"CreateKey", func() error { _, _, err := e.CreateKey(ctx, name, "k"); return err }},
+			{"CreateServiceKey", func() error { _, _, err := e.CreateServiceKey(ctx, "k", []string{"alice", name}); return err }},
+			{"Keys", func() error { _, err := e.Keys(ctx, name, true); return err }},
+			{"EmbeddingCounts", func() error { _, err := e.EmbeddingCounts(ctx, name); return err }},
+			{"Reembed", func() error { _, err := e.Reembed(ctx, mnemo.ReembedParams{Profile: name}); return err }},
+			{"VerifyIndex", func() error { _, err := e.VerifyIndex(ctx, name); return err }},
+			{"RebuildIndex", func() error { _, err := e.RebuildIndex(ctx, name); return err }},
+			{"BuildGraph", func() error { _, err := e.BuildGraph(ctx, name); return err }},
+		} {
+			if err := c.call(); !errors.Is(err, mnemo.ErrInvalid) || !strings.Contains(err.Error(), "profile") {
+				t.Errorf("%s(%q) = %v, want an ErrInvalid error naming the profile", c.op, name, err)
+			}
+		}
+	}
+	got, err := e.Get(ctx, "bob", m.ID)
+	if err != nil || got.Importance != m.Importance {
+		t.Errorf("bob's memory: %+v, %v; want it unchanged", got, err)
+	}
+	ps, err := e.Profiles(ctx)
+	if err != nil || len(ps) != 1 || ps[0].Profile != "bob" || ps[0].Memories != 1 {
+		t.Errorf("profiles = %+v, %v; want bob with his one memory", ps, err)
+	}
+	if ks, err := e.Keys(ctx, "", true); err != nil || len(ks) != 0 {
+		t.Errorf("keys = %+v, %v; want none", ks, err)
+	}
+	if s, err := e.Settings(ctx, "bob"); err != nil || s.KeywordWeight != 1 {
+		t.Errorf("bob's settings: %+v, %v", s, err)
+	}
+}

@@ -166,6 +166,36 @@ func CheckID(field, id string) error {
 	return nil
 }
 
+// MaxProfileBytes bounds a profile's name.
+const MaxProfileBytes = 256
+
+// CheckProfile reports an ErrInvalid error naming the profile unless name
+// can name one: 1 to MaxProfileBytes bytes of valid UTF-8, printable
+// (letters, marks, numbers, punctuation, symbols and the ASCII space; no
+// control, format, line or other space characters) and neither beginning
+// nor ending with a space. A profile is a tenant: a name is never trimmed
+// or otherwise altered on its way in, so every path that takes one (a
+// header, a query parameter, a body, an MCP argument, a flag) either names
+// exactly the profile it reads and writes or is refused.
+func CheckProfile(name string) error {
+	switch {
+	case name == "":
+		return Invalidf("profile is required")
+	case len(name) > MaxProfileBytes:
+		return Invalidf("profile is %d bytes: at most %d allowed", len(name), MaxProfileBytes)
+	case !utf8.ValidString(name):
+		return Invalidf("profile is not valid UTF-8")
+	case name[0] == ' ' || name[len(name)-1] == ' ':
+		return Invalidf("profile %q begins or ends with a space", name)
+	}
+	for _, r := range name {
+		if !unicode.IsPrint(r) {
+			return Invalidf("profile %q: must be printable (no control, format, line or space characters but the ASCII space)", name)
+		}
+	}
+	return nil
+}
+
 // CheckText reports an ErrInvalid error naming field unless s is valid
 // UTF-8. Text is stored and returned as it was given, never with invalid
 // bytes silently replaced.
@@ -180,14 +210,14 @@ func CheckText(field, s string) error {
 // naming the first offending field: the id (see CheckID), text that is not
 // valid UTF-8, and each field's own range.
 func (m *Memory) Validate() error {
-	if strings.TrimSpace(m.Profile) == "" {
-		return Invalidf("profile is required")
+	if err := CheckProfile(m.Profile); err != nil {
+		return err
 	}
 	if err := CheckID("id", m.ID); err != nil {
 		return err
 	}
 	for _, f := range []struct{ name, v string }{
-		{"profile", m.Profile}, {"content", m.Content}, {"kind", string(m.Kind)}, {"project", m.Project},
+		{"content", m.Content}, {"kind", string(m.Kind)}, {"project", m.Project},
 		{"session", m.Session}, {"actor", m.Actor}, {"embedding_model", m.EmbeddingModel},
 	} {
 		if err := CheckText(f.name, f.v); err != nil {

@@ -144,3 +144,39 @@ func TestCompareHits(t *testing.T) {
 		t.Errorf("CompareHits of equal hits = %d", c)
 	}
 }
+
+func TestCheckProfile(t *testing.T) {
+	for _, c := range []struct {
+		name, profile string
+		ok            bool
+	}{
+		{"plain", "bob", true},
+		{"inner space", "Jean Dupont", true},
+		{"accents and symbols", "é/日本-😀_#?&", true},
+		{"longest", strings.Repeat("p", MaxProfileBytes), true},
+		{"empty", "", false},
+		{"only a space", " ", false},
+		{"trailing space", "bob ", false},
+		{"leading space", " bob", false},
+		{"tab", "bob\t", false},
+		{"newline", "bo\nb", false},
+		{"no-break space", "bob\u00a0", false},
+		{"inner no-break space", "Jean\u00a0Dupont", false},
+		{"line separator", "bob\u2028", false},
+		{"zero-width space", "b\u200bob", false},
+		{"byte order mark", "\ufeffbob", false},
+		{"right-to-left override", "bob\u202e", false},
+		{"NUL", "bo\x00b", false},
+		{"DEL", "bob\x7f", false},
+		{"invalid UTF-8", "bob\xff", false},
+		{"too long", strings.Repeat("p", MaxProfileBytes+1), false},
+	} {
+		err := CheckProfile(c.profile)
+		switch {
+		case c.ok && err != nil:
+			t.Errorf("%s: CheckProfile(%q) = %v, want nil", c.name, c.profile, err)
+		case !c.ok && (!errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "profile")):
+			t.Errorf("%s: CheckProfile(%q) = %v, want an ErrInvalid error naming the profile", c.name, c.profile, err)
+		}
+	}
+}

@@ -20,14 +20,14 @@ func (k APIKey) Validate() error {
 		return mnemotype.Invalidf("key id is empty")
 	case k.Role != RoleProfile && k.Role != RoleService && k.Role != RoleAdmin:
 		return mnemotype.Invalidf("key role %q: must be %q (a profile key), %q or %q", k.Role, RoleProfile, RoleService, RoleAdmin)
-	case k.Role == RoleProfile && strings.TrimSpace(k.Profile) == "":
-		return mnemotype.Invalidf("profile is required")
+	case k.Role == RoleProfile && k.Profile != DeletedProfile && mnemotype.CheckProfile(k.Profile) != nil:
+		return mnemotype.CheckProfile(k.Profile)
 	case k.Role != RoleProfile && k.Profile != "":
 		return mnemotype.Invalidf("a %s key is bound to no one profile: profile must be empty", k.Role)
 	case k.Role != RoleService && len(k.Profiles) > 0:
 		return mnemotype.Invalidf("only a service key lists profiles")
-	case slices.ContainsFunc(k.Profiles, func(p string) bool { return strings.TrimSpace(p) == "" }):
-		return mnemotype.Invalidf("a service key's profiles must not be empty")
+	case slices.ContainsFunc(k.Profiles, func(p string) bool { return mnemotype.CheckProfile(p) != nil }):
+		return mnemotype.Invalidf("a service key's profiles must each be a valid profile name")
 	case strings.TrimSpace(k.Hash) == "":
 		return mnemotype.Invalidf("key hash is empty")
 	}

@@ -48,6 +48,13 @@ func TestBadInput_Catalogue(t *testing.T) {
 	if err := os.WriteFile(badLines, []byte(`{"content": "x", "timestamp": "NaN"}`+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	lines := func(name, line string) string {
+		path := filepath.Join(t.TempDir(), name+".jsonl")
+		if err := os.WriteFile(path, []byte(line+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
 
 	e, err := mnemo.Open(c.env["MNEMO_DB"], &mnemo.Config{Embedder: embed.NewHash(embed.DefaultHashDim), AccessFlushInterval: -1})
 	if err != nil {
@@ -111,6 +118,20 @@ func TestBadInput_Catalogue(t *testing.T) {
 		{name: "SettingsAllZero", args: []string{"settings", "set", "keyword_weight=0", "semantic_weight=0"}, field: "weights"},
 		{name: "ImportNaNTimestamp", args: []string{"import", badLines}, field: "timestamp"},
 		{name: "GetIDUTF8", args: []string{"get", "a\xffb"}, field: "id"},
+		{name: "AddProfileTrailingSpace", args: []string{"add", "--profile", "me ", "x"}, field: "profile"},
+		{name: "AddProfileLeadingSpace", args: []string{"add", "--profile", " me", "x"}, field: "profile"},
+		{name: "AddProfileFormatChar", args: []string{"add", "--profile", "m\u200be", "x"}, field: "profile"},
+		{name: "RecallProfileSpace", args: []string{"recall", "--profile", "me ", "x"}, field: "profile"},
+		{name: "ListProfileSpace", args: []string{"list", "--profile", "me "}, field: "profile"},
+		{name: "ExportProfileSpace", args: []string{"export", "--profile", "me "}, field: "profile"},
+		{name: "GetProfileSpace", args: []string{"get", "--profile", "me ", stored}, field: "profile"},
+		{name: "DeleteProfileSpace", args: []string{"delete", "--profile", "me ", stored}, field: "profile"},
+		{name: "UpdateProfileSpace", args: []string{"update", "--profile", "me ", stored, "--importance", "0.1"}, field: "profile"},
+		{name: "SettingsProfileSpace", args: []string{"settings", "set", "--profile", "me ", "keyword_weight=2"}, field: "profile"},
+		{name: "KeysCreateProfileSpace", args: []string{"keys", "create", "--profile", "me "}, field: "profile"},
+		{name: "ImportProfileSpace", args: []string{"import", "--profile", "me ", lines("plain", `{"content": "x"}`)}, field: "profile"},
+		{name: "ImportLineProfileNumber", args: []string{"import", lines("numeric", `{"content": "x", "profile": 5}`)}, field: "profile"},
+		{name: "ImportEmbeddingZero", args: []string{"import", lines("zero", `{"content": "x", "embedding": [`+strings.Repeat("0,", embed.DefaultHashDim-1)+`0]}`)}, field: "embedding"},
 
 		// The HTTP API.
 		{name: "HTTPImportance", method: "POST", path: "/v1/memories", body: `{"content": "x", "importance": 2}`, field: "importance"},
@@ -153,6 +174,15 @@ func TestBadInput_Catalogue(t *testing.T) {
 		{name: "HTTPListTypo", method: "GET", path: "/v1/memories?sesion=s1", field: "sesion"},
 		{name: "HTTPListCursor", method: "GET", path: "/v1/memories?cursor=garbage", field: "cursor"},
 		{name: "HTTPSearchBefore", method: "GET", path: "/v1/search/lexical?q=x&before=soon", field: "before"},
+		{name: "HTTPProfileSpaceInBody", method: "POST", path: "/v1/memories", body: `{"content": "x", "profile": "me "}`, field: "profile"},
+		{name: "HTTPProfileSpaceInQuery", method: "POST", path: "/v1/memories?profile=me+", body: `{"content": "x"}`, field: "profile"},
+		{name: "HTTPRecallProfileSpace", method: "POST", path: "/v1/recall", body: `{"query": "x", "profile": "me "}`, field: "profile"},
+		{name: "HTTPPostUnknownParam", method: "POST", path: "/v1/memories?Profile=bob", body: `{"content": "x"}`, field: "Profile"},
+		{name: "HTTPPatchUnknownParam", method: "PATCH", path: "/v1/memories/" + stored + "?dry_run=1", body: `{"importance": 0.1}`, field: "dry_run"},
+		{name: "HTTPRecallUnknownParam", method: "POST", path: "/v1/recall?limit=1", body: `{"query": "x"}`, field: "limit"},
+		{name: "HTTPSettingsUnknownParam", method: "PATCH", path: "/v1/settings?scope=all", body: `{"keyword_weight": 2}`, field: "scope"},
+		{name: "HTTPGetUnknownParam", method: "GET", path: "/v1/memories/" + stored + "?fields=content", field: "fields"},
+		{name: "HTTPEmbeddingZero", method: "POST", path: "/v1/memories", body: `{"content": "x", "embedding": [` + strings.Repeat("0,", embed.DefaultHashDim-1) + `0]}`, field: "embedding"},
 
 		// MCP.
 		{name: "MCPImportance", tool: mcpserver.ToolStore, mcpArgs: map[string]any{"content": "x", "importance": 3}, field: "importance"},
@@ -167,6 +197,7 @@ func TestBadInput_Catalogue(t *testing.T) {
 		{name: "MCPRecallAfter", tool: mcpserver.ToolRecall, mcpArgs: map[string]any{"query": "x", "after": "soon"}, field: "after"},
 		{name: "MCPRecallQueryEmpty", tool: mcpserver.ToolRecall, mcpArgs: map[string]any{"query": ""}, field: "query"},
 		{name: "MCPForgetNoID", tool: mcpserver.ToolForget, mcpArgs: map[string]any{"id": ""}, field: "id"},
+		{name: "MCPProfileSpace", tool: mcpserver.ToolStore, mcpArgs: map[string]any{"content": "x", "profile": "me "}, field: "profile"},
 	}
 	if len(catalogue) < 60 {
 		t.Fatalf("the catalogue holds %d bad inputs, want at least 60", len(catalogue))

@@ -40,6 +40,11 @@ destination holds already is skipped, and each batch is written whole.`)
 	if *batch < 1 {
 		return usagef("--batch %d: must be ≥ 1", *batch)
 	}
+	for _, p := range profiles {
+		if err := checkProfileFlag(p); err != nil {
+			return err
+		}
+	}
 	src, err := a.dbPath(*from)
 	if err != nil {
 		return err

@@ -111,3 +111,11 @@ func (f *scopeFilters) apply(q *mnemo.ListQuery) error {
 	q.After, q.Before, err = f.times()
 	return err
 }
+
+// flagGiven reports whether the command line set the flag name (a default,
+// from the environment say, is not given).
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
+}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -134,9 +133,7 @@ func cmdFuse(_ context.Context, a *app, args []string) error {
 	if p.ExactMatchBonus > 0 {
 		p.Contents = func(id string) string { return legs.content[id] }
 	}
-	strategyGiven := false
-	fs.Visit(func(f *flag.Flag) { strategyGiven = strategyGiven || f.Name == "strategy" })
-	if !legs.allScored && !strategyGiven && p.Strategy.UsesScores() {
+	if !legs.allScored && !flagGiven(fs, "strategy") && p.Strategy.UsesScores() {
 		fmt.Fprintf(a.stderr, "mnemo fuse: %s; fusing by rrf (the engine's default, %s, reads scores)\n", legs.unscored, p.Strategy)
 		p.Strategy = fusion.RRF
 	}

@@ -83,7 +83,7 @@ func cmdImport(ctx context.Context, a *app, args []string) error {
 	fs := newFlags(a, "import")
 	var ef engineFlags
 	ef.register(fs)
-	profile := fs.String("profile", a.getenv("MNEMO_PROFILE"), "profile for lines that carry none (default $MNEMO_PROFILE)")
+	profile := fs.String("profile", a.getenv("MNEMO_PROFILE"), "import every line into this profile, whatever profile the line names (without it: each line into its own profile field, else $MNEMO_PROFILE)")
 	sessionField := fs.String("session-field", "", "take each memory's session from this field (e.g. conversation)")
 	strict := fs.Bool("strict", false, "abort on the first bad line, writing nothing")
 	fs.Usage = func() {
@@ -136,6 +136,11 @@ or every line bad), 1 internal error.
 		}
 		r = f
 	}
+	if *profile != "" {
+		if err := checkProfileFlag(*profile); err != nil {
+			return err
+		}
+	}
 	if ef.writeTimeout == "" && a.getenv(envWriteEmbedTimeout) == "" {
 		// A bulk job waits for its embeddings (a hung provider still
 		// stops being called: the circuit breaker).
@@ -150,7 +155,7 @@ or every line bad), 1 internal error.
 	if err != nil {
 		return err
 	}
-	im := &importer{a: a, e: e, profile: *profile, sessionField: *sessionField, strict: *strict,
+	im := &importer{a: a, e: e, profile: *profile, override: flagGiven(fs, "profile"), sessionField: *sessionField, strict: *strict,
 		progress: newProgress(a.stderr, size), occurrences: map[[sha256.Size]byte]int{}, ids: map[string]int{}}
 	ierr := im.run(ctx, r)
 	im.settle()
@@ -178,9 +183,12 @@ or every line bad), 1 internal error.
 }
 
 type importer struct {
-	a            *app
-	e            *mnemo.Engine
+	a *app
+	e *mnemo.Engine
+	// profile is the profile of lines that name none or, with override
+	// (--profile given on the command line), of every line.
 	profile      string
+	override     bool
 	sessionField string
 	strict       bool
 	progress     *progress
@@ -192,6 +200,10 @@ type importer struct {
 
 	stored, already int
 	rejected        []int // line numbers
+	// moved counts the lines stored (now or before) in profile although
+	// they named another; reembedded, those whose embedding, of another
+	// model than the engine's, was replaced by the engine's.
+	moved, reembedded int
 
 	// inflight is the batch being stored, if any.
 	inflight *commit
@@ -200,11 +212,15 @@ type importer struct {
 type pending struct {
 	line int
 	in   mnemo.Input
+	// moved: the line named another profile than --profile's;
+	// reembedded: its embedding, of another model, was left out.
+	moved, reembedded bool
 }
 
 // summary is the run's one-line report.
 func (im *importer) summary() string {
 	s := fmt.Sprintf("imported %d memories, %d already stored, %d lines rejected", im.stored, im.already, len(im.rejected))
+
 	if len(im.rejected) > 0 {
 		slices.Sort(im.rejected) // a batch's invalid lines are found after the malformed ones
 		nums := make([]string, 0, maxListedLines)
@@ -216,6 +232,12 @@ func (im *importer) summary() string {
 			more = ", …"
 		}
 		s += fmt.Sprintf(" (lines %s%s)", strings.Join(nums, ", "), more)
+	}
+	if im.moved > 0 {
+		s += fmt.Sprintf("; %d lines naming another profile went into %q (--profile)", im.moved, im.profile)
+	}
+	if im.reembedded > 0 {
+		s += fmt.Sprintf("; %d embeddings of another model than %s were left out and the memories embedded again", im.reembedded, im.e.Embedder().Model())
 	}
 	return s
 }
@@ -237,13 +259,13 @@ func (im *importer) run(ctx context.Context, r io.Reader) error {
 			return fmt.Errorf("read input: %w", err)
 		}
 		line := lr.line
-		var in mnemo.Input
+		var p pending
 		if tooLong == nil {
 			raw = bytes.TrimSpace(raw)
 			if len(raw) == 0 {
 				continue
 			}
-			in, err = im.parse(raw, line)
+			p, err = im.parse(raw, line)
 		}
 		if err != nil {
 			if im.strict {
@@ -253,10 +275,10 @@ func (im *importer) run(ctx context.Context, r io.Reader) error {
 			continue
 		}
 		if im.strict {
-			all = append(all, pending{line, in})
+			all = append(all, p)
 			continue
 		}
-		batch = append(batch, pending{line, in})
+		batch = append(batch, p)
 		batchBytes += len(raw)
 		if len(batch) == importBatch || batchBytes >= importBatchBytes {
 			if err := im.submit(ctx, batch); err != nil {
@@ -323,7 +345,7 @@ func (im *importer) wait(ctx context.Context) error {
 	if c.err != nil {
 		return im.retry(ctx, c.batch, c.err)
 	}
-	im.count(len(c.batch), c.res)
+	im.count(c.batch, c.res)
 	return nil
 }
 
@@ -334,7 +356,7 @@ func (im *importer) settle() {
 		im.inflight = nil
 		<-c.done
 		if c.err == nil {
-			im.count(len(c.batch), c.res)
+			im.count(c.batch, c.res)
 		}
 	}
 }
@@ -354,14 +376,25 @@ func (im *importer) write(ctx context.Context, batch []pending) error {
 	if err != nil {
 		return err
 	}
-	im.count(len(batch), res)
+	im.count(batch, res)
 	return nil
 }
 
-// count counts a stored batch of n lines.
-func (im *importer) count(n int, res *mnemo.WriteResult) {
+// count counts a stored batch.
+func (im *importer) count(batch []pending, res *mnemo.WriteResult) {
 	im.stored += res.Created
-	im.already += n - res.Created
+	im.already += len(batch) - res.Created
+	for _, p := range batch {
+		im.moved += b2i(p.moved)
+		im.reembedded += b2i(p.reembedded)
+	}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // flushStrict writes every line in one transaction, or nothing.
@@ -432,25 +465,38 @@ func (im *importer) lineID(profile string, raw []byte) string {
 	return uuid.NewSHA1(importNamespace, fmt.Appendf(key[:], "#%d", im.occurrences[key])).String()
 }
 
-// parse turns one JSON line into an Input with its id.
-func (im *importer) parse(raw []byte, line int) (mnemo.Input, error) {
+// parse turns one JSON line into the Input it stores, with its id.
+func (im *importer) parse(raw []byte, line int) (pending, error) {
+	in, moved, err := im.input(raw, line)
+	p := pending{line: line, in: in, moved: moved}
+	if err == nil && len(in.Embedding) > 0 && in.EmbeddingModel != "" && im.e.Embedder().Dim() > 0 &&
+		in.EmbeddingModel != im.e.Embedder().Model() {
+		// A vector of another model cannot be compared with this
+		// engine's queries: the memory is embedded again.
+		p.in.Embedding, p.in.EmbeddingModel, p.reembedded = nil, "", true
+	}
+	return p, err
+}
+
+// input parses one JSON line into an Input with its id; moved reports
+// that --profile replaced the profile the line named.
+func (im *importer) input(raw []byte, line int) (in mnemo.Input, moved bool, _ error) {
 	if !utf8.Valid(raw) {
 		field, off := jsonutf8.FirstInvalid(raw)
 		if field == "" {
-			return mnemo.Input{}, fmt.Errorf("not valid UTF-8 (at byte %d)", off)
+			return in, false, fmt.Errorf("not valid UTF-8 (at byte %d)", off)
 		}
-		return mnemo.Input{}, fmt.Errorf("field %s is not valid UTF-8", field)
+		return in, false, fmt.Errorf("field %s is not valid UTF-8", field)
 	}
 	var obj map[string]json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	if err := dec.Decode(&obj); err != nil {
-		return mnemo.Input{}, fmt.Errorf("malformed JSON: %v", err)
+		return in, false, fmt.Errorf("malformed JSON: %v", err)
 	}
 	if obj == nil {
-		return mnemo.Input{}, errors.New("line is not a JSON object")
+		return in, false, errors.New("line is not a JSON object")
 	}
-	var in mnemo.Input
 	var err error
 	str := func(key string) string {
 		if err != nil {
@@ -476,7 +522,11 @@ func (im *importer) parse(raw []byte, line int) (mnemo.Input, error) {
 	if in.Content == "" {
 		in.Content = str("text")
 	}
-	in.Profile = str("profile")
+	if v, ok := obj["profile"]; ok && string(v) != "null" {
+		if json.Unmarshal(v, &in.Profile) != nil {
+			return in, false, errors.New("field profile: must be a string")
+		}
+	}
 	in.Project = str("project")
 	in.Session = str("session")
 	if im.sessionField != "" {
@@ -502,30 +552,30 @@ func (im *importer) parse(raw []byte, line int) (mnemo.Input, error) {
 	accessed := str("accessed_at")
 	in.EmbeddingModel = str("embedding_model")
 	if err != nil {
-		return in, err
+		return in, false, err
 	}
 	if accessed != "" {
 		t, err := parseTime("accessed_at", accessed)
 		if err != nil {
-			return in, err
+			return in, false, err
 		}
 		in.AccessedAt = t
 	}
 	if v, ok := obj["access_count"]; ok && string(v) != "null" {
 		if err := json.Unmarshal(v, &in.AccessCount); err != nil || in.AccessCount < 0 {
-			return in, errors.New("field access_count: must be a whole number ≥ 0")
+			return in, false, errors.New("field access_count: must be a whole number ≥ 0")
 		}
 	}
 	if v, ok := obj["embedding"]; ok && string(v) != "null" {
 		var xs []float64
 		if err := json.Unmarshal(v, &xs); err != nil || len(xs) == 0 {
-			return in, errors.New("field embedding: must be a non-empty array of numbers")
+			return in, false, errors.New("field embedding: must be a non-empty array of numbers")
 		}
 		in.Embedding = make([]float32, len(xs))
 		for i, x := range xs {
 			f := float32(x)
 			if math.IsNaN(x) || math.IsInf(float64(f), 0) {
-				return in, fmt.Errorf("field embedding[%d] = %v: must be a finite float32", i, x)
+				return in, false, fmt.Errorf("field embedding[%d] = %v: must be a finite float32", i, x)
 			}
 			in.Embedding[i] = f
 		}
@@ -533,14 +583,14 @@ func (im *importer) parse(raw []byte, line int) (mnemo.Input, error) {
 	if seq != "" {
 		n, err := strconv.ParseInt(seq, 10, 64)
 		if err != nil || n < 1 {
-			return in, fmt.Errorf("field %s = %q: must be a positive integer", seqField, seq)
+			return in, false, fmt.Errorf("field %s = %q: must be a positive integer", seqField, seq)
 		}
 		in.Seq = n
 	}
 	if occ != "" {
 		t, err := parseTime(occField, occ)
 		if err != nil {
-			return in, err
+			return in, false, err
 		}
 		in.OccurredAt = t
 	}
@@ -550,33 +600,39 @@ func (im *importer) parse(raw []byte, line int) (mnemo.Input, error) {
 	if ts == "" {
 		tsField, ts = occField, occ
 	}
-	if in.Profile == "" {
+	switch {
+	case im.override:
+		moved = in.Profile != "" && in.Profile != im.profile
 		in.Profile = im.profile
+	case in.Profile == "":
+		if in.Profile = im.profile; in.Profile == "" {
+			return in, false, errors.New("profile is required: give the line a profile field or pass --profile")
+		}
 	}
-	if strings.TrimSpace(in.Profile) == "" {
-		return in, errors.New("profile is required: give the line a profile field or pass --profile")
+	if err := mnemotype.CheckProfile(in.Profile); err != nil {
+		return in, false, err
 	}
 	if strings.TrimSpace(in.Content) == "" {
-		return in, errors.New("text (or content) is empty")
+		return in, false, errors.New("text (or content) is empty")
 	}
 	if v, ok := obj["importance"]; ok && string(v) != "null" {
 		var f float64
 		if err := json.Unmarshal(v, &f); err != nil {
-			return in, fmt.Errorf("field importance: must be a number in [0, 1]")
+			return in, false, fmt.Errorf("field importance: must be a number in [0, 1]")
 		}
 		in.Importance = &f
 	}
 	if ts != "" {
 		t, err := parseTime(tsField, ts)
 		if err != nil {
-			return in, err
+			return in, false, err
 		}
 		in.CreatedAt = t
 	}
 	meta := map[string]json.RawMessage{}
 	if v, ok := obj["metadata"]; ok && string(v) != "null" {
 		if err := json.Unmarshal(v, &meta); err != nil {
-			return in, errors.New("field metadata: must be a JSON object")
+			return in, false, errors.New("field metadata: must be a JSON object")
 		}
 	}
 	for k, v := range obj {
@@ -589,24 +645,24 @@ func (im *importer) parse(raw []byte, line int) (mnemo.Input, error) {
 	if len(meta) > 0 {
 		b, err := json.Marshal(meta)
 		if err != nil {
-			return in, fmt.Errorf("metadata: %v", err)
+			return in, false, fmt.Errorf("metadata: %v", err)
 		}
 		in.Metadata = b
 	}
 	if in.ID == "" {
 		in.ID = im.lineID(in.Profile, raw)
-		return in, nil
+		return in, moved, nil
 	}
 	in.ID = strings.TrimSpace(in.ID)
 	if err := mnemotype.CheckID("field id", in.ID); err != nil {
-		return in, err
+		return in, false, err
 	}
 	key := in.Profile + "\x00" + in.ID
 	if prev, dup := im.ids[key]; dup {
-		return in, fmt.Errorf("id %q repeats line %d", in.ID, prev)
+		return in, false, fmt.Errorf("id %q repeats line %d", in.ID, prev)
 	}
 	im.ids[key] = line
-	return in, nil
+	return in, moved, nil
 }
 
 // Unix seconds of the first and last instants of years 0001–9999.

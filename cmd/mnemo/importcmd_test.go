@@ -298,3 +298,87 @@ func TestImport_BatchesStoredInOrder(t *testing.T) {
 		t.Errorf("second run: exit %d: %q, want %q; %s", code, out, want, errs)
 	}
 }
+
+// TestImport_ProfileFlag: --profile imports every line into its profile,
+// a line naming another one too (and the summary says how many did); without
+// it each line goes into its own profile, $MNEMO_PROFILE only filling in for
+// lines that name none. A profile that is not a string, or not a valid name,
+// rejects its line naming the field.
+func TestImport_ProfileFlag(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	for _, s := range []string{"one", "two", "three"} {
+		c.ok("add", "--profile", "a", "--session", "s1", "memory "+s+" of a")
+	}
+	export := filepath.Join(t.TempDir(), "a.jsonl")
+	if err := os.WriteFile(export, []byte(c.ok("export", "--profile", "a")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := c.run("", "import", export, "--profile", "b")
+	if code != 0 || !strings.Contains(out, `imported 3 memories, 0 already stored, 0 lines rejected; 3 lines naming another profile went into "b" (--profile)`) {
+		t.Fatalf("import a's export --profile b: exit %d: %q %s", code, out, errs)
+	}
+	if a, b := count(t, c, "a"), count(t, c, "b"); a != 3 || b != 3 {
+		t.Errorf("a holds %d, b %d: want 3 each", a, b)
+	}
+	// Without the flag, the lines' own profile; $MNEMO_PROFILE does not
+	// override it.
+	c.env["MNEMO_PROFILE"] = "c"
+	mixed := writeLines(t, []string{`{"content": "a line of a", "profile": "a"}`, `{"content": "a line of no profile"}`})
+	if code, out, errs := c.run("", "import", mixed); code != 0 || !strings.Contains(out, "imported 2 memories, 0 already stored, 0 lines rejected") ||
+		strings.Contains(out, "another profile") {
+		t.Errorf("import with MNEMO_PROFILE: exit %d: %q %s", code, out, errs)
+	}
+	if a, cc := count(t, c, "a"), count(t, c, "c"); a != 4 || cc != 1 {
+		t.Errorf("a holds %d, c %d: want 4 and 1", a, cc)
+	}
+	delete(c.env, "MNEMO_PROFILE")
+	bad := writeLines(t, []string{`{"content": "x", "profile": 5}`, `{"content": "y", "profile": "a "}`,
+		`{"content": "z", "profile": ["a"]}`, `{"content": "w", "profile": "a\u0000"}`, `{"content": "kept", "profile": "d"}`})
+	code, out, errs = c.run("", "import", bad)
+	if code != exitSomeRejected || !strings.Contains(out, "imported 1 memories, 0 already stored, 4 lines rejected (lines 1, 2, 3, 4)") {
+		t.Errorf("bad profiles: exit %d: %q %s", code, out, errs)
+	}
+	for _, want := range []string{"line 1: rejected: field profile: must be a string", `line 2: rejected: profile "a " begins or ends with a space`,
+		"line 3: rejected: field profile: must be a string", `line 4: rejected: profile "a\x00": must be printable`} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errs)
+		}
+	}
+	if a := count(t, c, "a"); a != 4 {
+		t.Errorf("a holds %d after the bad lines, want 4", a)
+	}
+}
+
+// TestImport_EmbeddingOfAnotherModel: a line's embedding labelled with
+// another model than the engine's is left out and the memory embedded by
+// the engine, and the summary says so; an all-zero embedding rejects its
+// line naming the field.
+func TestImport_EmbeddingOfAnotherModel(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	vec := "[" + strings.TrimSuffix(strings.Repeat("0.5,", 256), ",") + "]"
+	zero := "[" + strings.TrimSuffix(strings.Repeat("0,", 256), ",") + "]"
+	file := writeLines(t, []string{
+		`{"id": "other", "content": "embedded by another model", "embedding_model": "text-embedding-3-small", "embedding": ` + vec + `}`,
+		`{"id": "zero", "content": "an all-zero vector", "embedding": ` + zero + `}`,
+	})
+	code, out, errs := c.run("", "import", file, "--profile", "me")
+	if code != exitSomeRejected || !strings.Contains(out, "imported 1 memories, 0 already stored, 1 lines rejected (lines 2); "+
+		"1 embeddings of another model than hash were left out and the memories embedded again") {
+		t.Fatalf("exit %d: %q %s", code, out, errs)
+	}
+	if !strings.Contains(errs, "line 2: rejected: embedding is all zeros") {
+		t.Errorf("stderr: %s", errs)
+	}
+	var m struct {
+		EmbeddingModel string    `json:"embedding_model"`
+		Embedding      []float32 `json:"embedding"`
+	}
+	if err := json.Unmarshal([]byte(c.ok("export", "--profile", "me", "--embeddings")), &m); err != nil {
+		t.Fatal(err)
+	}
+	if m.EmbeddingModel != "hash" || len(m.Embedding) != 256 || m.Embedding[0] == 0.5 {
+		t.Errorf("stored with %q, %d dimensions, first %v: want the engine's own embedding", m.EmbeddingModel, len(m.Embedding), m.Embedding[:1])
+	}
+}

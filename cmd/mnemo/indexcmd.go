@@ -69,8 +69,13 @@ func cmdIndex(ctx context.Context, a *app, args []string) error {
 	if len(pos) > 0 {
 		return usagef("unexpected argument %q", pos[0])
 	}
-	if *all == (strings.TrimSpace(*profile) != "") {
+	if *all == (*profile != "") {
 		return usagef("give --profile P or --all")
+	}
+	if !*all {
+		if err := checkProfileFlag(*profile); err != nil {
+			return err
+		}
 	}
 	e, err := ef.openExisting(a)
 	if err != nil {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -76,8 +75,7 @@ loads the embedder (--embedder is accepted and ignored).`)
 	}
 	if verb == "create" && (*admin || *service) {
 		// $MNEMO_PROFILE is ignored; an explicit --profile is a mistake.
-		profileFlag := false
-		fs.Visit(func(f *flag.Flag) { profileFlag = profileFlag || f.Name == "profile" })
+		profileFlag := flagGiven(fs, "profile")
 		if profileFlag && *admin {
 			return usagef("--admin and --profile exclude each other: an admin key acts on no profile")
 		}
@@ -87,6 +85,14 @@ loads the embedder (--embedder is accepted and ignored).`)
 	} else if verb == "create" {
 		if err := requireProfile(*profile); err != nil {
 			return err
+		}
+	}
+	var serviceList []string // --profiles, checked before the database is opened
+	if *service {
+		if flagGiven(fs, "profiles") {
+			if serviceList, err = profileList(*profiles); err != nil {
+				return err
+			}
 		}
 	}
 	e, err := openKeys(a, ef.db, verb != "create")
@@ -102,18 +108,7 @@ loads the embedder (--embedder is accepted and ignored).`)
 		case *admin:
 			token, k, err = e.CreateAdminKey(ctx, *name)
 		case *service:
-			var ps []string
-			for p := range strings.SplitSeq(*profiles, ",") {
-				if p = strings.TrimSpace(p); p != "" {
-					ps = append(ps, p)
-				}
-			}
-			profilesGiven := false
-			fs.Visit(func(f *flag.Flag) { profilesGiven = profilesGiven || f.Name == "profiles" })
-			if profilesGiven && len(ps) == 0 {
-				return usagef("--profiles %q names no profile: give the profiles, or leave --profiles out for a key acting on any", *profiles)
-			}
-			token, k, err = e.CreateServiceKey(ctx, *name, ps)
+			token, k, err = e.CreateServiceKey(ctx, *name, serviceList)
 		default:
 			token, k, err = e.CreateKey(ctx, *profile, *name)
 		}
@@ -235,4 +230,17 @@ func toKeyJSON(k mnemo.APIKey) keyJSON {
 		out.RevokedAt = &r
 	}
 	return out
+}
+
+// profileList parses --profiles: profile names separated by commas, each
+// exactly as given (mnemotype.CheckProfile: no spaces around a name).
+func profileList(flagValue string) ([]string, error) {
+	var ps []string
+	for i, p := range strings.Split(flagValue, ",") {
+		if err := mnemotype.CheckProfile(p); err != nil {
+			return nil, usagef("--profiles %q, name %d: %v", flagValue, i+1, err)
+		}
+		ps = append(ps, p)
+	}
+	return ps, nil
 }

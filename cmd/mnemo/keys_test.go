@@ -144,7 +144,12 @@ func TestKeys_Service(t *testing.T) {
 	if !strings.HasPrefix(anyKey.Key, "mnemo_") || anyKey.Role != "service" || anyKey.Profile != "" || anyKey.Profiles != nil {
 		t.Fatalf("create --service --json = %+v", anyKey)
 	}
-	if err := json.Unmarshal([]byte(c.ok("keys", "create", "--service", "--profiles", "alice, bob,alice", "--json")), &listed); err != nil {
+	for _, bad := range []string{"alice, bob", "alice,", "alice,bob ", ""} {
+		if out := c.fail(2, "keys", "create", "--service", "--profiles", bad); !strings.Contains(out, "--profiles") {
+			t.Errorf("create --service --profiles %q: %s", bad, out)
+		}
+	}
+	if err := json.Unmarshal([]byte(c.ok("keys", "create", "--service", "--profiles", "alice,bob,alice", "--json")), &listed); err != nil {
 		t.Fatal(err)
 	}
 	if listed.Role != "service" || !slices.Equal(listed.Profiles, []string{"alice", "bob"}) {

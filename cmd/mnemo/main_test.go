@@ -55,6 +55,16 @@ func (c *cli) ok(args ...string) string {
 	return out
 }
 
+// fail runs mnemo, wants exit code want, and returns its stderr.
+func (c *cli) fail(want int, args ...string) string {
+	c.t.Helper()
+	code, out, errs := c.run("", args...)
+	if code != want {
+		c.t.Fatalf("mnemo %v: exit %d, want %d: %s%s", args, code, want, out, errs)
+	}
+	return errs
+}
+
 func TestCLI_EndToEnd(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t)

@@ -166,10 +166,20 @@ func writeJSON(a *app, v any) error {
 	return nil
 }
 
-// requireProfile rejects a blank --profile.
+// requireProfile rejects a missing --profile, and one that cannot name a
+// profile (mnemotype.CheckProfile).
 func requireProfile(p string) error {
-	if strings.TrimSpace(p) == "" {
+	if p == "" {
 		return usagef("--profile is required (or set MNEMO_PROFILE)")
+	}
+	return checkProfileFlag(p)
+}
+
+// checkProfileFlag rejects a --profile (or MNEMO_PROFILE) that cannot name
+// a profile, with exit code 2.
+func checkProfileFlag(p string) error {
+	if err := mnemotype.CheckProfile(p); err != nil {
+		return usagef("--profile: %v", err)
 	}
 	return nil
 }

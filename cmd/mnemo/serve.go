@@ -92,6 +92,11 @@ without keys while none is active.`)
 			return usagef("%s = %v: must be positive", name, d)
 		}
 	}
+	if *profile != "" {
+		if err := checkProfileFlag(*profile); err != nil {
+			return err
+		}
+	}
 	host, _, err := net.SplitHostPort(*addr)
 	if err != nil {
 		return usagef("--addr %q: want host:port, e.g. 127.0.0.1:7077", *addr)

@@ -32,6 +32,11 @@ func cmdSettings(ctx context.Context, a *app, args []string) error {
 		fs.Usage()
 		return usagef("want get, set or reset")
 	}
+	if *profile != "" {
+		if err := checkProfileFlag(*profile); err != nil {
+			return err
+		}
+	}
 	if pos[0] != "get" {
 		switch {
 		case *profile == "" && !*allProfiles:

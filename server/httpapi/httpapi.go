@@ -30,6 +30,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -134,7 +135,12 @@ type route struct {
 	// resolves it); the handler is called with "" for a service key's
 	// request that names none in its header or query.
 	bodyProfile bool
-	h           handlerFunc
+	// params are the query parameters the route reads, besides profile on
+	// every route that acts on one; any other is refused (a typo such as
+	// "sesion" would otherwise silently widen a scope). A name ending in
+	// "." allows every parameter it prefixes (metadata.KEY).
+	params []string
+	h      handlerFunc
 }
 
 // handlerFunc handles one request for profile ("" on public and admin
@@ -176,15 +182,15 @@ func New(cfg Config) (*Server, error) {
 	s.mcpAuthed = auth.RequireBearerToken(mcpTokenInfo, nil)(s.mcpHTTP)
 	s.routes = []route{
 		{method: "POST", path: "/v1/memories", bodyProfile: true, h: s.createMemories},
-		{method: "GET", path: "/v1/memories", h: s.listMemories},
+		{method: "GET", path: "/v1/memories", params: listParams, h: s.listMemories},
 		{method: "GET", path: "/v1/memories/{id}", h: s.getMemory},
 		{method: "PATCH", path: "/v1/memories/{id}", bodyProfile: true, h: s.updateMemory},
 		{method: "DELETE", path: "/v1/memories/{id}", h: s.deleteMemory},
-		{method: "DELETE", path: "/v1/memories", h: s.deleteMemories},
+		{method: "DELETE", path: "/v1/memories", params: deleteParams, h: s.deleteMemories},
 		{method: "DELETE", path: "/v1/profile", h: s.deleteProfile},
 		{method: "POST", path: "/v1/recall", bigBody: true, bodyProfile: true, h: s.recall},
-		{method: "GET", path: "/v1/search/lexical", h: s.searchLeg(mnemotype.LegLexical)},
-		{method: "GET", path: "/v1/search/dense", h: s.searchLeg(mnemotype.LegDense)},
+		{method: "GET", path: "/v1/search/lexical", params: searchParams, h: s.searchLeg(mnemotype.LegLexical)},
+		{method: "GET", path: "/v1/search/dense", params: searchParams, h: s.searchLeg(mnemotype.LegDense)},
 		{method: "GET", path: "/v1/settings", h: s.getSettings},
 		{method: "PATCH", path: "/v1/settings", bodyProfile: true, h: s.patchSettings},
 		{method: "GET", path: "/healthz", public: true, h: s.healthz},
@@ -313,6 +319,10 @@ func (s *Server) wrap(rt route) http.Handler {
 			s.writeError(w, r, err)
 			return
 		}
+		if err := rt.checkParams(r.URL.Query()); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
 		if tok := r.Header.Get(ConsistencyHeader); tok != "" {
 			r = r.WithContext(mnemo.WithConsistency(r.Context(), tok))
 		}
@@ -398,6 +408,27 @@ func checkURLText(r *http.Request) error {
 	return nil
 }
 
+// checkParams refuses a query parameter the route does not read: every
+// one but rt.params and, on a route acting on a profile, profile (read by
+// the middleware).
+func (rt route) checkParams(q url.Values) error {
+	allowed := rt.params
+	if !rt.public && !rt.admin {
+		allowed = append(slices.Clip(allowed), paramProfile)
+	}
+	for _, k := range slices.Sorted(maps.Keys(q)) {
+		if !slices.ContainsFunc(allowed, func(a string) bool {
+			return a == k || strings.HasSuffix(a, ".") && strings.HasPrefix(k, a)
+		}) {
+			if len(allowed) == 0 {
+				return badRequest("unknown query parameter %q: %s %s takes none", k, rt.method, rt.path)
+			}
+			return badRequest("unknown query parameter %q: %s %s takes %s", k, rt.method, rt.path, strings.Join(allowed, ", "))
+		}
+	}
+	return nil
+}
+
 // caller is who a request acts as.
 type caller struct {
 	// profile is the profile the request acts on: its profile key's, or
@@ -441,11 +472,8 @@ var errNoProfile = badRequest("a service key acts on the profile the request nam
 // the profile named, else its own.
 func (c caller) act(named string) (string, error) {
 	if named != "" {
-		if err := mnemotype.CheckText("profile", named); err != nil {
+		if err := mnemotype.CheckProfile(named); err != nil {
 			return "", err
-		}
-		if strings.TrimSpace(named) == "" {
-			return "", badRequest("profile is blank")
 		}
 	}
 	switch {
@@ -472,7 +500,9 @@ func namedProfile(r *http.Request) (string, error) {
 	}
 	var h, q string
 	if len(hs) == 1 {
-		if h = strings.TrimSpace(hs[0]); h == "" {
+		// HTTP has already trimmed the value's surrounding spaces and tabs
+		// (RFC 9110's optional white space is not part of a field value).
+		if h = hs[0]; h == "" {
 			return "", badRequest("the %s header is empty", headerProfile)
 		}
 	}
@@ -901,6 +931,12 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request, _ string) erro
 			io.Closer
 		}{io.MultiReader(bytes.NewReader(raw), r.Body), r.Body}
 	}
+	if ci, ok := r.Context().Value(callerKey{}).(callerInfo); ok && ci.named != "" {
+		// A tool call reads the profile the request names from the
+		// header; the ?profile= query parameter names it as well
+		// (namedProfile has checked that the two agree).
+		r.Header.Set(headerProfile, ci.named)
+	}
 	if r.Header.Get("Authorization") == "" { // single-user mode: authenticate let it through
 		s.mcpHTTP.ServeHTTP(w, r)
 		return nil
@@ -934,7 +970,7 @@ const mcpCallerKey = "mnemo.caller"
 // it too (they must agree). Without a key, it is the single-user mode's.
 func (s *Server) mcpProfile(ctx context.Context, req *mcp.CallToolRequest, named string) (string, error) {
 	if req != nil && req.Extra != nil {
-		if h := strings.TrimSpace(req.Extra.Header.Get(headerProfile)); h != "" {
+		if h := req.Extra.Header.Get(headerProfile); h != "" {
 			if named != "" && named != h {
 				return "", fmt.Errorf("the profile argument %q differs from the %q the %s header names", named, h, headerProfile)
 			}

@@ -275,9 +275,6 @@ type deletedResponse struct {
 // match): session, project, actor, time range, metadata.
 func (s *Server) deleteMemories(w http.ResponseWriter, r *http.Request, profile string) error {
 	q := r.URL.Query()
-	if err := onlyParams(q, "project", "session", "actor", "after", "before", metadataParams); err != nil {
-		return err
-	}
 	fq := mnemo.ForgetQuery{Profile: profile, Project: q.Get("project"), Session: q.Get("session"), Actors: listParam(q, "actor")}
 	var err error
 	if fq.After, err = timeParam(q, "after"); err != nil {
@@ -309,9 +306,6 @@ type profileDeletedResponse struct {
 // deleteProfile deletes the caller's profile: its memories, settings and
 // keys (the key of this request included).
 func (s *Server) deleteProfile(w http.ResponseWriter, r *http.Request, profile string) error {
-	if err := onlyParams(r.URL.Query()); err != nil {
-		return err
-	}
 	d, err := s.e.DeleteProfile(r.Context(), profile)
 	if err != nil {
 		return err
@@ -328,9 +322,6 @@ type listResponse struct {
 
 func (s *Server) listMemories(w http.ResponseWriter, r *http.Request, profile string) error {
 	q := r.URL.Query()
-	if err := onlyParams(q, "project", "session", "actor", "after", "before", "limit", "cursor", metadataParams); err != nil {
-		return err
-	}
 	lq := mnemo.ListQuery{Profile: profile, Project: q.Get("project"), Session: q.Get("session"), Cursor: q.Get("cursor"),
 		Actors: listParam(q, "actor")}
 	var err error
@@ -358,21 +349,13 @@ func (s *Server) listMemories(w http.ResponseWriter, r *http.Request, profile st
 	return nil
 }
 
-// onlyParams rejects query parameters other than allowed and profile
-// (read by the middleware): a typo such as "sesion" would otherwise
-// silently widen the scope.
-func onlyParams(q url.Values, allowed ...string) error {
-	ok := map[string]bool{}
-	for _, a := range allowed {
-		ok[a] = true
-	}
-	for k := range q {
-		if !ok[k] && k != paramProfile && !(ok[metadataParams] && strings.HasPrefix(k, metadataParams)) {
-			return badRequest("unknown query parameter %q: allowed are %s", k, strings.Join(append(allowed, paramProfile), ", "))
-		}
-	}
-	return nil
-}
+// The query parameters of the routes that read more than the profile.
+var (
+	deleteParams = []string{"project", "session", "actor", "after", "before", metadataParams}
+	listParams   = []string{"project", "session", "actor", "after", "before", "limit", "cursor", metadataParams}
+	searchParams = []string{"q", "session", "project", "kind", "exclude", "actor", "after", "before", "limit", metadataParams,
+		"sessions", "sessionIds", "kinds", "actors"}
+)
 
 // metadataParams is the prefix of the query parameters of a metadata
 // filter: metadata.KEY=VALUE (onlyParams allows them all when given it).

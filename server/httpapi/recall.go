@@ -254,10 +254,6 @@ func deprecated(w http.ResponseWriter, old, name string) {
 func (s *Server) searchLeg(leg string) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request, profile string) error {
 		q := r.URL.Query()
-		if err := onlyParams(q, "q", "session", "project", "kind", "exclude", "actor", "after", "before", "limit", metadataParams,
-			"sessions", "sessionIds", "kinds", "actors"); err != nil {
-			return err
-		}
 		session, kind, actor := mnemotype.StringList(listParam(q, "session")), mnemotype.StringList(listParam(q, "kind")),
 			mnemotype.StringList(listParam(q, "actor"))
 		for _, a := range []struct {

@@ -14,9 +14,6 @@ import (
 )
 
 func (s *Server) getSettings(w http.ResponseWriter, r *http.Request, profile string) error {
-	if err := onlyParams(r.URL.Query()); err != nil {
-		return err
-	}
 	set, err := s.e.Settings(r.Context(), profile)
 	if err != nil {
 		return err
