@@ -655,6 +655,15 @@ func (e *Engine) Commit(ctx context.Context, p *PreparedWrite) (*WriteResult, er
 		}
 		err := e.st.Insert(ctx, fresh)
 		if err == nil {
+			// The memories as stored: the store numbered the turns
+			// given without a seq.
+			j := 0
+			for i := range mems {
+				if !res.Replayed[i] {
+					mems[i] = fresh[j]
+					j++
+				}
+			}
 			break
 		}
 		if errors.Is(err, ErrDimensionMismatch) {

@@ -65,7 +65,10 @@ type Query struct {
 // Recalled is one recalled memory.
 type Recalled struct {
 	Memory
-	// Score is the fused score after the importance prior; higher is better.
+	// Score is the fused score after the importance prior, capped at the
+	// Score of the result ranked above it (the prior reorders results
+	// only within Settings.RelevanceMargin), so that the results come in
+	// non-increasing Score order; higher is better.
 	Score float64
 	// Relevance is the estimate, in [0, 1], that this memory is relevant:
 	// comparable across queries and stores, unlike Score (package

@@ -206,3 +206,37 @@ func TestEngine_PrepareThenCommit(t *testing.T) {
 		t.Errorf("Commit after Close = %v, want ErrClosed", err)
 	}
 }
+
+// TestEngine_RememberReturnsTheMemoryAsStored: a turn written without a
+// seq comes back with the seq the store gave it, as Get reads it, from
+// Remember, RememberBatch and a replayed Write alike.
+func TestEngine_RememberReturnsTheMemoryAsStored(t *testing.T) {
+	t.Parallel()
+	e, _ := setup(t)
+	ctx := t.Context()
+	first := remember(t, e, mnemo.Input{Profile: "me", Session: "s1", Content: "the first turn"})
+	batch, err := e.RememberBatch(ctx, []mnemo.Input{{Profile: "me", Session: "s1", Content: "the second turn"},
+		{Profile: "me", Session: "s1", Content: "a turn given its place", Seq: 7},
+		{Profile: "me", Session: "s1", Content: "the turn after it"},
+		{Profile: "me", Content: "a memory of no session", ID: "loose"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := append([]mnemo.Memory{first}, batch...)
+	for i, want := range []int64{1, 2, 7, 8, 1} {
+		stored, err := e.Get(ctx, "me", got[i].ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got[i].Seq != want || stored.Seq != want {
+			t.Errorf("%q: returned seq %d, stored %d, want %d", got[i].Content, got[i].Seq, stored.Seq, want)
+		}
+	}
+	res, err := e.Write(ctx, []mnemo.Input{{Profile: "me", Content: "a memory of no session", ID: "loose"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Replayed[0] || res.Memories[0].Seq != 1 {
+		t.Errorf("replayed write: replayed %v, seq %d, want true and 1", res.Replayed[0], res.Memories[0].Seq)
+	}
+}

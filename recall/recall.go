@@ -766,7 +766,11 @@ func holds(ctx context.Context, req Request, ids, toks []string) ([][]bool, bool
 
 // prioritise applies the importance prior to list (in fused order, before
 // the prior) under the relevance margin, and returns the new order with
-// each result's relevance.
+// each result's relevance. Each result's Score is its score after the
+// prior, capped at the Score of the result ranked above it: the margin
+// keeps a result below those of much higher relevance however much the
+// prior lifts it, and the Scores then still say the order (non-increasing
+// down the list; a capped result ties with the one above it).
 func prioritise(list []fusion.Result, importance func(string) float64, o Options, k, answerable float64) ([]fusion.Result, []float64) {
 	if len(list) == 0 {
 		return nil, nil
@@ -786,6 +790,9 @@ func prioritise(list []fusion.Result, importance func(string) float64, o Options
 	for i, j := range order {
 		out[i], rels[i] = list[j], rel[j]
 		out[i].Score, out[i].Rank = ps[j], i+1
+		if i > 0 && out[i].Score > out[i-1].Score {
+			out[i].Score = out[i-1].Score
+		}
 	}
 	return out, rels
 }

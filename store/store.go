@@ -27,7 +27,10 @@ type Store interface {
 	// ErrDimensionMismatch error naming both. Ids are unique per profile, and
 	// an id the profile already holds (or that repeats in mems) is an error
 	// wrapping ErrInvalid and ErrExists, naming it. A full disk or database
-	// is an ErrStorageFull error; nothing of mems is stored then.
+	// is an ErrStorageFull error; nothing of mems is stored then. A memory
+	// without a Seq becomes the next turn of its session, and once the
+	// insert succeeds mems hold the memories as stored, that Seq
+	// included; after an error mems are as given.
 	Insert(ctx context.Context, mems []mnemotype.Memory) error
 	// Get returns the memories with the given ids in p.Profile, in the order
 	// asked, skipping ids that do not exist. Embeddings are included only if

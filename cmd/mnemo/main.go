@@ -94,6 +94,7 @@ func commands() map[string]command {
 		"index":     {"verify or rebuild the dense indexes' snapshots", cmdIndex},
 		"copy":      {"copy memories, settings and keys between two stores (SQLite, Postgres)", cmdCopy},
 		"migrate":   {"create or upgrade a database's schema", cmdMigrate},
+		"openapi":   {"print the HTTP API's OpenAPI document", cmdOpenAPI},
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/mnemo-dev/mnemo"
 	"github.com/mnemo-dev/mnemo/embed"
+	"github.com/mnemo-dev/mnemo/server/httpapi"
 )
 
 // TestMain lets the test binary act as the mnemo binary when re-executed
@@ -377,8 +379,8 @@ func compact(b []byte) string {
 
 // TestCLI_CommonFlags holds the README's promise: every command that
 // opens a database takes --db and --embedder; embed and eval take
-// --embedder; migrate takes --db; fuse, models, version and copy (--from,
-// --to) take neither.
+// --embedder; migrate takes --db; fuse, models, version, copy (--from,
+// --to) and openapi take neither.
 func TestCLI_CommonFlags(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t)
@@ -387,7 +389,7 @@ func TestCLI_CommonFlags(t *testing.T) {
 		db, emb := strings.Contains(usage, "-db "), strings.Contains(usage, "-embedder ")
 		wantDB, wantEmb := true, true
 		switch name {
-		case "fuse", "models", "version", "copy":
+		case "fuse", "models", "version", "copy", "openapi":
 			wantDB, wantEmb = false, false
 		case "embed", "eval":
 			wantDB = false
@@ -397,5 +399,22 @@ func TestCLI_CommonFlags(t *testing.T) {
 		if db != wantDB || emb != wantEmb {
 			t.Errorf("mnemo %s -h: --db %v, --embedder %v; the README says %v, %v", name, db, emb, wantDB, wantEmb)
 		}
+	}
+}
+
+// TestCLI_OpenAPI: mnemo openapi prints the document mnemo serve serves,
+// without a database.
+func TestCLI_OpenAPI(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	out := c.ok("openapi")
+	if out != string(httpapi.OpenAPI()) {
+		t.Errorf("mnemo openapi printed %d bytes, not the served document's %d", len(out), len(httpapi.OpenAPI()))
+	}
+	if _, err := os.Stat(c.env["MNEMO_DB"]); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("mnemo openapi touched the database: %v", err)
+	}
+	if code, _, _ := c.run("", "openapi", "extra"); code != 2 {
+		t.Errorf("an argument: exit %d, want 2", code)
 	}
 }

@@ -101,6 +101,9 @@ type searchResponse struct {
 func results(res *mnemo.RecallResult, counterfactual bool) []RecallResult {
 	out := make([]RecallResult, 0, len(res.Results))
 	for _, r := range res.Results {
+		if r.Legs == nil {
+			r.Legs = map[string]mnemo.LegDetail{} // legs is always an object
+		}
 		out = append(out, RecallResult{ID: r.ID, Content: r.Content, Score: r.Score, Relevance: r.Relevance, Rank: r.Rank, Kind: string(r.Kind),
 			Project: r.Project, Session: r.Session, Actor: r.Actor, Seq: r.Seq, OccurredAt: r.OccurredAt,
 			Importance: r.Importance, CreatedAt: r.CreatedAt, Metadata: r.Metadata,

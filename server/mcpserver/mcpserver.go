@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -77,8 +78,8 @@ type StoreInput struct {
 	Kind       string         `json:"kind,omitempty" jsonschema:"episodic (default), semantic or identity"`
 	Actor      string         `json:"actor,omitempty" jsonschema:"who said or did it: a speaker's name, user or assistant"`
 	OccurredAt string         `json:"occurred_at,omitempty" jsonschema:"when it happened, an RFC 3339 time such as 2023-05-08T13:56:00Z (default: now)"`
-	Seq        int64          `json:"seq,omitempty" jsonschema:"its place in the session (default: after the session's last memory)"`
-	Importance *float64       `json:"importance,omitempty" jsonschema:"importance in [0, 1], default 0.5"`
+	Seq        int64          `json:"seq,omitempty" jsonschema:"its place in the session, an integer of 1 or more (default, or 0: after the session's last memory)"`
+	Importance *float64       `json:"importance,omitempty" jsonschema:"how much it matters, a number in [0, 1] (default 0.5)"`
 	Metadata   map[string]any `json:"metadata,omitempty" jsonschema:"a JSON object stored with the memory"`
 	// ID and IdempotencyKey make a retried call store the memory once.
 	ID             string `json:"id,omitempty" jsonschema:"the memory's id, to store it once when the call is retried (default: a new id)"`
@@ -107,9 +108,10 @@ type RecallInput struct {
 	Before string   `json:"before,omitempty" jsonschema:"restrict to memories that occurred before this RFC 3339 time"`
 	// Metadata is an equality filter on the memories' metadata.
 	Metadata map[string]any `json:"metadata,omitempty" jsonschema:"restrict to memories whose metadata has each of these top-level members equal to the given string, number, boolean or null (null: the member is null or absent)"`
-	Limit    int            `json:"limit,omitempty" jsonschema:"number of memories to return, default 5, at most 1000"`
+	// Limit is nil when the call gives none (DefaultRecallLimit).
+	Limit *int `json:"limit,omitempty" jsonschema:"how many memories to return at most, an integer in [1, 1000] (default 5)"`
 	// MinRelevance overrides the profile's min_relevance setting.
-	MinRelevance *float64 `json:"min_relevance,omitempty" jsonschema:"leave out memories whose relevance (0 to 1) is below this; default the profile's setting (0.2); 0 returns the best matches however weak"`
+	MinRelevance *float64 `json:"min_relevance,omitempty" jsonschema:"leave out memories whose relevance is below this, a number in [0, 1] (default the profile's setting, 0.2); 0 returns the best matches however weak"`
 }
 
 // Recalled is one memory in memory_recall's structured output.
@@ -175,38 +177,67 @@ func New(e *mnemo.Engine, profile ProfileFunc, opts *Options) *mcp.Server {
 	}
 	h := &handlers{e: e, profile: profile, onCall: o.OnCall, log: log}
 	mcp.AddTool(s, &mcp.Tool{
-		Name:        ToolStore,
-		Title:       "Store a memory",
-		Description: "Remember a piece of text (an event, a fact, a decision) for later recall. Give an id or an idempotency_key to make a retried call store it once.",
+		Name:         ToolStore,
+		InputSchema:  schemaFor[StoreInput](),
+		OutputSchema: schemaFor[StoreOutput](),
+		Title:        "Store a memory",
+		Description:  "Remember a piece of text (an event, a fact, a decision) for later recall. Give an id or an idempotency_key to make a retried call store it once.",
 	}, observe(h, ToolStore, h.store))
 	mcp.AddTool(s, &mcp.Tool{
-		Name:        ToolRecall,
-		InputSchema: inputSchema[RecallInput](),
-		Title:       "Recall memories",
-		Description: "Find the stored memories that best match a query (hybrid full-text and semantic search).",
-		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
+		Name:         ToolRecall,
+		InputSchema:  schemaFor[RecallInput](),
+		OutputSchema: schemaFor[RecallOutput](),
+		Title:        "Recall memories",
+		Description:  "Find the stored memories that best match a query (hybrid full-text and semantic search).",
+		Annotations:  &mcp.ToolAnnotations{ReadOnlyHint: true},
 	}, observe(h, ToolRecall, h.recall))
 	mcp.AddTool(s, &mcp.Tool{
-		Name:        ToolForget,
-		Title:       "Forget a memory or a session",
-		Description: "Delete one memory by id, or every memory of a session.",
-		Annotations: &mcp.ToolAnnotations{DestructiveHint: ref(true), IdempotentHint: true},
+		Name:         ToolForget,
+		InputSchema:  schemaFor[ForgetInput](),
+		OutputSchema: schemaFor[ForgetOutput](),
+		Title:        "Forget a memory or a session",
+		Description:  "Delete one memory by id, or every memory of a session.",
+		Annotations:  &mcp.ToolAnnotations{DestructiveHint: ref(true), IdempotentHint: true},
 	}, observe(h, ToolForget, h.forget))
 	return s
 }
 
 func ref[T any](v T) *T { return &v }
 
-// inputSchema is the JSON schema of a tool's input type In, with a
-// mnemotype.StringList field taking a string or an array of strings.
-func inputSchema[In any]() *jsonschema.Schema {
-	sc, err := jsonschema.ForType(reflect.TypeFor[In](), &jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{
+// schemaFor is the JSON schema of a tool's input or output type T, with a
+// mnemotype.StringList field taking a string or an array of strings. An
+// optional number, slice or map (a pointer, nil when absent) is described
+// by its plain type, not as that type or null: clients such as the MCP
+// Inspector offer a text box for a type that may be null and send what is
+// typed as a string. Defaults and ranges are in the descriptions.
+func schemaFor[T any]() *jsonschema.Schema {
+	sc, err := jsonschema.ForType(reflect.TypeFor[T](), &jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{
 		reflect.TypeFor[mnemotype.StringList](): {Types: []string{"string", "array"}, Items: &jsonschema.Schema{Type: "string"}},
 	}})
 	if err != nil {
-		panic(fmt.Sprintf("mcpserver: the schema of %T: %v", *new(In), err)) // a static type: a bug, found by every test
+		panic(fmt.Sprintf("mcpserver: the schema of %T: %v", *new(T), err)) // a static type: a bug, found by every test
 	}
+	notNull(sc)
 	return sc
+}
+
+// notNull replaces every ["null", T] type in sc with T.
+func notNull(sc *jsonschema.Schema) {
+	if sc == nil {
+		return
+	}
+	if len(sc.Types) == 2 && slices.Contains(sc.Types, "null") {
+		sc.Type = sc.Types[0]
+		if sc.Type == "null" {
+			sc.Type = sc.Types[1]
+		}
+		sc.Types = nil
+	}
+	for _, p := range sc.Properties {
+		notNull(p)
+	}
+	notNull(sc.Items)
+	notNull(sc.AdditionalProperties)
 }
 
 type handlers struct {
@@ -270,8 +301,11 @@ func (h *handlers) recall(ctx context.Context, req *mcp.CallToolRequest, in Reca
 	if err != nil {
 		return nil, RecallOutput{}, err
 	}
-	if in.Limit == 0 {
-		in.Limit = DefaultRecallLimit
+	limit := DefaultRecallLimit
+	if in.Limit != nil {
+		if limit = *in.Limit; limit < 1 || limit > mnemo.MaxLimit {
+			return nil, RecallOutput{}, fmt.Errorf("limit = %d: must be an integer in [1, %d]", limit, mnemo.MaxLimit)
+		}
 	}
 	if in.Actors != nil {
 		if in.Actor != nil {
@@ -280,7 +314,7 @@ func (h *handlers) recall(ctx context.Context, req *mcp.CallToolRequest, in Reca
 		in.Actor = in.Actors
 	}
 	q := mnemo.Query{Text: in.Query, Profile: profile, Project: in.Project, Sessions: in.Session, Actors: in.Actor,
-		Metadata: in.Metadata, Limit: in.Limit}
+		Metadata: in.Metadata, Limit: limit}
 	if in.MinRelevance != nil {
 		if err := mnemotype.CheckRange("min_relevance", *in.MinRelevance, 0, 1); err != nil {
 			return nil, RecallOutput{}, err

@@ -540,6 +540,8 @@ func (s *Store) Insert(ctx context.Context, mems []mnemotype.Memory) (err error)
 	live := ctx
 	ctx = rowContext(ctx)
 	defer reportEnd(live, "insert memories", &err)
+	given := mems
+	mems = slices.Clone(mems) // the caller sees the turns given only once committed
 	seq, err := nextSeq(ctx, tx, len(mems))
 	if err != nil {
 		return err
@@ -630,6 +632,7 @@ func (s *Store) Insert(ctx context.Context, mems []mnemotype.Memory) (err error)
 		return fmt.Errorf("insert memories: commit: %w", mapErr(err))
 	}
 	s.ids.learn(ix)
+	copy(given, mems)
 	return nil
 }
 

@@ -52,6 +52,32 @@ func exerciseConversation(t *testing.T, open OpenFunc) {
 		}
 	})
 
+	t.Run("InsertReturnsTheSeqItGives", func(t *testing.T) {
+		b := setup(t, open)
+		b.insert(mem("alice", "a1", "one", session("s1")))
+		ms := []mnemotype.Memory{mem("alice", "a2", "two", session("s1")), mem("alice", "a7", "given", session("s1"), seq(7)),
+			mem("alice", "a8", "after the given", session("s1")), mem("alice", "n1", "no session")}
+		if err := b.s.Insert(b.ctx, ms); err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range ms {
+			if stored := b.getOne("alice", m.ID).Seq; m.Seq != stored || stored <= 0 {
+				t.Errorf("%s: Insert left Seq %d in its argument, the store holds %d", m.ID, m.Seq, stored)
+			}
+		}
+		if ms[0].Seq != 2 || ms[2].Seq != 8 {
+			t.Errorf("Seqs %d and %d, want 2 and 8", ms[0].Seq, ms[2].Seq)
+		}
+		// A failed insert leaves its argument as given.
+		bad := []mnemotype.Memory{mem("alice", "a9", "nine", session("s1")), mem("alice", "a1", "a taken id", session("s1"))}
+		if err := b.s.Insert(b.ctx, bad); !errors.Is(err, mnemotype.ErrExists) {
+			t.Fatalf("Insert of a stored id: %v, want ErrExists", err)
+		}
+		if bad[0].Seq != 0 || bad[1].Seq != 0 {
+			t.Errorf("a failed Insert numbered its argument: Seqs %d, %d", bad[0].Seq, bad[1].Seq)
+		}
+	})
+
 	t.Run("OccurredAtDefaultsToCreatedAt", func(t *testing.T) {
 		b := setup(t, open)
 		b.insert(mem("alice", "a1", "stored now", at(time.Hour)))
