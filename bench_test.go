@@ -216,7 +216,7 @@ func BenchmarkRecallSession_100k(b *testing.B) {
 	timeRecalls(b, e, queries, mnemo.Query{Sessions: []string{"s7"}}, nil)
 }
 
-// BenchmarkRecallPool_100k uses seed 001's two-stage candidate pool.
+// BenchmarkRecallPool_100k uses the two-stage candidate pool.
 func BenchmarkRecallPool_100k(b *testing.B) {
 	benchmarkRecall(b, 100_000, map[string]string{"candidate_policy": "pool"})
 }

@@ -17,7 +17,7 @@ const MaxWeight = 5.0
 
 // Settings are the live, per-profile tunables of recall. Stored settings of
 // a profile override the engine's defaults key by key; a request may
-// override them again. JSON names are snake_case; seed 000's camelCase
+// override them again. JSON names are snake_case; the camelCase
 // (semanticWeight, keywordWeight), which earlier releases used, is a
 // deprecated alias (SettingKey).
 type Settings struct {
@@ -47,7 +47,7 @@ type Settings struct {
 	FetchMultiplier int `json:"fetch_multiplier"`
 	// ImportanceMode is multiplier, boost or off.
 	ImportanceMode string `json:"importance_mode"`
-	// CandidatePolicy is scope (exact search over the scope) or pool (seed 001).
+	// CandidatePolicy is scope (exact search over the scope) or pool.
 	CandidatePolicy string `json:"candidate_policy"`
 	// LexicalCap is the pool policy's lexical hit cap, in [1, 10000].
 	LexicalCap int `json:"lexical_cap"`
@@ -64,16 +64,16 @@ type Settings struct {
 	// MissingLeg is what a leg contributes for a candidate it did not list:
 	// zero, renormalize, impute_min or impute_rank.
 	MissingLeg string `json:"missing_leg"`
-	// HighConfidence turns on seed 002's shortcut to max_confidence when the
+	// HighConfidence turns on the shortcut to max_confidence when the
 	// top dense score reaches HighConfidenceThreshold.
 	HighConfidence bool `json:"high_confidence"`
 	// HighConfidenceThreshold is that threshold, in [-1, 1].
 	HighConfidenceThreshold float64 `json:"high_confidence_threshold"`
 	// AdaptiveWeights splits the lexical and dense weights by the query's
-	// detected intent (seed 002's table).
+	// detected intent (table).
 	AdaptiveWeights bool `json:"adaptive_weights"`
 	// ExactMatchBonus, in [0, 1], rewards memories containing the query's
-	// quoted phrase or identifier (seed 004); 0 is off.
+	// quoted phrase or identifier; 0 is off.
 	ExactMatchBonus float64 `json:"exact_match_bonus"`
 	// ActorFieldWeight, TimeFieldWeight and ContextFieldWeight, each in
 	// [0, 5], weigh fields of the lexical leg against the content's 1

@@ -7,7 +7,7 @@ import (
 	"github.com/mnemo-dev/mnemo/mnemotype"
 )
 
-// Seed 003's worked example: a memory ranked 1st by the dense leg and 5th by
+// The worked example: a memory ranked 1st by the dense leg and 5th by
 // the lexical leg scores 1/(1+60) + 1/(5+60) = 0.0318.
 func ExampleFuse() {
 	legs := map[string][]mnemotype.Hit{

@@ -15,15 +15,15 @@ const (
 	// DefaultK is RRF's smoothing constant k in Σ wᵢ / (k + rᵢ) (Cormack et
 	// al. 2009; seeds 000, 001, 003).
 	DefaultK = 60.0
-	// DefaultBordaK is BordaRank's constant, seed 002's legacy k.
+	// DefaultBordaK is BordaRank's constant, the legacy k.
 	DefaultBordaK = 60.0
 	// DefaultKParam is ScoreWeightedRRF's rank offset kParam in
-	// Σ wᵢ · nᵢ / (rᵢ + kParam) (seed 002).
+	// Σ wᵢ · nᵢ / (rᵢ + kParam).
 	DefaultKParam = 5.0
 	// DefaultWeight is the weight of a leg that Params.Weights does not mention.
 	DefaultWeight = 1.0
 	// DefaultHighConfidenceThreshold is the top dense score at or above which
-	// the high-confidence shortcut switches to MaxConfidence (seed 002).
+	// the high-confidence shortcut switches to MaxConfidence.
 	DefaultHighConfidenceThreshold = 0.75
 	// DefaultExactMatchBonus is a suggested Params.ExactMatchBonus for callers
 	// that turn the bonus on: a tenth of the strongest single-leg
@@ -50,7 +50,7 @@ type Params struct {
 	Strategy Strategy
 	// Weights maps a leg name to its weight (finite, ≥ 0). A leg absent from
 	// the map gets DefaultWeight; a leg with weight 0 contributes nothing and
-	// admits nothing, exactly as if it were absent (seed 000).
+	// admits nothing, exactly as if it were absent.
 	Weights map[string]float64
 	// K is RRF's constant (finite, > 0). Defaults to DefaultK.
 	K float64
@@ -75,12 +75,12 @@ type Params struct {
 	// (finite, Min < Max), over DefaultBounds (dense: [−1, 1]). A leg with
 	// no known bounds falls back to NormMinMax.
 	Bounds map[string]Range
-	// HighConfidence turns on seed 002's high-confidence shortcut: when the
+	// HighConfidence turns on the high-confidence shortcut: when the
 	// dense leg's top raw score is ≥ HighConfidenceThreshold, MaxConfidence
 	// is used instead of Strategy (Outcome.Switches then holds
 	// SwitchHighConfidence). Off by default; callers honouring an explicit
-	// per-request strategy should leave it off for that request. (Seed 002
-	// also describes an intent-gated variant at 0.70; mnemo keeps a single
+	// per-request strategy should leave it off for that request. (An intent-gated
+	// variant at 0.70 is also possible; mnemo keeps a single
 	// threshold so the switch stays predictable.)
 	HighConfidence bool
 	// HighConfidenceThreshold is the shortcut's threshold on the dense leg's
@@ -109,7 +109,7 @@ type Params struct {
 	//	rrf: w_max/(k+1)   borda_rank: w_max/(k_borda+1)   weighted_average: w_max/W
 	//	score_weighted_rrf: w_max/(1+kParam)   max_confidence: 1   dbsf: w_max
 	//
-	// so the bonus means the same under every strategy (seed 004's
+	// so the bonus means the same under every strategy (an
 	// exact-match rank bonus; with NormNone the score unit is the raw one). The bonus is added once per item however
 	// many terms match. 0 (the default) turns it off; DefaultExactMatchBonus
 	// is a reasonable value.
@@ -437,7 +437,7 @@ func Sort(res []Result) {
 }
 
 // DenseRanks assigns 1-based dense ranks to hits by Score (higher is better):
-// equal scores share a rank and ranks have no gaps (seed 001). It returns a
+// equal scores share a rank and ranks have no gaps. It returns a
 // new slice sorted by Score descending, then id.
 func DenseRanks(hits []mnemotype.Hit) []mnemotype.Hit {
 	out := append([]mnemotype.Hit(nil), hits...)

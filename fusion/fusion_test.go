@@ -170,7 +170,7 @@ func TestFuse_HandComputed(t *testing.T) {
 	}
 }
 
-func TestFuse_Seed003WorkedExample(t *testing.T) {
+func TestFuse_WorkedExample(t *testing.T) {
 	t.Parallel()
 	legs := map[string][]mnemotype.Hit{
 		"dense":   rankOnly("a", "b"),

@@ -28,9 +28,9 @@ func FuzzFuse(f *testing.F) {
 		}
 		return out
 	}
-	seed003 := cat(hit(1, 0, 0.9), hit(1, 1, 0.8), hit(0, 2, 5), hit(0, 3, 4), hit(0, 4, 3), hit(0, 5, 2), hit(0, 0, 1))
-	f.Add(seed003, uint8(0), uint8(0), uint8(0), 60.0, 5.0, 1.0, 1.0, 0.0, uint8(0))
-	f.Add(seed003, uint8(2), uint8(1), uint8(1), 1.0, 1.0, 0.7, 0.3, 0.1, uint8(7))
+	rankOnly := cat(hit(1, 0, 0.9), hit(1, 1, 0.8), hit(0, 2, 5), hit(0, 3, 4), hit(0, 4, 3), hit(0, 5, 2), hit(0, 0, 1))
+	f.Add(rankOnly, uint8(0), uint8(0), uint8(0), 60.0, 5.0, 1.0, 1.0, 0.0, uint8(0))
+	f.Add(rankOnly, uint8(2), uint8(1), uint8(1), 1.0, 1.0, 0.7, 0.3, 0.1, uint8(7))
 	f.Add(cat(hit(1, 0, 1e308), hit(2, 0, -1e308), hit(3, 1, 5e-324)), uint8(3), uint8(2), uint8(2), 1e-300, 1e300, 1e300, 0.0, 1.0, uint8(3))
 	f.Add(cat(hit(1, 0, math.NaN())), uint8(5), uint8(3), uint8(3), 0.0, 0.0, 1.0, 1.0, 0.0, uint8(1))
 	f.Add(cat(hit(0, 1, 2), hit(0, 2, 2), hit(1, 3, -1)), uint8(4), uint8(4), uint8(0), -1.0, math.Inf(1), -2.0, math.NaN(), 2.0, uint8(255))

@@ -26,7 +26,7 @@ const (
 	IntentExploratory Intent = "exploratory"
 )
 
-// IntentWeights returns seed 002's weight split between the dense (vector)
+// IntentWeights returns the weight split between the dense (vector)
 // and lexical (keyword) legs for an intent:
 //
 //	definition, measurement, procedure   dense 0.5  lexical 0.5

@@ -46,7 +46,7 @@ func TestDetectIntent(t *testing.T) {
 	}
 }
 
-func TestIntentWeights_Seed002Table(t *testing.T) {
+func TestIntentWeights_Table(t *testing.T) {
 	t.Parallel()
 	want := map[Intent][2]float64{
 		IntentDefinition:  {0.5, 0.5},

@@ -7,10 +7,10 @@ type ImportanceMode string
 
 // Importance modes.
 const (
-	// ImportanceMultiplier applies score × (0.7 + 0.3·importance) (seed 004), the default.
+	// ImportanceMultiplier applies score × (0.7 + 0.3·importance), the default.
 	ImportanceMultiplier ImportanceMode = "multiplier"
 	// ImportanceBoost adds 1/(k+1) − 1/(k+11) to memories with importance ≥
-	// HighImportance (seed 001), leaving the others unchanged.
+	// HighImportance, leaving the others unchanged.
 	ImportanceBoost ImportanceMode = "boost"
 	// ImportanceOff leaves fused scores unchanged.
 	ImportanceOff ImportanceMode = "off"

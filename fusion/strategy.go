@@ -20,7 +20,7 @@ const (
 	//
 	// It reads ranks only, so it is insensitive to the legs' score scales.
 	RRF Strategy = "rrf"
-	// BordaRank is seed 002's legacy rank-only RRF, kept for comparison and
+	// BordaRank is the legacy rank-only RRF, kept for comparison and
 	// rollback with its own constant so tuning RRF's k does not move it:
 	//
 	//	score(d) = Σᵢ wᵢ / (k_borda + rᵢ(d)),  k_borda = Params.BordaK (DefaultBordaK = 60).
@@ -31,11 +31,11 @@ const (
 	//	score(d) = Σᵢ (wᵢ / W) · nᵢ(d).
 	WeightedAverage Strategy = "weighted_average"
 	// ScoreWeightedRRF weights each normalised score by a mild rank discount
-	// (seed 002):
+	//:
 	//
 	//	score(d) = Σᵢ wᵢ · nᵢ(d) / (rᵢ(d) + kParam),  kParam = Params.KParam (DefaultKParam = 5).
 	ScoreWeightedRRF Strategy = "score_weighted_rrf"
-	// MaxConfidence keeps the strongest single signal (seed 002):
+	// MaxConfidence keeps the strongest single signal:
 	//
 	//	score(d) = maxᵢ (wᵢ / w_max) · nᵢ(d).
 	//

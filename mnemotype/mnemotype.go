@@ -54,7 +54,7 @@ func Invalidf(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
 }
 
-// Kind classifies a memory (seed 003).
+// Kind classifies a memory.
 type Kind string
 
 // Memory kinds.

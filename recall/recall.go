@@ -1,5 +1,5 @@
 // Package recall runs one recall request: the retrieval legs concurrently
-// inside the request's scope, seed 001's pre-compute pass that scores every
+// inside the request's scope, the pre-compute pass that scores every
 // candidate in every leg it can, fusion, and the importance prior. It knows
 // nothing about SQL or indexes: it consumes two ports, Source (the store's
 // full text, turns and signals) and Dense (dense retrieval).
@@ -84,7 +84,7 @@ const (
 	// PolicyScope searches every embedded memory in the scope (see Dense)
 	// and the lexical leg's top limit×fetch_multiplier. The default.
 	PolicyScope CandidatePolicy = "scope"
-	// PolicyPool is seed 001's two-stage pool: the lexical leg's top
+	// PolicyPool is the two-stage pool: the lexical leg's top
 	// LexicalCap over the scope plus the PoolSize most recently accessed
 	// memories with embeddings; the dense leg scores that pool only.
 	PolicyPool CandidatePolicy = "pool"
@@ -103,9 +103,9 @@ func ParsePolicy(s string) (CandidatePolicy, error) {
 
 // Defaults.
 const (
-	DefaultFetchMultiplier = 3   // seed 003
-	DefaultLexicalCap      = 50  // seed 001
-	DefaultPoolSize        = 200 // seed 001
+	DefaultFetchMultiplier = 3
+	DefaultLexicalCap      = 50
+	DefaultPoolSize        = 200
 )
 
 // Options are the tunables of one recall, already validated and merged
@@ -477,7 +477,7 @@ func Run(ctx context.Context, src Source, vec Dense, req Request) (*Response, er
 		return nil, err
 	}
 
-	// Pre-compute pass (seed 001): every candidate is scored in every leg
+	// Pre-compute pass: every candidate is scored in every leg
 	// that can score it, so none is penalised for falling outside one
 	// leg's window.
 	t0 := time.Now()
@@ -846,7 +846,7 @@ func fusionIDs(rs []fusion.Result) []string {
 }
 
 // lexicalSearch runs the AND query and, when it finds fewer than want hits
-// and there is more than one term, broadens to OR (seed 004). It calls
+// and there is more than one term, broadens to OR. It calls
 // decided exactly once, with the operator as soon as it is known, or ""
 // when the AND query failed.
 func lexicalSearch(ctx context.Context, src Source, scope mnemotype.Scope, fields store.FieldWeights, terms []string, limit, want int, together bool, decided func(op string)) ([]mnemotype.Hit, string, error) {

@@ -73,7 +73,7 @@ type Store interface {
 	// id (byte order), then distance, then Seq.
 	Neighbors(ctx context.Context, scope mnemotype.Scope, ids []string, radius int) ([]Neighbor, error)
 	// RecentlyAccessed returns the ids of the n most recently accessed
-	// memories in the scope that have an embedding (seed 001's vector pool).
+	// memories in the scope that have an embedding (vector pool).
 	RecentlyAccessed(ctx context.Context, scope mnemotype.Scope, n int) ([]string, error)
 	// InScope returns the ids of the memories in the scope (every field of
 	// Scope honoured), in no particular order: for an index that cannot

@@ -898,7 +898,7 @@ func (x *Index) search(q []float32, model string, f Filter, k, workers int) ([]m
 }
 
 // Score returns the cosine of q with each listed memory embedded by model
-// (seed 001's pre-compute pass); ids unknown or without such an embedding
+// (a pre-compute pass); ids unknown or without such an embedding
 // are skipped. Hits come best first with Rank unset.
 func (x *Index) Score(q []float32, model string, ids []string) ([]mnemotype.Hit, error) {
 	x.mu.RLock()

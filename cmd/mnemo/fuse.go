@@ -360,7 +360,7 @@ func parseFuseLeg(leg string, items []json.RawMessage, out *fuseLegs) ([]mnemoty
 	case withRank > 0:
 		return nil, nil, usagef("input: leg %q: give a rank to every hit or to none", leg)
 	default:
-		// Dense positions: equal consecutive scores share a rank (seed 001).
+		// Dense positions: equal consecutive scores share a rank.
 		prev := -1
 		for i := range hits {
 			switch {

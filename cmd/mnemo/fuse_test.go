@@ -53,13 +53,13 @@ func fuseJSONOut(t *testing.T, stdin string, args ...string) fuseOut {
 	return o
 }
 
-// seed003 is seed 003's worked example, rank-only (no scores).
-const seed003 = `{"legs": {"dense": [{"id": "a"}, {"id": "b"}],
+// rankOnly is a worked example of two legs ranked without scores.
+const rankOnly = `{"legs": {"dense": [{"id": "a"}, {"id": "b"}],
   "lexical": [{"id": "x"}, {"id": "y"}, {"id": "z"}, {"id": "w"}, {"id": "a"}]}}`
 
-func TestFuse_Seed003RankOnly(t *testing.T) {
+func TestFuse_WorkedExampleRankOnly(t *testing.T) {
 	t.Parallel()
-	o := fuseJSONOut(t, seed003)
+	o := fuseJSONOut(t, rankOnly)
 	if o.Strategy != "rrf" || len(o.Results) != 6 {
 		t.Fatalf("got %+v", o)
 	}
@@ -113,11 +113,11 @@ func TestFuse_DefaultIsTheEngines(t *testing.T) {
 	if o := fuseJSONOut(t, scored); o.Strategy != "weighted_average" {
 		t.Errorf("scored input: strategy %s, want weighted_average", o.Strategy)
 	}
-	code, out, errs := runFuse(t, seed003, "--json")
+	code, out, errs := runFuse(t, rankOnly, "--json")
 	if code != 0 || !strings.Contains(out, `"strategy": "rrf"`) || !strings.Contains(errs, "fusing by rrf") {
 		t.Errorf("rank-only input: exit %d, %s, stderr %q", code, out, errs)
 	}
-	if code, _, errs := runFuse(t, seed003, "--strategy", "weighted_average"); code != 2 || !strings.Contains(errs, "reads scores") {
+	if code, _, errs := runFuse(t, rankOnly, "--strategy", "weighted_average"); code != 2 || !strings.Contains(errs, "reads scores") {
 		t.Errorf("rank-only input with --strategy weighted_average: exit %d, %q", code, errs)
 	}
 }
@@ -186,7 +186,7 @@ func TestFuse_TableOutput(t *testing.T) {
 func TestFuse_FileArgument(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "in.json")
-	if err := os.WriteFile(path, []byte(seed003), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte(rankOnly), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	code, out, errs := runFuse(t, "", path, "--json")
@@ -237,7 +237,7 @@ func TestFuse_Exit2(t *testing.T) {
 		{"increasing scores", `{"legs": {"dense": [{"id": "a", "score": 1}, {"id": "b", "score": 2}]}}`, nil, "scores must not increase"},
 		{"duplicate id", `{"legs": {"dense": [{"id": "a", "score": 2}, {"id": "a", "score": 1}]}}`, nil, "listed twice"},
 		{"trailing data", `{"legs": {}} {}`, nil, "data after"},
-		{"scores needed", seed003, []string{"--strategy", "max_confidence"}, "reads scores"},
+		{"scores needed", rankOnly, []string{"--strategy", "max_confidence"}, "reads scores"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

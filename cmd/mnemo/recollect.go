@@ -15,7 +15,7 @@ import (
 	"github.com/mnemo-dev/mnemo/mnemotype"
 )
 
-// defaultRecollect is how many memories recollect writes (seed 001).
+// defaultRecollect is how many memories recollect writes.
 const defaultRecollect = 3
 
 // hookInput is the JSON a coding assistant's prompt hook receives on
@@ -26,7 +26,7 @@ type hookInput struct {
 }
 
 // cmdRecollect writes the memories that best match a prompt, as markdown,
-// to a file replaced atomically: the hook of seed 001, run at every prompt,
+// to a file replaced atomically: a hook run at every prompt,
 // so it must be fast (process start, model load and query embedding
 // included).
 func cmdRecollect(ctx context.Context, a *app, args []string) (err error) {
@@ -107,7 +107,7 @@ so a reader never sees half a file; no match writes an empty file). PROMPT
 			return writeRecollection(a, *out, &mnemo.RecallResult{})
 		}
 		var rerr error
-		// The pool recall reads only seed 001's candidate pool, not the
+		// The pool recall reads only the two-stage candidate pool, not the
 		// whole profile's embeddings: a one-shot process cannot amortise
 		// loading them.
 		res, rerr = e.RecallPool(ctx, mnemo.Query{Text: prompt, Profile: *profile, Project: *project, Sessions: sessions, Limit: *limit})

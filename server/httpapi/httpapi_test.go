@@ -477,7 +477,7 @@ func TestServe_Search(t *testing.T) {
 			t.Errorf("result %d = %+v: want only the lexical leg, in its order, sessions 1 and 2", i, r)
 		}
 	}
-	// seed 000's parameter name works too.
+	// the parameter name works too.
 	search("/v1/search/lexical?q=auth&sessionIds=3")
 	if len(sr.Results) != 1 || sr.Results[0].ID != ids["auth for the staging cluster"] {
 		t.Errorf("sessionIds=3: %v", resultIDs(sr.Results))
@@ -727,7 +727,7 @@ func TestServe_LiveSettings(t *testing.T) {
 	if rec := trace(); rec.Trace.Skipped["lexical"] != "" || rec.Trace.Strategy != mnemo.DefaultSettings().Strategy {
 		t.Fatalf("default trace = %+v", rec.Trace)
 	}
-	// seed 000's examples.
+	// the examples.
 	b.must(200, "PATCH", "/v1/settings", b.alice, `{"keyword_weight": 0}`, nil)
 	if rec := trace(); rec.Trace.Skipped["lexical"] == "" {
 		t.Errorf("keyword_weight 0 not in force on the next request: %+v", rec.Trace)

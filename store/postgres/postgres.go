@@ -1,5 +1,5 @@
 // Package postgres implements store.Store on PostgreSQL (pgx v5, a
-// connection pool): seed 003's production store. Several mnemo processes
+// connection pool): the production store. Several mnemo processes
 // may share one database; every change is numbered so that their dense
 // indexes catch up from the change feed, and writers to one profile take
 // turns on its row of table profiles, so that the profile's change numbers

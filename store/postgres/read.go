@@ -238,7 +238,7 @@ func metadataSQL(a *args, t string, m mnemotype.MetadataMatch) string {
 }
 
 // RecentlyAccessed implements store.Store through the partial index
-// memories_recent_embedded (seed 001).
+// memories_recent_embedded.
 func (s *Store) RecentlyAccessed(ctx context.Context, scope mnemotype.Scope, n int) ([]string, error) {
 	if err := s.check(); err != nil {
 		return nil, err

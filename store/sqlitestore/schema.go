@@ -60,7 +60,7 @@ var migrations = []string{
 		value INTEGER NOT NULL
 	);
 	INSERT INTO counters(name, value) VALUES ('seq', 0);`,
-	// 2: seed 001's vector-pool index: most recently accessed memories that
+	// 2: the vector-pool index: most recently accessed memories that
 	// have an embedding.
 	`CREATE INDEX memories_recent_embedded ON memories(profile, accessed_at DESC, id) WHERE embedding IS NOT NULL;`,
 	// 3: settings per profile; profile '' holds server-wide defaults.

@@ -1056,7 +1056,7 @@ func MatchExpr(q store.MatchQuery) string {
 }
 
 // RecentlyAccessed implements store.Store using the partial index
-// memories_recent_embedded (seed 001).
+// memories_recent_embedded.
 func (s *Store) RecentlyAccessed(ctx context.Context, scope mnemotype.Scope, n int) ([]string, error) {
 	if err := s.check(); err != nil {
 		return nil, err
