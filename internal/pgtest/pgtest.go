@@ -32,6 +32,15 @@ type Cluster struct {
 	Port int
 	bin  string
 	as   *user.User // nil: the current user
+	log  string     // the server's log file
+}
+
+// ServerLog returns what the cluster's server has logged so far: among
+// it the statements of a deadlock PostgreSQL broke (DETAIL lines), and
+// the lock waits longer than deadlock_timeout (log_lock_waits is on).
+func (c *Cluster) ServerLog() (string, error) {
+	b, err := os.ReadFile(c.log)
+	return string(b), err
 }
 
 // DSN is the connection string of database db on the cluster, as the
@@ -71,9 +80,10 @@ func Start(t testing.TB) *Cluster {
 }
 
 // serve starts the cluster's server on a free port, logging to dir, and
-// stops it when t ends.
+// stops it when t ends; a test that failed gets the end of the log.
 func (c *Cluster) serve(t testing.TB, dir string) {
 	t.Helper()
+	c.log = filepath.Join(dir, "server.log")
 	// A port can be taken between choosing it and the server binding it:
 	// try a few.
 	for attempt := 0; ; attempt++ {
@@ -81,23 +91,31 @@ func (c *Cluster) serve(t testing.TB, dir string) {
 		if c.Port, err = freePort(); err != nil {
 			t.Fatal(err)
 		}
-		out, err := c.run("pg_ctl", "-D", c.Dir, "-w", "-t", "60", "-l", filepath.Join(dir, "server.log"), "-o",
-			fmt.Sprintf("-p %d -c listen_addresses=127.0.0.1 -k %s -c fsync=off -c synchronous_commit=off -c full_page_writes=off", c.Port, dir),
+		out, err := c.run("pg_ctl", "-D", c.Dir, "-w", "-t", "60", "-l", c.log, "-o",
+			fmt.Sprintf("-p %d -c listen_addresses=127.0.0.1 -k %s -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c log_lock_waits=on", c.Port, dir),
 			"start")
 		if err == nil {
 			break
 		}
 		if attempt == 3 {
-			log, _ := os.ReadFile(filepath.Join(dir, "server.log"))
+			log, _ := c.ServerLog()
 			t.Fatalf("pg_ctl start: %v\n%s\n%s", err, out, log)
 		}
 	}
 	t.Cleanup(func() {
+		if t.Failed() {
+			if log, err := c.ServerLog(); err == nil {
+				t.Logf("the end of the server's log (%s):\n%s", c.log, log[max(0, len(log)-logTail):])
+			}
+		}
 		if out, err := c.run("pg_ctl", "-D", c.Dir, "-m", "immediate", "-w", "stop"); err != nil {
 			t.Logf("pg_ctl stop: %v\n%s", err, out)
 		}
 	})
 }
+
+// logTail is how much of its server's log a failed test gets.
+const logTail = 16 << 10
 
 // StartReplica starts a streaming replica of primary for t (a base backup
 // of it, following its WAL), stopped and removed when t ends. Hot standby:

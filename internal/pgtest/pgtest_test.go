@@ -2,6 +2,7 @@ package pgtest_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -10,7 +11,7 @@ import (
 )
 
 // TestStart: a cluster answers on its port, is PostgreSQL 15, and has
-// pgvector, whose cosine distance it computes.
+// pgvector, whose cosine distance it computes; its server's log is read.
 func TestStart(t *testing.T) {
 	t.Parallel()
 	c := pgtest.Start(t)
@@ -30,6 +31,9 @@ func TestStart(t *testing.T) {
 	var d float64
 	if err := conn.QueryRow(ctx, `SELECT '[1,0,0]'::vector <=> '[0,1,0]'::vector`).Scan(&d); err != nil || d != 1 {
 		t.Fatalf("cosine distance of orthogonal vectors = %v, %v; want 1", d, err)
+	}
+	if log, err := c.ServerLog(); err != nil || !strings.Contains(log, "ready to accept connections") {
+		t.Fatalf("server log = %q, %v; want the server's start", log, err)
 	}
 }
 

@@ -265,7 +265,8 @@ func drawRIDs(ctx context.Context, tx pgx.Tx, n int) ([]int64, error) {
 // would otherwise be planned without statistics (a neighbour query of a
 // few rows then walked a whole conversation: 90 ms, against 0.5 ms
 // analyzed). Later growth is autovacuum's. The analysis runs in the
-// background, one at a time: the writer does not wait for it.
+// background, one at a time: the writer does not wait for it; one that
+// fails (see analyze) leaves its count to the next write.
 func (s *Store) grew(n int) {
 	s.analyzeMu.Lock()
 	defer s.analyzeMu.Unlock()
@@ -282,7 +283,7 @@ func (s *Store) grew(n int) {
 	s.bg.Go(func() {
 		ctx := s.bgCtx
 		analyzed := int64(-1)
-		if _, err := s.pool.Exec(ctx, `ANALYZE `+tables); err == nil { // else autovacuum will
+		if err := s.analyze(ctx, tables); err == nil {
 			_ = s.pool.QueryRow(ctx, `SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = 'memories'::regclass`).Scan(&analyzed)
 		}
 		s.analyzeMu.Lock()
@@ -293,6 +294,23 @@ func (s *Store) grew(n int) {
 		} else {
 			s.inserted += pending // the next write tries again
 		}
+	})
+}
+
+// analyze analyzes tables (a list) in one transaction, once it holds the
+// lock ANALYZE takes on each, without waiting for any. An ANALYZE waiting
+// for a table's lock holds a snapshot, and the CREATE INDEX CONCURRENTLY
+// holding that lock (IndexVectors, in this process or another) waits
+// before it ends for every snapshot older than its own: PostgreSQL cancels
+// the build as a deadlock. A table another holds the lock of (a build, a
+// drop of an index, autovacuum) fails the analysis, without waiting.
+func (s *Store) analyze(ctx context.Context, tables string) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `LOCK TABLE `+tables+` IN SHARE UPDATE EXCLUSIVE MODE NOWAIT`); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `ANALYZE `+tables)
+		return err
 	})
 }
 
