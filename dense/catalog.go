@@ -27,6 +27,8 @@ type Store interface {
 	Changes(ctx context.Context, p store.ChangesParams) (store.ChangeSet, error)
 	Sequence(ctx context.Context, profile string) (int64, error)
 	Instance(ctx context.Context) (string, error)
+	MarkWatermark(ctx context.Context, profile string, seq int64) (string, error)
+	WatermarkMarked(ctx context.Context, profile string, seq int64, mark string) (bool, error)
 	Sync(ctx context.Context) error
 	InScope(ctx context.Context, scope mnemotype.Scope, ids []string) ([]string, error)
 	Count(ctx context.Context, profile string) (int, error)
@@ -129,6 +131,11 @@ type Catalog struct {
 	closed   bool
 	saves    sync.WaitGroup // snapshots being written
 	builders sync.WaitGroup // graphs being grown
+	// saveFails counts the snapshot writes that failed in a row; none is
+	// written in the background before saveAfter (see saveRetryMin).
+	saveFails int
+	saveAfter time.Time
+	now       func() time.Time
 }
 
 // entry is one profile's index.
@@ -150,8 +157,10 @@ type entry struct {
 	restored bool
 	unsaved  int
 	// snapshotSeq is the watermark of the snapshot x was restored from, -1
-	// when it was built from the store alone.
+	// when it was built from the store alone; refused why the snapshot
+	// found was not used ("" when none was found).
 	snapshotSeq int64
+	refused     string
 	// graphLeft is set when x was restored without the snapshot's graph
 	// (Options.NoBackground): its snapshot is then not written over.
 	graphLeft bool
@@ -178,7 +187,11 @@ func NewCatalog(st Store, opt Options) *Catalog {
 	if opt.GraphMin == 0 {
 		opt.GraphMin = DefaultGraphMin
 	}
-	return &Catalog{st: st, opt: opt, profiles: map[string]*entry{}}
+	c := &Catalog{st: st, opt: opt, profiles: map[string]*entry{}, now: time.Now}
+	if opt.Dir != "" {
+		removeStaleTemps(opt.Dir, opt.Logger)
+	}
+	return c
 }
 
 // newIndex returns an empty index as the catalog configures them.

@@ -11,33 +11,49 @@ import (
 	"hash/crc32"
 	"io"
 	"io/fs"
+	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
 	"time"
 
+	"github.com/mnemo-dev/mnemo/mnemotype"
 	"github.com/mnemo-dev/mnemo/vector"
 )
 
 // A snapshot is one profile's index written to Options.Dir, so that a new
 // process reads one file instead of every memory of the profile from the
-// store. It is a cache of the store: its header names the profile, the
-// store's Instance and the change sequence it reflects (its watermark), and
-// a restored index catches up from that watermark like any other, so a
-// snapshot older than the store loses nothing. A snapshot is ignored (and
-// the index built from the store) when it is unreadable or fails its
-// checksum, belongs to another database or profile, is ahead of the store
-// (a database restored from an older copy), or holds another dimension
-// than Options.Dim. A snapshot is written only after the store has made
-// its watermark durable (Store.Sync), so a crash cannot take the database
-// back behind it; a database restored from an older copy of itself and
-// written past the watermark is the one case the header cannot tell
-// (Catalog.Verify can). Deleting the folder loses nothing.
+// store. It is a cache of the store, never trusted over it: its header
+// names the profile, the store's Instance, the change sequence it reflects
+// (its watermark) and the mark the store recorded for that watermark
+// (Store.MarkWatermark), and a restored index catches up from the
+// watermark like any other, so a snapshot older than the store loses
+// nothing. A snapshot is refused (logged, and the index built from the
+// store) when it is unreadable or fails its checksum, belongs to another
+// database or profile, is ahead of the store, holds another dimension than
+// Options.Dim, or its mark is not in the store (WatermarkMarked): a copy of
+// the database (cp of the file, CREATE DATABASE … TEMPLATE, a backup)
+// shares its instance and sequence numbers, but the marks of each copy's
+// snapshots written after the copy are its own, so a snapshot one copy
+// wrote is never applied to another, nor to the database restored from a
+// backup older than the snapshot. A snapshot is written only after the
+// store has made its mark and watermark durable (Store.Sync), so a crash
+// cannot take the database back behind it. Deleting the folder loses
+// nothing.
 //
-// Layout: snapshotMagic, the profile, the instance (each a little-endian
-// uint32 length and its bytes), the watermark (int64), the CRC-32C of
-// these (a reader of the index's codes alone reads no other checksum
-// covering them: vector.DecodeOptions.Codes), the index
+// The folder is created 0700, its files 0600 (they hold the memories'
+// text). A snapshot is written to a temporary file, locked by its writer
+// (tempfile_*.go), then renamed over the last one; the temporaries that
+// writers killed mid-write left are removed when a Catalog opens the
+// folder and before each write, never a live writer's. A write that fails
+// (a full disk, a folder that cannot be written) is tried again after a
+// pause that doubles with each failure (saveRetryMin to saveRetryMax), not
+// at every catch-up.
+//
+// Layout: snapshotMagic, the profile, the instance, the mark (each a
+// little-endian uint32 length and its bytes), the watermark (int64), the
+// CRC-32C of these (a reader of the index's codes alone reads no other
+// checksum covering them: vector.DecodeOptions.Codes), the index
 // (vector.Index.EncodeIndex), the CRC-32C of everything before it, the
 // text section (vector.Index.EncodeText, which carries its own
 // checksums), then the lengths of the index and of the text section
@@ -45,7 +61,7 @@ import (
 // and a one-shot one (Options.SnapshotText) the text section's postings
 // as its searches need them: at a million memories the text section is
 // almost half the file.
-var snapshotMagic = [8]byte{'m', 'n', 'e', 'm', 'o', 'd', 'x', 4}
+var snapshotMagic = [8]byte{'m', 'n', 'e', 'm', 'o', 'd', 'x', 5}
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
@@ -87,6 +103,7 @@ func (c *Catalog) restore(ctx context.Context, e *entry, storeSeq int64) {
 		return
 	}
 	if err != nil {
+		e.refused = err.Error()
 		c.opt.Logger.Warn("dense index snapshot ignored: the index is built from the store", "profile", e.profile, "path", path, "err", err)
 		return
 	}
@@ -142,9 +159,10 @@ func (c *Catalog) readSnapshot(ctx context.Context, path, profile string, storeS
 	indexLen, textLen := int64(binary.LittleEndian.Uint64(lens[:])), int64(binary.LittleEndian.Uint64(lens[8:]))
 	gotProfile, err1 := readString(r)
 	gotInstance, err2 := readString(r)
+	mark, err3 := readString(r)
 	var seqb [8]byte
-	_, err3 := io.ReadFull(r, seqb[:])
-	if err := errors.Join(err1, err2, err3); err != nil {
+	_, err4 := io.ReadFull(r, seqb[:])
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
 		return nil, 0, fmt.Errorf("%w: header: %w", vector.ErrCorrupt, err)
 	}
 	seq := int64(binary.LittleEndian.Uint64(seqb[:]))
@@ -152,7 +170,7 @@ func (c *Catalog) readSnapshot(ctx context.Context, path, profile string, storeS
 	if _, err := io.ReadFull(r, hsum[:]); err != nil {
 		return nil, 0, fmt.Errorf("%w: header: %w", vector.ErrCorrupt, err)
 	}
-	if crc32.Checksum(snapshotHeader(gotProfile, gotInstance, seq), castagnoli) != binary.LittleEndian.Uint32(hsum[:]) {
+	if crc32.Checksum(snapshotHeader(gotProfile, gotInstance, mark, seq), castagnoli) != binary.LittleEndian.Uint32(hsum[:]) {
 		return nil, 0, fmt.Errorf("%w: header checksum mismatch", vector.ErrCorrupt)
 	}
 	switch {
@@ -164,7 +182,14 @@ func (c *Catalog) readSnapshot(ctx context.Context, path, profile string, storeS
 		return nil, 0, fmt.Errorf("%w: its watermark %d is ahead of the database's sequence %d (a database restored from an older copy?)",
 			errSnapshotMismatch, seq, storeSeq)
 	}
-	header := int64(8 + 4 + len(gotProfile) + 4 + len(gotInstance) + 8 + 4)
+	switch marked, err := c.st.WatermarkMarked(ctx, profile, seq, mark); {
+	case err != nil:
+		return nil, 0, fmt.Errorf("look its watermark up in the database: %w", err)
+	case !marked:
+		return nil, 0, fmt.Errorf("%w: its watermark (change %d, mark %s) is not in the database's history: "+
+			"a copy of the database wrote it, or the database was restored from a backup older than it", errSnapshotMismatch, seq, mark)
+	}
+	header := int64(8 + 4 + len(gotProfile) + 4 + len(gotInstance) + 4 + len(mark) + 8 + 4)
 	if indexLen < 0 || textLen < 1 || indexLen > fi.Size() || textLen > fi.Size() ||
 		header+indexLen+4+textLen+int64(len(lens)) != fi.Size() {
 		return nil, 0, fmt.Errorf("%w: sections of %d and %d bytes in a snapshot of %d", vector.ErrCorrupt, indexLen, textLen, fi.Size())
@@ -219,9 +244,9 @@ func (c *Catalog) readSnapshot(ctx context.Context, path, profile string, storeS
 }
 
 // snapshotHeader returns a snapshot's header but its checksum.
-func snapshotHeader(profile, instance string, seq int64) []byte {
+func snapshotHeader(profile, instance, mark string, seq int64) []byte {
 	h := append([]byte(nil), snapshotMagic[:]...)
-	for _, s := range []string{profile, instance} {
+	for _, s := range []string{profile, instance, mark} {
 		h = binary.LittleEndian.AppendUint32(h, uint32(len(s)))
 		h = append(h, s...)
 	}
@@ -258,8 +283,8 @@ func (c *Catalog) maybeSave(ctx context.Context, e *entry) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closed {
-		return
+	if c.closed || c.now().Before(c.saveAfter) {
+		return // the last write failed: tried again after a pause
 	}
 	e.unsaved = 0
 	c.saves.Add(1)
@@ -279,38 +304,58 @@ func (c *Catalog) maybeSave(ctx context.Context, e *entry) {
 		err := c.save(context.Background(), e.profile, instance, seq, x)
 		e.saving.Store(false)
 		if err != nil {
-			e.unsaved += c.opt.SaveEvery // try again after the next change
-			c.opt.Logger.Warn("dense index snapshot not written", "profile", e.profile, "err", err)
+			// Tried again at the first catch-up after the pause.
+			e.unsaved += max(c.opt.SaveEvery, x.Len()/8)
+			c.mu.Lock()
+			pause := c.saveAfter.Sub(c.now())
+			c.mu.Unlock()
+			level := slog.LevelWarn
+			if errors.Is(err, mnemotype.ErrReadOnly) {
+				level = slog.LevelInfo // no mark can be recorded: expected
+			}
+			c.opt.Logger.Log(context.Background(), level, "dense index snapshot not written", "profile", e.profile, "err", err,
+				"retry_after", pause.Round(time.Second))
 			return
 		}
 		c.opt.Logger.Info("dense index snapshot written", "profile", e.profile, "memories", x.Len(), "seq", seq, "took", time.Since(t0))
 	}()
 }
 
-// save makes the store durable up to seq, then writes the snapshot: were
-// the store to come back behind the watermark after a crash, the snapshot
-// would hold changes it no longer has, and miss those renumbered after.
+// Pauses after a failed snapshot write: a background write is not tried
+// again before saveRetryMin has passed, twice that after a second failure
+// in a row, and so on up to saveRetryMax (a full disk costs a snapshot's
+// size in writes each time). A write that succeeds, in the background or
+// by Rebuild or BuildGraph (which are never paused), ends the pauses.
+const (
+	saveRetryMin = 10 * time.Second
+	saveRetryMax = 10 * time.Minute
+)
+
+// save writes profile's snapshot: it creates the temporary file, has the
+// store record a mark for the watermark and make it durable up to there,
+// then writes the snapshot. Were the store to come back behind the
+// watermark after a crash, the snapshot would hold changes it no longer
+// has, and miss those renumbered after; without its mark in the store, it
+// is refused.
 func (c *Catalog) save(ctx context.Context, profile, instance string, seq int64, x *vector.Index) error {
-	if err := c.st.Sync(ctx); err != nil {
-		return fmt.Errorf("make the database durable first: %w", err)
+	err := c.write(ctx, profile, instance, seq, x)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err == nil {
+		c.saveFails, c.saveAfter = 0, time.Time{}
+		return nil
 	}
-	return writeSnapshot(c.opt.Dir, profile, instance, seq, x)
+	c.saveFails++
+	pause := saveRetryMax
+	if c.saveFails < 32 {
+		pause = min(saveRetryMin<<(c.saveFails-1), saveRetryMax)
+	}
+	c.saveAfter = c.now().Add(pause)
+	return err
 }
 
-// staleTemp is the age past which a temporary snapshot file is a crashed
-// writer's, not one being written by another process.
-const staleTemp = time.Hour
-
-// writeSnapshot writes a snapshot to a temporary file in dir, syncs it and
-// renames it over the profile's, so a reader finds the old snapshot or
-// the new one, whole. It first removes the temporary files that writers
-// killed mid-write left behind.
-func writeSnapshot(dir, profile, instance string, seq int64, x *vector.Index) (err error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	removeStaleTemps(dir, time.Now().Add(-staleTemp))
-	f, err := os.CreateTemp(dir, tempPattern)
+func (c *Catalog) write(ctx context.Context, profile, instance string, seq int64, x *vector.Index) (err error) {
+	f, err := createTemp(c.opt.Dir, c.opt.Logger)
 	if err != nil {
 		return err
 	}
@@ -320,10 +365,54 @@ func writeSnapshot(dir, profile, instance string, seq int64, x *vector.Index) (e
 			os.Remove(f.Name())
 		}
 	}()
+	mark, err := c.st.MarkWatermark(ctx, profile, seq)
+	if err != nil {
+		return fmt.Errorf("record its watermark in the database: %w", err)
+	}
+	if err := c.st.Sync(ctx); err != nil {
+		return fmt.Errorf("make the database durable first: %w", err)
+	}
+	return writeSnapshot(f, SnapshotPath(c.opt.Dir, profile), profile, instance, mark, seq, x)
+}
+
+// createTemp creates and locks a temporary snapshot file in dir (created
+// if needed), first removing the temporary files dead writers left.
+func createTemp(dir string, log *slog.Logger) (*os.File, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	removeStaleTemps(dir, log)
+	for range 3 {
+		f, err := os.CreateTemp(dir, tempPattern) // 0600
+		if err != nil {
+			return nil, err
+		}
+		if err := lockTemp(f); err == nil {
+			if fi, err := f.Stat(); err == nil && stillAt(fi, f.Name()) {
+				return f, nil
+			}
+		}
+		// Another process's cleanup took it before it was locked (and
+		// removes it).
+		f.Close()
+	}
+	return nil, fmt.Errorf("create a temporary file in %s: other processes removed each as it was created", dir)
+}
+
+// stillAt reports whether path names the file fi describes.
+func stillAt(fi os.FileInfo, path string) bool {
+	at, err := os.Stat(path)
+	return err == nil && os.SameFile(fi, at)
+}
+
+// writeSnapshot writes a snapshot to f, a temporary file, syncs it and
+// renames it to path, so a reader finds the old snapshot or the new one,
+// whole.
+func writeSnapshot(f *os.File, path, profile, instance, mark string, seq int64, x *vector.Index) error {
 	sum := crc32.New(castagnoli)
 	bw := bufio.NewWriterSize(f, 1<<20)
 	w := io.MultiWriter(bw, sum)
-	h := snapshotHeader(profile, instance, seq)
+	h := snapshotHeader(profile, instance, mark, seq)
 	h = binary.LittleEndian.AppendUint32(h, crc32.Checksum(h, castagnoli))
 	if _, err := w.Write(h); err != nil {
 		return err
@@ -348,10 +437,7 @@ func writeSnapshot(dir, profile, instance string, seq int64, x *vector.Index) (e
 	if err := f.Sync(); err != nil {
 		return err
 	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), SnapshotPath(dir, profile))
+	return commitTemp(f, path)
 }
 
 // countingWriter counts the bytes written through it.
@@ -369,14 +455,23 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 // tempPattern names the temporary files snapshots are written to.
 const tempPattern = ".snapshot-*"
 
-// removeStaleTemps removes dir's temporary snapshot files last modified
-// before cutoff.
-func removeStaleTemps(dir string, cutoff time.Time) {
+// staleTemp is the age past which an unlocked temporary snapshot file is
+// taken for a crashed writer's where the file system has no flock (see
+// tempfile_*.go).
+const staleTemp = time.Hour
+
+// removeStaleTemps removes dir's temporary snapshot files that no live
+// writer holds (removeIfStale), and logs what it removed.
+func removeStaleTemps(dir string, log *slog.Logger) {
 	names, _ := filepath.Glob(filepath.Join(dir, tempPattern))
+	n, bytes := 0, int64(0)
 	for _, name := range names {
-		if fi, err := os.Stat(name); err == nil && fi.ModTime().Before(cutoff) {
-			os.Remove(name)
+		if removed, size := removeIfStale(name); removed {
+			n, bytes = n+1, bytes+size
 		}
+	}
+	if n > 0 {
+		log.Info("dense index: removed the temporary files of snapshot writers that stopped mid-write", "dir", dir, "files", n, "bytes", bytes)
 	}
 }
 
@@ -405,9 +500,14 @@ func (c *Catalog) Close() {
 type Verification struct {
 	// Snapshot is the snapshot's path ("" when the Catalog keeps none);
 	// SnapshotSeq its watermark when it was used, else -1 (none, or one
-	// that was ignored: the log says why).
+	// that was refused).
 	Snapshot    string
 	SnapshotSeq int64
+	// Refused says why the snapshot there was refused (the index then
+	// built from the store alone): unreadable, another database's or
+	// another copy's of this one, ahead of the database. "" when it was
+	// used, or there is none.
+	Refused string
 	// Memories is how many the caught-up index holds.
 	Memories int
 	// Differences between it and an index built from the store alone (at
@@ -447,7 +547,7 @@ func (c *Catalog) Verify(ctx context.Context, profile string) (Verification, err
 			}
 		}
 		if a.seq.Load() == b.seq.Load() {
-			v.SnapshotSeq = a.snapshotSeq
+			v.SnapshotSeq, v.Refused = a.snapshotSeq, a.refused
 			v.Memories = a.x.Load().Len()
 			v.Differences = vector.Diff(a.x.Load(), b.x.Load(), 20)
 			return v, nil

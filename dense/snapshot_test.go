@@ -14,7 +14,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/mnemo-dev/mnemo/dense"
 	"github.com/mnemo-dev/mnemo/dense/densetest"
@@ -217,31 +216,6 @@ func TestCatalog_Snapshot(t *testing.T) {
 		})
 	}
 
-	// A writer killed mid-write left a temporary file: ignored by readers,
-	// removed by the next writer once it is an hour old (a younger one may
-	// be another process's, being written).
-	crashed, young := filepath.Join(dir, ".snapshot-crashed"), filepath.Join(dir, ".snapshot-young")
-	for _, name := range []string{crashed, young} {
-		if err := os.WriteFile(name, good[:len(good)/3], 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	old := time.Now().Add(-2 * time.Hour)
-	if err := os.Chtimes(crashed, old, old); err != nil {
-		t.Fatal(err)
-	}
-	cw := dense.NewCatalog(st1, opt)
-	if _, err := cw.Rebuild(ctx, "alice"); err != nil {
-		t.Fatal(err)
-	}
-	cw.Close()
-	if _, err := os.Stat(crashed); !os.IsNotExist(err) {
-		t.Errorf("a crashed writer's temporary file is still there: %v", err)
-	}
-	if _, err := os.Stat(young); err != nil {
-		t.Errorf("a young temporary file was removed: %v", err)
-	}
-
 	// Evict (the profile was deleted) removes the snapshot.
 	c3 := dense.NewCatalog(st1, opt)
 	c3.Evict("alice")
@@ -277,14 +251,17 @@ func TestCatalog_SnapshotConformance(t *testing.T) {
 }
 
 // TestCatalog_VerifyRebuild: a database restored from an older copy of
-// itself and written past the snapshot's watermark is the one case a
-// snapshot's header cannot catch; Verify finds it and Rebuild repairs it.
+// itself and written past the snapshot's watermark has the instance, and a
+// sequence as far, but not the snapshot's mark: the snapshot is refused
+// (the index built from the store), Verify says so, and Rebuild replaces
+// it.
 func TestCatalog_VerifyRebuild(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	tmp := t.TempDir()
 	pathA, pathB, dir := filepath.Join(tmp, "a.db"), filepath.Join(tmp, "b.db"), filepath.Join(tmp, "index")
-	opt := dense.Options{Dir: dir, SaveEvery: 100, PageSize: 128}
+	var logs testenv.SyncBuffer
+	opt := dense.Options{Dir: dir, SaveEvery: 100, PageSize: 128, Logger: slog.New(slog.NewTextHandler(&logs, nil))}
 
 	a, err := sqlitestore.Open(ctx, pathA, sqlitestore.Options{})
 	if err != nil {
@@ -308,12 +285,13 @@ func TestCatalog_VerifyRebuild(t *testing.T) {
 	}
 	ca := dense.NewCatalog(sa, opt)
 	v, err := ca.Verify(ctx, "alice")
-	if err != nil || v.SnapshotSeq != -1 || v.Memories != 600 || len(v.Differences) != 0 {
+	if err != nil || v.SnapshotSeq != -1 || v.Refused != "" || v.Memories != 600 || len(v.Differences) != 0 {
 		t.Fatalf("Verify before any snapshot = %+v, %v", v, err)
 	}
 	sameAsStore(t, "database a", ca, sa)
 	ca.Close()
-	if v, err = ca.Verify(ctx, "alice"); err != nil || v.SnapshotSeq <= 0 || len(v.Differences) != 0 || v.Snapshot != dense.SnapshotPath(dir, "alice") {
+	if v, err = ca.Verify(ctx, "alice"); err != nil || v.SnapshotSeq <= 0 || v.Refused != "" || len(v.Differences) != 0 ||
+		v.Snapshot != dense.SnapshotPath(dir, "alice") {
 		t.Fatalf("Verify of a good snapshot = %+v, %v", v, err)
 	}
 
@@ -326,20 +304,27 @@ func TestCatalog_VerifyRebuild(t *testing.T) {
 	if err := sb.Insert(ctx, other); err != nil {
 		t.Fatal(err)
 	}
+	seqA, errA := sa.Sequence(ctx, "alice")
+	seqB, errB := sb.Sequence(ctx, "alice")
+	if errA != nil || errB != nil || seqB < seqA {
+		t.Fatalf("b's sequence %d (%v) is behind a's %d (%v): the header alone would refuse a's snapshot", seqB, errB, seqA, errA)
+	}
 	cb := dense.NewCatalog(sb, opt)
 	defer cb.Close()
 	v, err = cb.Verify(ctx, "alice")
-	if err != nil || v.SnapshotSeq <= 0 || len(v.Differences) == 0 {
-		t.Fatalf("Verify of a snapshot of a's history on b = %+v, %v; want differences", v, err)
+	if err != nil || v.SnapshotSeq != -1 || v.Memories != 700 || len(v.Differences) != 0 || !strings.Contains(v.Refused, "not in the database's history") {
+		t.Fatalf("Verify of a snapshot of a's history on b = %+v, %v; want it refused", v, err)
 	}
-	if !strings.Contains(strings.Join(v.Differences, "\n"), "only in the") {
-		t.Errorf("differences = %q", v.Differences)
+	sb.rows.Store(0)
+	sameAsStore(t, "database b", cb, sb)
+	if n := sb.rows.Load(); n < 700 || !strings.Contains(logs.String(), "snapshot ignored") {
+		t.Fatalf("b's catalog read %d memories from the store:\n%s", n, logs.String())
 	}
 	st, err := cb.Rebuild(ctx, "alice")
 	if err != nil || st.Memories != 700 {
 		t.Fatalf("Rebuild = %+v, %v; want b's 700 memories", st, err)
 	}
-	if v, err = cb.Verify(ctx, "alice"); err != nil || v.SnapshotSeq <= 0 || len(v.Differences) != 0 {
+	if v, err = cb.Verify(ctx, "alice"); err != nil || v.SnapshotSeq <= 0 || v.Refused != "" || len(v.Differences) != 0 {
 		t.Fatalf("Verify after Rebuild = %+v, %v", v, err)
 	}
 	sameAsStore(t, "database b after Rebuild", cb, sb)
@@ -547,12 +532,13 @@ func TestCatalog_CodedCorruptFloats(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	st, dir, snap, b := snapshotted(t)
-	// The header (magic, profile, instance, watermark, checksum), then the
-	// index, whose float32s end 4 bytes before it does (a graph of no
-	// node): one bit changed in each of the last 100 rows' float32s.
+	// The header (magic, profile, instance, mark, watermark, checksum),
+	// then the index, whose float32s end 4 bytes before it does (a graph
+	// of no node): one bit changed in each of the last 100 rows' float32s.
 	profileLen := int(binary.LittleEndian.Uint32(b[8:]))
 	instanceLen := int(binary.LittleEndian.Uint32(b[12+profileLen:]))
-	header := 8 + 4 + profileLen + 4 + instanceLen + 8 + 4
+	markLen := int(binary.LittleEndian.Uint32(b[16+profileLen+instanceLen:]))
+	header := 8 + 4 + profileLen + 4 + instanceLen + 4 + markLen + 8 + 4
 	indexLen := int(binary.LittleEndian.Uint64(b[len(b)-16:]))
 	floatsEnd := header + indexLen - 4
 	for i := 1; i <= 100; i++ {

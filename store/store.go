@@ -107,6 +107,21 @@ type Store interface {
 	// with the sequence number it reflects, so it is never applied to
 	// another database.
 	Instance(ctx context.Context) (string, error)
+	// MarkWatermark records in the database that a cache of profile kept
+	// outside it (a dense index's snapshot) reflects profile's changes up
+	// to seq, and returns the record's mark, a random token the cache keeps
+	// beside seq. The cache is applied only while WatermarkMarked finds the
+	// mark: a copy of the database (a file copy, a backup, a dump restored)
+	// holds the marks made before it was taken and none made after, so a
+	// cache written by one copy after they diverged is never applied to
+	// another (nor to the database restored from a backup older than the
+	// cache). The store keeps the KeptWatermarks most recent marks of each
+	// profile. It advances no change sequence.
+	MarkWatermark(ctx context.Context, profile string, seq int64) (string, error)
+	// WatermarkMarked reports whether mark is one MarkWatermark returned
+	// for profile and seq on this database, or on the one it is a copy of
+	// before the copy was taken, and is still kept.
+	WatermarkMarked(ctx context.Context, profile string, seq int64, mark string) (bool, error)
 	// Sync makes every change committed so far durable: no crash or power
 	// loss can undo it afterwards. A cache kept outside the store calls it
 	// before it records a sequence number as its watermark, so that the
@@ -160,6 +175,12 @@ type Store interface {
 	// ErrNotFound if no active key has the id.
 	RevokeKey(ctx context.Context, id string, at time.Time) error
 }
+
+// KeptWatermarks is how many of a profile's most recent watermarks a store
+// keeps (Store.MarkWatermark): a cache whose mark was dropped since is
+// rebuilt, so it is far more than the processes that may write a cache of
+// one profile in turn.
+const KeptWatermarks = 16
 
 // GetParams selects memories by id.
 type GetParams struct {

@@ -21,9 +21,11 @@ is a cache: deleting it loses nothing.
            walk them; one-shot commands such as recall read the snapshot
            without its graph and scan)
 
-A snapshot another database wrote, one ahead of the database, or a corrupt
-one is ignored on its own (and logged). The one case verify is for: the
-database was restored from an older copy of itself and written since.
+A snapshot is never trusted over the database: a corrupt one, one another
+database wrote, one a copy of this database wrote (cp of the file, a backup
+restored, each written apart since), or one ahead of the database is
+refused (and logged), and the index built from the database. verify reports
+a refused snapshot (exit 1); rebuild writes a new one.
 
 `
 
@@ -32,7 +34,8 @@ type indexReport struct {
 	Profile     string   `json:"profile"`
 	Memories    int      `json:"memories"`
 	Snapshot    string   `json:"snapshot,omitempty"`
-	SnapshotSeq *int64   `json:"snapshot_seq,omitempty"` // verify: the watermark of the snapshot used
+	SnapshotSeq *int64   `json:"snapshot_seq,omitempty"`     // verify: the watermark of the snapshot used
+	Refused     string   `json:"snapshot_refused,omitempty"` // verify: why the snapshot there was refused
 	Differences []string `json:"differences,omitempty"`
 	OK          bool     `json:"ok"`
 	// Linked is how many memories the rebuilt index's graph holds (0 for
@@ -102,7 +105,8 @@ func cmdIndex(ctx context.Context, a *app, args []string) error {
 			if err != nil {
 				return err
 			}
-			r.Memories, r.Snapshot, r.Differences, r.OK = v.Memories, v.Snapshot, v.Differences, len(v.Differences) == 0
+			r.Memories, r.Snapshot, r.Refused, r.Differences = v.Memories, v.Snapshot, v.Refused, v.Differences
+			r.OK = len(v.Differences) == 0 && v.Refused == ""
 			if v.SnapshotSeq >= 0 {
 				r.SnapshotSeq = &v.SnapshotSeq
 			}
@@ -130,7 +134,8 @@ func cmdIndex(ctx context.Context, a *app, args []string) error {
 		}
 	}
 	if bad > 0 {
-		return fmt.Errorf("%d of %d profiles' dense indexes differ from the database: mnemo index rebuild repairs them", bad, len(profiles))
+		return fmt.Errorf("%d of %d profiles' dense indexes differ from the database or have a refused snapshot: mnemo index rebuild repairs them",
+			bad, len(profiles))
 	}
 	return nil
 }
@@ -147,6 +152,8 @@ func printIndexReport(a *app, verb string, r indexReport) {
 		fmt.Fprintf(a.stdout, "%s: ok, %d memories (no usable snapshot: a new process reads them from the database)\n", r.Profile, r.Memories)
 	case r.OK:
 		fmt.Fprintf(a.stdout, "%s: ok, %d memories (snapshot at change %d, caught up)\n", r.Profile, r.Memories, *r.SnapshotSeq)
+	case len(r.Differences) == 0:
+		fmt.Fprintf(a.stdout, "%s: snapshot REFUSED, %d memories read from the database instead: %s\n  %s\n", r.Profile, r.Memories, r.Snapshot, r.Refused)
 	default:
 		fmt.Fprintf(a.stdout, "%s: DIFFERS from the database:\n  %s\n", r.Profile, strings.Join(r.Differences, "\n  "))
 	}

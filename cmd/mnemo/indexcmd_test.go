@@ -69,7 +69,10 @@ func TestCLI_Index(t *testing.T) {
 	}
 
 	// The older copy gets this database's snapshots, then is written past
-	// their watermark: verify finds the difference, rebuild repairs it.
+	// their watermark: the snapshot of "me" is refused (this database
+	// wrote it after the copy was taken), verify reports it, rebuild
+	// replaces it. "other" was not written since: its snapshot is as
+	// refused, its mark being as unknown to the copy.
 	entries, err := os.ReadDir(mnemo.IndexDir(db))
 	if err != nil {
 		t.Fatal(err)
@@ -83,12 +86,22 @@ func TestCLI_Index(t *testing.T) {
 		c.ok("add", "--profile", "me", text)
 	}
 	code, stdout, stderr := c.run("", "index", "verify", "--all")
-	if code != 1 || !strings.Contains(stdout, "me: DIFFERS from the database") || !strings.Contains(stdout, "only in the") ||
-		!strings.Contains(stdout, "other: ok") || !strings.Contains(stderr, "1 of 2 profiles") {
+	if code != 1 || !strings.Contains(stdout, "me: snapshot REFUSED, 6 memories read from the database instead") ||
+		!strings.Contains(stdout, "not in the database's history") || !strings.Contains(stdout, "other: snapshot REFUSED") ||
+		!strings.Contains(stderr, "2 of 2 profiles") {
 		t.Fatalf("verify of the diverged copy: exit %d\n%s\n%s", code, stdout, stderr)
 	}
-	c.ok("index", "rebuild", "--profile", "me")
-	if out := c.ok("index", "verify", "--all"); !strings.Contains(out, "me: ok, 6 memories (snapshot at change") {
+	code, stdout, _ = c.run("", "index", "verify", "--profile", "me", "--json")
+	reps = nil
+	if err := json.Unmarshal([]byte(stdout), &reps); err != nil || code != 1 {
+		t.Fatalf("verify --json of the diverged copy: exit %d, %v\n%s", code, err, stdout)
+	}
+	if len(reps) != 1 || reps[0].OK || reps[0].SnapshotSeq != nil || reps[0].Memories != 6 || !strings.Contains(reps[0].Refused, "copy of the database") {
+		t.Fatalf("verify --json of the diverged copy = %+v", reps)
+	}
+	c.ok("index", "rebuild", "--all")
+	if out := c.ok("index", "verify", "--all"); !strings.Contains(out, "me: ok, 6 memories (snapshot at change") ||
+		!strings.Contains(out, "other: ok, 1 memories (snapshot at change") {
 		t.Errorf("verify after rebuild: %s", out)
 	}
 }

@@ -501,6 +501,18 @@ var migrations = []string{
 	END $$;
 	CREATE TRIGGER settings_version AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON settings
 		FOR EACH STATEMENT EXECUTE FUNCTION settings_version_advance();`,
+	// 6: the watermarks of the caches kept outside the database (the
+	// dense indexes' snapshots, with Config.IndexDir), each with a random
+	// mark (Store.MarkWatermark): a copy of the database (CREATE DATABASE
+	// … TEMPLATE, a dump restored) keeps its instance and sequences, not
+	// the marks made after it.
+	`CREATE TABLE watermarks (
+		id      bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+		profile text COLLATE "C" NOT NULL,
+		seq     bigint NOT NULL,
+		mark    text COLLATE "C" NOT NULL UNIQUE
+	);
+	CREATE INDEX watermarks_profile ON watermarks (profile, id);`,
 }
 
 // migrate creates the schema if needed and applies the migrations it
@@ -604,6 +616,39 @@ func (s *Store) Instance(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("read the database's instance: %w", err)
 	}
 	return v, nil
+}
+
+// MarkWatermark implements store.Store.
+func (s *Store) MarkWatermark(ctx context.Context, profile string, seq int64) (string, error) {
+	if err := s.check(); err != nil {
+		return "", err
+	}
+	mark := rand.Text()
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO watermarks (profile, seq, mark) VALUES ($1, $2, $3)`, profile, seq, mark); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `DELETE FROM watermarks WHERE profile = $1 AND id <=
+			(SELECT id FROM watermarks WHERE profile = $1 ORDER BY id DESC OFFSET $2 LIMIT 1)`, profile, store.KeptWatermarks)
+		return err
+	})
+	if err != nil {
+		return "", fmt.Errorf("record a watermark: %w", mapErr(err))
+	}
+	return mark, nil
+}
+
+// WatermarkMarked implements store.Store.
+func (s *Store) WatermarkMarked(ctx context.Context, profile string, seq int64, mark string) (bool, error) {
+	if err := s.check(); err != nil {
+		return false, err
+	}
+	var ok bool
+	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM watermarks WHERE mark = $1 AND profile = $2 AND seq = $3)`,
+		mark, profile, seq).Scan(&ok); err != nil {
+		return false, fmt.Errorf("read a watermark: %w", err)
+	}
+	return ok, nil
 }
 
 // Sync implements store.Store: a commit PostgreSQL acknowledged is durable

@@ -208,6 +208,17 @@ var migrations = []string{
 	CREATE TRIGGER settings_ad AFTER DELETE ON settings BEGIN
 		UPDATE counters SET value = value + 1 WHERE name = 'settings';
 	END;`,
+	// 15: the watermarks of the caches kept outside the database (the
+	// dense indexes' snapshots), each with a random mark
+	// (Store.MarkWatermark): a file copy of the database keeps its
+	// instance and sequence, not the marks made after it.
+	`CREATE TABLE watermarks (
+		id      INTEGER PRIMARY KEY,
+		profile TEXT    NOT NULL,
+		seq     INTEGER NOT NULL,
+		mark    TEXT    NOT NULL UNIQUE
+	);
+	CREATE INDEX watermarks_profile ON watermarks(profile, id);`,
 }
 
 // ftsAutomerge is how many segments of one level FTS5 merges into one

@@ -8,6 +8,7 @@ package sqlitestore
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
 	"encoding/base64"
 	"encoding/json"
@@ -1186,6 +1187,44 @@ func (s *Store) Instance(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("read the database's instance: %w", err)
 	}
 	return strconv.FormatInt(v, 36), nil
+}
+
+// MarkWatermark implements store.Store.
+func (s *Store) MarkWatermark(ctx context.Context, profile string, seq int64) (string, error) {
+	w, err := s.writer()
+	if err != nil {
+		return "", err
+	}
+	mark := rand.Text()
+	tx, err := w.BeginTx(ctx, nil)
+	if err != nil {
+		return "", fmt.Errorf("record a watermark: %w", err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `INSERT INTO watermarks(profile, seq, mark) VALUES (?,?,?)`, profile, seq, mark); err != nil {
+		return "", fmt.Errorf("record a watermark: %w", mapErr(err))
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM watermarks WHERE profile = ? AND id <=
+		(SELECT id FROM watermarks WHERE profile = ? ORDER BY id DESC LIMIT 1 OFFSET ?)`, profile, profile, store.KeptWatermarks); err != nil {
+		return "", fmt.Errorf("record a watermark: %w", mapErr(err))
+	}
+	if err := tx.Commit(); err != nil {
+		return "", fmt.Errorf("record a watermark: commit: %w", mapErr(err))
+	}
+	return mark, nil
+}
+
+// WatermarkMarked implements store.Store.
+func (s *Store) WatermarkMarked(ctx context.Context, profile string, seq int64, mark string) (bool, error) {
+	if err := s.check(); err != nil {
+		return false, err
+	}
+	var ok bool
+	if err := s.rc.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM watermarks WHERE mark = ? AND profile = ? AND seq = ?)`,
+		mark, profile, seq).Scan(&ok); err != nil {
+		return false, fmt.Errorf("read a watermark: %w", err)
+	}
+	return ok, nil
 }
 
 // Sync implements store.Store: a passive checkpoint, which syncs the WAL

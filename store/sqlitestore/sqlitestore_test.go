@@ -284,6 +284,7 @@ var undoMigration = map[int]string{
 	8:  `SELECT 1`, // its Go step renames the settings keys (TestMigration8_SnakeCaseSettings)
 	9:  `DELETE FROM counters WHERE name = 'instance'`,
 	10: `DELETE FROM memories_fts_config WHERE k = 'automerge'`,
+	15: `DROP TABLE watermarks`,
 	14: `DROP TRIGGER settings_ai; DROP TRIGGER settings_au; DROP TRIGGER settings_ad;
 		DELETE FROM counters WHERE name = 'settings'`,
 	13: `DELETE FROM memories_lex_config WHERE k = 'hashsize'`,

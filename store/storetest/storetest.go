@@ -852,6 +852,78 @@ func exerciseInstance(t *testing.T, open OpenFunc) {
 			t.Errorf("another store's Instance = %q, %v; this one's is %q", o, err, id)
 		}
 	})
+	t.Run("Watermarks", func(t *testing.T) {
+		b := setup(t, open)
+		b.insert(mem("alice", "u-1", "a write"))
+		seq := b.seq()
+		mark, err := b.s.MarkWatermark(b.ctx, "alice", seq)
+		if err != nil || mark == "" {
+			t.Fatalf("MarkWatermark = %q, %v", mark, err)
+		}
+		if after := b.seq(); after != seq {
+			t.Errorf("MarkWatermark moved the change sequence from %d to %d", seq, after)
+		}
+		marked := func(s store.Store, profile string, seq int64, mark string) bool {
+			t.Helper()
+			ok, err := s.WatermarkMarked(b.ctx, profile, seq, mark)
+			if err != nil {
+				t.Fatalf("WatermarkMarked(%q, %d, %q): %v", profile, seq, mark, err)
+			}
+			return ok
+		}
+		if !marked(b.s, "alice", seq, mark) {
+			t.Fatalf("the mark MarkWatermark returned is not found")
+		}
+		for _, tc := range []struct {
+			profile string
+			seq     int64
+			mark    string
+		}{{"bob", seq, mark}, {"alice", seq + 1, mark}, {"alice", seq, mark + "x"}, {"alice", seq, ""}} {
+			if marked(b.s, tc.profile, tc.seq, tc.mark) {
+				t.Errorf("WatermarkMarked(%q, %d, %q) = true; only (alice, %d, %q) was marked", tc.profile, tc.seq, tc.mark, seq, mark)
+			}
+		}
+		other := open(t)
+		if marked(other, "alice", seq, mark) {
+			t.Errorf("another store holds this one's mark")
+		}
+		// The most recent marks of a profile are kept, another's apart.
+		bob, err := b.s.MarkWatermark(b.ctx, "bob", 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		marks := []string{mark}
+		for i := range store.KeptWatermarks {
+			m, err := b.s.MarkWatermark(b.ctx, "alice", seq+int64(i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if slices.Contains(marks, m) {
+				t.Fatalf("MarkWatermark returned %q twice", m)
+			}
+			marks = append(marks, m)
+		}
+		if marked(b.s, "alice", seq, mark) {
+			t.Errorf("the oldest of %d marks is kept: want the %d most recent", len(marks), store.KeptWatermarks)
+		}
+		for i, m := range marks[1:] {
+			if !marked(b.s, "alice", seq+int64(i), m) {
+				t.Errorf("mark %d of %d is not kept", i+2, len(marks))
+			}
+		}
+		if !marked(b.s, "bob", 1, bob) {
+			t.Errorf("bob's mark was dropped with alice's")
+		}
+		if err := b.s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.s.MarkWatermark(b.ctx, "alice", seq); !errors.Is(err, mnemotype.ErrClosed) {
+			t.Errorf("MarkWatermark on a closed store = %v, want ErrClosed", err)
+		}
+		if _, err := b.s.WatermarkMarked(b.ctx, "alice", seq, mark); !errors.Is(err, mnemotype.ErrClosed) {
+			t.Errorf("WatermarkMarked on a closed store = %v, want ErrClosed", err)
+		}
+	})
 	t.Run("Sync", func(t *testing.T) {
 		b := setup(t, open)
 		b.insert(mem("alice", "u-1", "a write"))
