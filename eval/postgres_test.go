@@ -10,8 +10,8 @@ import (
 )
 
 // TestQualityGate_Postgres: the default configuration and the lexical leg
-// alone measure the same on the Postgres store as on SQLite (issue 17:
-// within 0.01; the store ranks with the same arithmetic, so the figures
+// alone measure the same on the Postgres store as on SQLite (within
+// 0.01; the store ranks with the same arithmetic, so the figures
 // are in fact equal), on locomo-dev and SciFact.
 func TestQualityGate_Postgres(t *testing.T) {
 	if raceEnabled {

@@ -21,7 +21,7 @@ import (
 //     conversation-aware lexical leg; docs/eval/README.md);
 //   - without the conversation features, the dense leg still adds to BM25
 //     significantly (plain against plain lexical), and dense alone reaches
-//     recall@10 ≥ 0.50 (issue 4's gate).
+//     recall@10 ≥ 0.50 (the dense leg's gate).
 //
 // It takes seconds normally and minutes under the race detector, so
 // scripts/test.sh runs it in a pass of its own without -race.
@@ -149,7 +149,7 @@ func comparison(t *testing.T, cs []Comparison, config, metric string) Comparison
 	return Comparison{}
 }
 
-// TestQualityGate_RelevanceFloor is issue 18's target for the default
+// TestQualityGate_RelevanceFloor is the target for the default
 // relevance floor on locomo-dev: of 200 queries with no relevant memory in
 // scope (a quarter made-up words, the rest questions asked of another
 // conversation), the default answers at least 80% with nothing, while its

@@ -40,7 +40,7 @@ func benchmarkFuse(b *testing.B, legs map[string][]mnemotype.Hit, p Params) {
 	}
 }
 
-// BenchmarkFuse_3x300 is the target: 3 legs × 300 candidates in
+// BenchmarkFuse_3x300 is the design target: 3 legs × 300 candidates in
 // under 50 µs.
 func BenchmarkFuse_3x300(b *testing.B) {
 	for _, s := range Strategies() {

@@ -82,8 +82,8 @@ func envInt(name string, def int) int {
 // No acknowledged write may be lost or missed by a recall through any
 // server, the surviving servers answer every request, and a setting
 // changed through one server is in force on the others within a second.
-// MNEMO_SOAK_CLIENTS and MNEMO_SOAK_SECONDS scale it up (the run:
-// 50 clients, 60 s); the defaults keep the suite quick.
+// MNEMO_SOAK_CLIENTS and MNEMO_SOAK_SECONDS scale it up (a soak
+// run: 50 clients, 60 s); the defaults keep the suite quick.
 func TestServe_SeveralServersOnPostgres(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns processes")
