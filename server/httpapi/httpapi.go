@@ -1,7 +1,7 @@
 // Package httpapi serves a mnemo Engine over HTTP/JSON: memories CRUD,
 // hybrid recall, single-leg search, live per-profile settings, health,
-// Prometheus metrics, an OpenAPI description and, at /mcp, the MCP server
-// over streamable HTTP.
+// Prometheus metrics, an OpenAPI description, at /mcp the MCP server over
+// streamable HTTP and, at /ui, the web inspector (package ui).
 //
 // Tenancy: every request acts on one profile, decided by its API key
 // (Authorization: Bearer KEY): a profile key's own (a request may name it,
@@ -45,6 +45,7 @@ import (
 	"github.com/mnemo-dev/mnemo/internal/jsonutf8"
 	"github.com/mnemo-dev/mnemo/mnemotype"
 	"github.com/mnemo-dev/mnemo/server/mcpserver"
+	"github.com/mnemo-dev/mnemo/server/ui"
 )
 
 // Defaults.
@@ -198,6 +199,18 @@ func New(cfg Config) (*Server, error) {
 	mux := http.NewServeMux()
 	for _, rt := range s.routes {
 		mux.Handle(rt.method+" "+rt.path, s.wrap(rt))
+	}
+	// The web inspector: static files, public (they hold no data; the
+	// page calls /v1 with the key its user gives it).
+	inspector, err := ui.New()
+	if err != nil {
+		return nil, fmt.Errorf("httpapi: the inspector's files: %w", err)
+	}
+	for _, p := range []string{"/ui", "/ui/"} {
+		mux.Handle(p, s.wrap(route{method: "GET", path: p, public: true, h: func(w http.ResponseWriter, r *http.Request, _ string) error {
+			inspector.ServeHTTP(w, r)
+			return nil
+		}}))
 	}
 	mux.Handle("/", s.wrap(route{path: "unmatched", public: true, h: func(w http.ResponseWriter, r *http.Request, _ string) error {
 		// The catch-all hides the mux's own 405: find the methods the
