@@ -97,6 +97,12 @@ type Config struct {
 	Logger *slog.Logger
 	// AccessLog logs every request at Info level.
 	AccessLog bool
+	// EvalDatasets is a folder of dataset folders (as `mnemo eval` reads
+	// them) that POST /v1/eval may evaluate, for an admin key or in
+	// single-user mode; "" turns the evaluation routes off (403).
+	EvalDatasets string
+	// EvalTimeout bounds one POST /v1/eval. Defaults to DefaultEvalTimeout.
+	EvalTimeout time.Duration
 }
 
 // Server is the HTTP API. It is safe for concurrent use.
@@ -113,6 +119,8 @@ type Server struct {
 	mcpAuthed http.Handler
 
 	draining atomic.Bool
+	// evalBusy is set while POST /v1/eval runs (one at a time).
+	evalBusy atomic.Bool
 
 	keyMu      sync.Mutex
 	keyChecked time.Time
@@ -129,6 +137,8 @@ type route struct {
 	admin bool
 	// stream routes are not wrapped in the handler timeout (MCP streams).
 	stream bool
+	// long routes get Config.EvalTimeout instead of the handler timeout.
+	long bool
 	// bigBody routes take bodies up to Config.MaxRecallBodyBytes.
 	bigBody bool
 	// bodyProfile routes' bodies may name the profile (bodyProfile
@@ -162,6 +172,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.HandlerTimeout <= 0 {
 		cfg.HandlerTimeout = DefaultHandlerTimeout
 	}
+	if cfg.EvalTimeout <= 0 {
+		cfg.EvalTimeout = DefaultEvalTimeout
+	}
 	if cfg.Version == "" {
 		cfg.Version = "dev"
 	}
@@ -191,6 +204,8 @@ func New(cfg Config) (*Server, error) {
 		{method: "GET", path: "/healthz", public: true, h: s.healthz},
 		{method: "GET", path: "/readyz", public: true, h: s.readyz},
 		{method: "GET", path: "/metrics", admin: true, h: s.metrics},
+		{method: "GET", path: "/v1/eval/datasets", admin: true, h: s.evalDatasets},
+		{method: "POST", path: "/v1/eval", admin: true, long: true, h: s.runEval},
 		{method: "GET", path: "/openapi.json", public: true, h: s.openapi},
 		{method: "POST", path: "/mcp", stream: true, h: s.serveMCP},
 		{method: "GET", path: "/mcp", stream: true, h: s.serveMCP},
@@ -337,14 +352,23 @@ func (s *Server) wrap(rt route) http.Handler {
 		}
 	})
 	var h http.Handler = inner
+	timeout := s.cfg.HandlerTimeout
+	if rt.long {
+		timeout = s.cfg.EvalTimeout
+	}
 	if !rt.stream {
-		h = withDeadline(inner, s.cfg.HandlerTimeout)
+		h = withDeadline(inner, timeout)
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		s.m.inflight.Add(1)
 		defer s.m.inflight.Add(-1)
 		sw := &statusWriter{ResponseWriter: w}
+		if rt.long {
+			// Past the server's write timeout, which fits the handler
+			// timeout of the other routes.
+			_ = http.NewResponseController(sw).SetWriteDeadline(time.Now().Add(timeout + 10*time.Second))
+		}
 		if r.Body != nil && !rt.stream { // the MCP handler applies the same limit itself
 			limit := s.cfg.MaxBodyBytes
 			if rt.bigBody {

@@ -36,6 +36,7 @@ func TestOpenAPI_SchemasMatchTheTypes(t *testing.T) {
 		{"Result", jsonFields(reflect.TypeFor[RecallResult]())},
 		{"Settings", mnemo.SettingNames()},
 		{"Deleted", jsonFields(reflect.TypeFor[deletedResponse]())},
+		{"EvalRequest", jsonFields(reflect.TypeFor[evalRequest]())},
 		{"ProfileDeleted", jsonFields(reflect.TypeFor[profileDeletedResponse]())},
 	} {
 		var documented []string
