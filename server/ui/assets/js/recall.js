@@ -17,9 +17,9 @@ const KINDS = [['', 'any'], 'episodic', 'semantic', 'identity'];
 // The API's field names (recall body, settings) → this page's controls.
 function control(f) {
   for (const leg of LEGS) {
-    if (f === 'weights.' + leg || f === WEIGHT_SETTING[leg]) return 'r-w-' + leg;
+    if (f === 'weights.' + leg || f === WEIGHT_SETTING[leg]) return 'r-wn-' + leg;
   }
-  if (f === 'weights') return 'r-w-lexical';
+  if (f === 'weights') return 'r-wn-lexical';
   return { query: 'r-q', q: 'r-q', session: 'r-session', sessions: 'r-session', project: 'r-project', kind: 'r-kind', kinds: 'r-kind',
     actor: 'r-actor', actors: 'r-actor', limit: 'r-limit', strategy: 'r-strategy', k: 'r-k', rrf_k: 'r-k',
     normalization: 'r-norm', 'settings.normalization': 'r-norm', min_relevance: 'r-floor' }[f];
@@ -103,13 +103,13 @@ export function render(main) {
 function weightControl(leg, v) {
   const name = leg[0].toUpperCase() + leg.slice(1);
   const range = h('input', { type: 'range', id: 'r-w-' + leg, min: 0, max: 5, step: 0.05, value: v ?? '', 'data-leg': leg,
-    'aria-describedby': 'err-r-w-' + leg });
+    'aria-describedby': 'err-r-wn-' + leg });
   const num = h('input', { type: 'number', id: 'r-wn-' + leg, min: 0, max: 5, step: 0.05, value: v ?? '', 'data-leg': leg,
-    'aria-label': name + ' weight, as a number', 'aria-describedby': 'err-r-w-' + leg, class: 'weight-num' });
+    'aria-label': name + ' weight, as a number', 'aria-describedby': 'err-r-wn-' + leg, class: 'weight-num' });
   return h('div', { class: 'weight leg-' + leg },
     h('label', { for: 'r-w-' + leg, text: name + ' weight' }),
     h('div', { class: 'weight-inputs' }, range, num),
-    h('span', { id: 'err-r-w-' + leg, class: 'field-error', role: 'alert' }));
+    h('span', { id: 'err-r-wn-' + leg, class: 'field-error', role: 'alert' }));
 }
 
 async function loadSettings(q) {
