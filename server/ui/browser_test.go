@@ -51,6 +51,59 @@ func chromiumPath(t *testing.T) string {
 	return ""
 }
 
+// One Chromium serves every test of the package, each in a tab of its
+// own; TestMain ends it.
+var shared struct {
+	once   sync.Once
+	ctx    context.Context
+	cancel context.CancelFunc
+	dir    string
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if shared.cancel != nil {
+		shared.cancel()
+		os.RemoveAll(shared.dir)
+	}
+	os.Exit(code)
+}
+
+// browser starts the shared Chromium once: headless, no sandbox (root),
+// no GPU, no QUIC, none of its background requests, a new empty profile.
+func browser(t *testing.T, bin string) context.Context {
+	shared.once.Do(func() {
+		dir, err := os.MkdirTemp("", "mnemo-chromium-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+			chromedp.ExecPath(bin),
+			chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
+			chromedp.Flag("disable-quic", true),
+			chromedp.Flag("disable-background-networking", true),
+			chromedp.Flag("disable-component-update", true),
+			chromedp.Flag("disable-sync", true),
+			chromedp.Flag("disable-dev-shm-usage", true),
+			chromedp.UserDataDir(dir),
+			chromedp.WindowSize(1280, 800),
+		)
+		bctx, cancelBrowser := chromedp.NewContext(actx)
+		if err := chromedp.Do(bctx); err != nil { // start it
+			t.Fatalf("start Chromium: %v", err)
+		}
+		shared.ctx, shared.dir = bctx, dir
+		shared.cancel = func() {
+			cancelBrowser()
+			cancelAlloc()
+		}
+	})
+	if shared.ctx == nil {
+		t.Fatal("Chromium did not start")
+	}
+	return shared.ctx
+}
+
 // site is one test's server and browser tab.
 type site struct {
 	t    *testing.T
@@ -87,24 +140,12 @@ func newSite(t *testing.T, o siteOpts) *site {
 	u, _ := url.Parse(ts.URL)
 	s := &site{t: t, e: e, ts: ts, host: u.Host}
 
-	profileDir := t.TempDir()
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
-		chromedp.ExecPath(bin),
-		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.UserDataDir(profileDir),
-		chromedp.WindowSize(1280, 800),
-	)
-	ctx, cancelTab := chromedp.NewContext(actx)
+	bctx := browser(t, bin)
+	ctx, cancelTab := chromedp.NewContext(bctx)
 	tctx, cancelTime := context.WithTimeout(ctx, 90*time.Second)
 	t.Cleanup(func() {
 		cancelTime()
 		cancelTab()
-		cancelAlloc()
 	})
 	if err := chromedp.Listen(tctx, s.event); err != nil {
 		t.Fatalf("start Chromium: %v", err)
@@ -220,14 +261,19 @@ func (s *site) click(sel string) {
 }
 
 // screenshot writes docs/ui/NAME-WxH.png at both sizes when
-// MNEMO_UI_SCREENSHOTS is set, after ready holds again at each size.
-func (s *site) screenshot(name, ready string) {
+// MNEMO_UI_SCREENSHOTS is set, after ready holds again at each size, with
+// the element scroll selects (if any) scrolled to the top.
+func (s *site) screenshot(name, ready string, scroll ...string) {
 	s.t.Helper()
 	if os.Getenv("MNEMO_UI_SCREENSHOTS") == "" {
 		return
 	}
 	for _, size := range [][2]int64{{1280, 800}, {390, 844}} {
 		s.do("resize", chromedp.EmulateViewport(size[0], size[1], chromedp.EmulateScale(1)))
+		if len(scroll) > 0 {
+			b, _ := json.Marshal(scroll[0])
+			s.js(fmt.Sprintf("document.querySelector(%s).scrollIntoView({block: 'start'}), ''", b))
+		}
 		s.wait("the page at its new size", ready+` && new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))`)
 		png, err := chromedp.Run(s.ctx, chromedp.CaptureScreenshot())
 		if err != nil {
@@ -245,6 +291,7 @@ func (s *site) screenshot(name, ready string) {
 		}
 	}
 	s.do("resize back", chromedp.EmulateViewport(1280, 800))
+	s.js("window.scrollTo(0, 0), ''")
 }
 
 // api calls the server directly (single-user mode, or with key).
@@ -370,7 +417,7 @@ func TestInspector_MemoriesPage(t *testing.T) {
 			t.Errorf("the memory's fields lack %s: %s", f, s.text("#m-detail dl"))
 		}
 	}
-	s.screenshot("memory", `!!document.querySelector('#m-detail dl')`)
+	s.screenshot("memory", `!!document.querySelector('#m-detail dl')`, "#m-detail")
 	s.typeInto("#e-importance", "3")
 	s.click("#e-save")
 	s.wait("the error beside importance", `document.querySelector('#err-e-importance').textContent.includes('must be a number in [0, 1]')`)
@@ -410,7 +457,7 @@ func TestInspector_DeleteByFilterWithPreview(t *testing.T) {
 	if page.Total != 7 {
 		t.Fatalf("after the preview %d memories are stored, want 7: the preview deleted", page.Total)
 	}
-	s.screenshot("delete-preview", `!!document.querySelector('#m-bulk-yes')`)
+	s.screenshot("delete-preview", `!!document.querySelector('#m-bulk-yes')`, "#m-delete-matching")
 	s.click("#m-bulk-yes")
 	s.wait("the deletion", `document.querySelector('#m-bulk-done')?.textContent.includes('Deleted 3 memories')`)
 	s.api("GET", "/v1/memories?total=true&session=s1", "", nil, &page)
@@ -461,7 +508,7 @@ func TestInspector_RecallPlayground(t *testing.T) {
 	if loc := s.js("decodeURIComponent(location.search)"); !strings.Contains(loc, "recency:5") {
 		t.Errorf("the URL after the move is %q, want recency:5 in its weights", loc)
 	}
-	s.screenshot("recall-moved", `!!document.querySelector('#r-moved')`)
+	s.screenshot("recall-moved", `!!document.querySelector('#r-moved')`, "#r-fused-h")
 
 	// Save them as the profile's settings, and read them back over the API.
 	s.click("#r-save")
@@ -506,7 +553,7 @@ func TestInspector_BadInputBesideTheField(t *testing.T) {
 	if got := s.js(`document.querySelector('#r-wn-lexical').getAttribute('aria-invalid')`); got != "true" {
 		t.Errorf("aria-invalid = %q", got)
 	}
-	s.screenshot("recall-error", `document.querySelector('#err-r-wn-lexical').textContent !== ''`)
+	s.screenshot("recall-error", `document.querySelector('#err-r-wn-lexical').textContent !== ''`, ".fusion")
 	s.click("#r-save")
 	s.wait("the settings' 400 beside the lexical weight", `document.querySelector('#err-r-wn-lexical').textContent.startsWith('keyword_weight')`)
 	var set map[string]any
@@ -541,7 +588,8 @@ func TestInspector_EvalPage(t *testing.T) {
 	if got := s.text("#ev-cmp"); !strings.Contains(got, "p ") || !strings.Contains(got, "[") {
 		t.Errorf("comparisons without intervals: %q", got)
 	}
-	s.screenshot("eval", `document.querySelectorAll('#ev-report svg.chart').length >= 3`)
+	s.screenshot("eval", `document.querySelectorAll('#ev-report svg.chart').length >= 3`, "#ev-report-h")
+	s.screenshot("eval-charts", `document.querySelectorAll('#ev-report svg.chart').length >= 3`, "#ev-cmp")
 
 	// Run one on the server; its report carries each mean's interval.
 	s.wait("the datasets", `document.querySelector('#ev-dataset').value === 'tiny'`)

@@ -1,4 +1,4 @@
-// Building the page without innerHTML: every text a memory or the server
+// Building the page from nodes, never from markup: every text a memory or the server
 // gives is set as text, never parsed as markup.
 
 // h creates an element: attrs sets properties or attributes (class, text,
@@ -103,4 +103,14 @@ export function shortId(id) {
 export function when(t) {
   if (!t || t.startsWith('0001-01-01')) return '';
   return t.replace('T', ' ').replace(/\.\d+/, '').replace('Z', ' UTC');
+}
+
+// raw formats a leg's raw score, whose scale is the leg's own: BM25 may
+// be tiny in a small profile, recency is Unix seconds.
+export function raw(x) {
+  if (typeof x !== 'number' || Number.isNaN(x)) return '—';
+  const a = Math.abs(x);
+  if (a >= 1e6) return x.toFixed(0);
+  if (a > 0 && a < 0.01) return x.toExponential(2);
+  return x.toFixed(3);
 }

@@ -64,7 +64,7 @@ export function render(main) {
       h('p', { id: 'm-summary', class: 'summary', role: 'status' }),
       h('div', { id: 'm-table', class: 'scroll', tabindex: 0, role: 'region', 'aria-label': 'memories' }),
       h('div', { class: 'pager' },
-        h('button', { type: 'button', id: 'm-first', class: 'secondary', text: '⏮ First page', onclick: () => { st.cursor = ''; st.trail = []; load(); } }),
+        h('button', { type: 'button', id: 'm-first', class: 'secondary', text: 'First page', onclick: () => { st.cursor = ''; st.trail = []; load(); } }),
         h('button', { type: 'button', id: 'm-prev', class: 'secondary', text: '◀ Previous page', onclick: () => { st.cursor = st.trail.pop() || ''; load(); } }),
         h('button', { type: 'button', id: 'm-next', text: 'Next page ▶', onclick: () => { st.trail.push(st.cursor); st.cursor = st.next; load(); } }))),
     h('section', { id: 'm-detail', class: 'panel detail', 'aria-labelledby': 'm-detail-h', hidden: true }));

@@ -4,7 +4,7 @@
 // with weight and strategy controls that recall again as they move and
 // show what moved, and a button that stores them as the profile's settings.
 import { call } from './api.js';
-import { h, clear, field, input, select, debounce, fmt, shortId, when } from './dom.js';
+import { h, clear, field, input, select, debounce, fmt, raw, shortId, when } from './dom.js';
 import { clearErrors, showError } from './forms.js';
 import * as url from './url.js';
 
@@ -279,7 +279,7 @@ function showResults(out, c) {
           h('tbody', {}, LEGS.filter(l => r.legs?.[l]).map(l => h('tr', {},
             h('th', { scope: 'row' }, h('span', { class: 'swatch leg-' + l }), l),
             h('td', { class: 'num', text: r.legs[l].rank || '—' }),
-            h('td', { class: 'num', text: fmt(r.legs[l].score, 3) }),
+            h('td', { class: 'num', text: raw(r.legs[l].score) }),
             h('td', { class: 'num', text: r.legs[l].normalized === undefined ? '—' : fmt(r.legs[l].normalized, 3) }),
             h('td', { class: 'num', text: fmt(r.legs[l].contribution, 4) }))))),
         r.duplicates?.length ? h('p', { class: 'meta', text: `stands for ${r.duplicates.length} duplicate(s): ${r.duplicates.map(shortId).join(', ')}` }) : null)));
@@ -326,7 +326,7 @@ function showWhy(out, c) {
             return h('tr', { class: r ? 'in-results' : '' },
               h('td', { class: 'num', text: hit.rank }),
               h('td', { text: r ? snippet(r.content, 48) : shortId(hit.id), title: hit.id }),
-              h('td', { class: 'num', text: fmt(hit.score, 3) }),
+              h('td', { class: 'num', text: raw(hit.score) }),
               h('td', { class: 'num', text: d?.normalized === undefined ? '—' : fmt(d.normalized, 3) }),
               h('td', { class: 'num', text: r ? '#' + r.rank : '' }));
           }))))));
