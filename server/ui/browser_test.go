@@ -457,7 +457,7 @@ func TestInspector_DeleteByFilterWithPreview(t *testing.T) {
 	if page.Total != 7 {
 		t.Fatalf("after the preview %d memories are stored, want 7: the preview deleted", page.Total)
 	}
-	s.screenshot("delete-preview", `!!document.querySelector('#m-bulk-yes')`, "#m-delete-matching")
+	s.screenshot("delete-preview", `!!document.querySelector('#m-bulk-yes')`, "#m-filters")
 	s.click("#m-bulk-yes")
 	s.wait("the deletion", `document.querySelector('#m-bulk-done')?.textContent.includes('Deleted 3 memories')`)
 	s.api("GET", "/v1/memories?total=true&session=s1", "", nil, &page)
