@@ -41,6 +41,8 @@ type ListQuery struct {
 	Actors        []string
 	After, Before time.Time
 	Metadata      map[string]any
+	// Kinds, when set, restricts the listing to memories of these kinds.
+	Kinds []Kind
 	// Limit is the page size in [1, MaxListLimit]. Defaults to
 	// DefaultListLimit.
 	Limit int
@@ -48,6 +50,9 @@ type ListQuery struct {
 	Cursor string
 	// WithEmbeddings includes each memory's embedding.
 	WithEmbeddings bool
+	// Total also counts every memory the filters select (Page.Total), on
+	// any page.
+	Total bool
 }
 
 // Page is one page of List.
@@ -55,6 +60,9 @@ type Page struct {
 	Memories []Memory
 	// NextCursor is "" on the last page.
 	NextCursor string
+	// Total is the number of memories the filters select, with
+	// ListQuery.Total (else 0).
+	Total int
 }
 
 // List pages through a profile's memories in a stable order (creation
@@ -78,17 +86,17 @@ func (e *Engine) List(ctx context.Context, q ListQuery) (Page, error) {
 	}
 	// The recall query's checks of the same fields.
 	md, err := (Query{Profile: q.Profile, Project: q.Project, Sessions: []string{q.Session}, Actors: q.Actors,
-		After: q.After, Before: q.Before, Metadata: q.Metadata}).validateScope()
+		After: q.After, Before: q.Before, Metadata: q.Metadata, Kinds: q.Kinds}).validateScope()
 	if err != nil {
 		return Page{}, err
 	}
 	p, err := e.st.List(ctx, store.ListParams{Profile: q.Profile, Project: q.Project, Session: q.Session,
-		Actors: q.Actors, After: q.After, Before: q.Before, Metadata: md,
-		Limit: q.Limit, Cursor: q.Cursor, WithEmbedding: q.WithEmbeddings})
+		Actors: q.Actors, After: q.After, Before: q.Before, Metadata: md, Kinds: q.Kinds,
+		Limit: q.Limit, Cursor: q.Cursor, WithEmbedding: q.WithEmbeddings, Total: q.Total})
 	if err != nil {
 		return Page{}, err
 	}
-	return Page{Memories: p.Memories, NextCursor: p.NextCursor}, nil
+	return Page{Memories: p.Memories, NextCursor: p.NextCursor, Total: p.Total}, nil
 }
 
 // Patch changes some fields of a memory; nil fields are left as they are.

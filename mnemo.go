@@ -893,6 +893,8 @@ type ForgetQuery struct {
 	Actors        []string
 	After, Before time.Time
 	Metadata      map[string]any
+	// Kinds, when set, selects the memories of these kinds.
+	Kinds []Kind
 }
 
 // ForgetMatching deletes the memories q selects (all its fields must
@@ -908,16 +910,16 @@ func (e *Engine) ForgetMatching(ctx context.Context, q ForgetQuery) (int, error)
 	if err := mnemotype.CheckProfile(q.Profile); err != nil {
 		return 0, err
 	}
-	if q.Project == "" && q.Session == "" && len(q.Actors) == 0 && q.After.IsZero() && q.Before.IsZero() && len(q.Metadata) == 0 {
-		return 0, mnemotype.Invalidf("give a project, a session, actors, a time range or a metadata filter to delete (a whole profile: DeleteProfile)")
+	if q.Project == "" && q.Session == "" && len(q.Actors) == 0 && q.After.IsZero() && q.Before.IsZero() && len(q.Metadata) == 0 && len(q.Kinds) == 0 {
+		return 0, mnemotype.Invalidf("give a project, a session, actors, kinds, a time range or a metadata filter to delete (a whole profile: DeleteProfile)")
 	}
 	md, err := (Query{Profile: q.Profile, Project: q.Project, Sessions: []string{q.Session}, Actors: q.Actors,
-		After: q.After, Before: q.Before, Metadata: q.Metadata}).validateScope()
+		After: q.After, Before: q.Before, Metadata: q.Metadata, Kinds: q.Kinds}).validateScope()
 	if err != nil {
 		return 0, err
 	}
 	return e.st.DeleteMatching(ctx, store.DeleteParams{Profile: q.Profile, Project: q.Project, Session: q.Session,
-		Actors: q.Actors, After: q.After, Before: q.Before, Metadata: md})
+		Actors: q.Actors, After: q.After, Before: q.Before, Metadata: md, Kinds: q.Kinds})
 }
 
 // ProfileDeletion is what DeleteProfile removed.

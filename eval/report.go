@@ -17,7 +17,8 @@ import (
 // Report is the outcome of Run. Its JSON form (WriteJSON) is
 //
 //	{"dataset", "queries",
-//	 "configs": [{"name", "spec", "overall": {"recall@5", ..., "n"}, "by_category": {"<cat>": {..., "n"}}}],
+//	 "configs": [{"name", "spec", "overall": {"recall@5", ..., "n"}, "by_category": {"<cat>": {..., "n"}},
+//	              "ci": {"recall@5": [low, high], ...}, "ci_by_category": {"<cat>": {"recall@5": [low, high], ...}}}],
 //	 "comparisons": [{"config", "baseline", "metric", "delta", "ci_low", "ci_high", "p"}]}
 //
 // plus, only when asked for, "exclude_categories" with each config's
@@ -77,9 +78,9 @@ type ConfigResult struct {
 	OverallExcluding *Metrics `json:"overall_excluding,omitempty"`
 	// CI and CIExcluding are the bootstrap 95% intervals of the means;
 	// CIByCategory those of each category's, by category and metric.
-	CI           map[string]Interval            `json:"-"`
-	CIExcluding  map[string]Interval            `json:"-"`
-	CIByCategory map[string]map[string]Interval `json:"-"`
+	CI           map[string]Interval            `json:"ci,omitempty"`
+	CIExcluding  map[string]Interval            `json:"ci_excluding,omitempty"`
+	CIByCategory map[string]map[string]Interval `json:"ci_by_category,omitempty"`
 	// NoAnswer is set when the run asked queries without an answer
 	// (Options.NoAnswer).
 	NoAnswer *NoAnswerResult `json:"no_answer,omitempty"`
@@ -209,7 +210,7 @@ type SweepPoint struct {
 	OverallExcluding *Metrics `json:"overall_excluding,omitempty"`
 	// Comparisons are with the baseline, on all queries.
 	Comparisons []Comparison        `json:"comparisons"`
-	CI          map[string]Interval `json:"-"`
+	CI          map[string]Interval `json:"ci,omitempty"`
 }
 
 // Comparison returns the comparison of config on metric, excluding or not.

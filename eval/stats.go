@@ -1,6 +1,8 @@
 package eval
 
 import (
+	"encoding/json"
+	"fmt"
 	"hash/fnv"
 	"math"
 	"math/rand/v2"
@@ -23,8 +25,27 @@ func Mean(xs []float64) float64 {
 	return s / float64(len(xs))
 }
 
-// Interval is a two-sided 95% confidence interval.
+// Interval is a two-sided 95% confidence interval. In JSON it is the pair
+// [low, high], rounded like the figures (formatJSONFloat).
 type Interval struct{ Low, High float64 }
+
+// MarshalJSON implements json.Marshaler.
+func (iv Interval) MarshalJSON() ([]byte, error) {
+	return []byte("[" + formatJSONFloat(iv.Low) + "," + formatJSONFloat(iv.High) + "]"), nil
+}
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (iv *Interval) UnmarshalJSON(b []byte) error {
+	var pair []float64
+	if err := json.Unmarshal(b, &pair); err != nil {
+		return err
+	}
+	if len(pair) != 2 {
+		return fmt.Errorf("an interval is [low, high], not %d numbers", len(pair))
+	}
+	iv.Low, iv.High = pair[0], pair[1]
+	return nil
+}
 
 // rng returns a generator seeded by seed and the labels, so that every
 // comparison has its own reproducible stream whatever else a run computes.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs mnemo's whole test suite from a clean clone: installs what it needs
 # first (Go modules, gcc, the built-in embedder's model, via setup.sh;
-# PostgreSQL 15 and pgvector, via postgres.sh), then
+# PostgreSQL 15 and pgvector, via postgres.sh; Chromium for the
+# inspector's browser tests, via chromium.sh), then
 # vets and runs every test with the race detector on the cgo SQLite driver
 # (-tags sqlite_fts5, what setup.sh builds) after checking the OpenAPI
 # document with a linter and a generated client (openapi-check.sh), then the SQLite store and
@@ -18,6 +19,12 @@ cd "$(dirname "$0")/.."
 if ! ./scripts/postgres.sh; then
 	[ "${CI:-}" = true ] && exit 1
 	echo "test.sh: no PostgreSQL 15 with pgvector: the Postgres tests will skip" >&2
+fi
+# Debian's Chromium for the inspector's browser tests (server/ui); without
+# it they skip, except under CI=true.
+if ! ./scripts/chromium.sh; then
+	[ "${CI:-}" = true ] && exit 1
+	echo "test.sh: no chromium: the inspector's browser tests will skip" >&2
 fi
 export MNEMO_REQUIRE_MODEL=1
 go vet -tags sqlite_fts5 ./...

@@ -45,8 +45,8 @@ type Store interface {
 	// Delete removes one memory. Returns ErrNotFound if the id is not in the
 	// profile.
 	Delete(ctx context.Context, profile, id string) error
-	// DeleteMatching removes the memories of p.Profile in p.Project and/or
-	// p.Session (one of them at least, else an ErrInvalid error), re-indexes
+	// DeleteMatching removes the memories of p.Profile that p's filters
+	// select (one filter at least, else an ErrInvalid error), re-indexes
 	// the turns whose context they were, and returns how many it removed
 	// (0 when none matched). Other processes' change feeds see each removal.
 	DeleteMatching(ctx context.Context, p DeleteParams) (int, error)
@@ -223,11 +223,17 @@ type ListParams struct {
 	Actors        []string
 	After, Before time.Time
 	Metadata      []mnemotype.MetadataMatch
-	Limit         int
+	// Kinds, when non-empty, restricts the listing to memories of these
+	// kinds.
+	Kinds []mnemotype.Kind
+	Limit int
 	// Cursor is the NextCursor of the previous page, or "" for the first.
 	Cursor string
 	// WithEmbedding also reads each memory's embedding.
 	WithEmbedding bool
+	// Total also counts every memory the filters select (ListPage.Total),
+	// whatever the cursor.
+	Total bool
 }
 
 // ProfileCount is a profile and its number of memories.
@@ -246,6 +252,15 @@ type DeleteParams struct {
 	Actors        []string
 	After, Before time.Time
 	Metadata      []mnemotype.MetadataMatch
+	// Kinds, when non-empty, selects the memories of these kinds.
+	Kinds []mnemotype.Kind
+}
+
+// Unfiltered reports whether p selects by nothing but its profile
+// (which DeleteMatching refuses: deleting a whole profile is DeleteProfile).
+func (p DeleteParams) Unfiltered() bool {
+	return p.Project == "" && p.Session == "" && len(p.Actors) == 0 && p.After.IsZero() && p.Before.IsZero() &&
+		len(p.Metadata) == 0 && len(p.Kinds) == 0
 }
 
 // ProfileDeletion is what DeleteProfile removed.
@@ -260,6 +275,9 @@ type ListPage struct {
 	Memories []mnemotype.Memory
 	// NextCursor is "" on the last page.
 	NextCursor string
+	// Total is the number of memories the filters select, on every page
+	// (only with ListParams.Total; else 0).
+	Total int
 }
 
 // LexicalParams is one full-text query.

@@ -39,7 +39,7 @@ func TestEval_Outputs(t *testing.T) {
 	}
 	var configs []map[string]json.RawMessage
 	json.Unmarshal(rep["configs"], &configs)
-	if len(configs) != 5 || strings.Join(evalKeys(configs[0]), ",") != "by_category,name,overall,overall_excluding,spec" {
+	if len(configs) != 5 || strings.Join(evalKeys(configs[0]), ",") != "by_category,ci,ci_by_category,ci_excluding,name,overall,overall_excluding,spec" {
 		t.Fatalf("configs: %d, keys %v", len(configs), evalKeys(configs[0]))
 	}
 	var overall map[string]float64

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -60,13 +61,16 @@ func cmdServe(ctx context.Context, a *app, args []string) error {
 	requireKeys := fs.Bool("require-keys", false, "refuse requests without an API key even while none exists")
 	singleUser := fs.Bool("single-user", false, "serve without keys (loopback only) while no active API key exists, even if keys existed and were revoked")
 	accessLog := fs.Bool("access-log", false, "log every request to stderr")
+	evalDatasets := fs.String("eval-datasets", "", "a folder of dataset folders (as mnemo eval reads them) that POST /v1/eval may evaluate, for an admin key or in single-user mode (the inspector's Eval page runs them); default: no evaluations")
+	evalTimeout := fs.Duration("eval-timeout", httpapi.DefaultEvalTimeout, "longest one POST /v1/eval may run")
 	var replicas repeatFlag
 	fs.Var(&replicas, "replica", "postgres:// URL of a streaming replica of the database to send recalls to (repeatable; default $MNEMO_REPLICAS, comma-separated); a recall carrying a write's Mnemo-Consistency header sees that write")
 	reembedEvery := fs.Duration("reembed-every", defaultReembedEvery, "how often to embed memories stored without an embedding (the embedder was failing) and, on Postgres with pgvector, build the HNSW indexes profiles have grown into; 0 never")
 	fs.Usage = func() {
 		fmt.Fprintln(a.stderr, `usage: mnemo serve [--addr 127.0.0.1:7077] [--profile P] [--max-body 1MiB] [--require-keys | --single-user] [--access-log]
 
-Serves the HTTP API (/v1/...), /metrics, /openapi.json and MCP at /mcp.
+Serves the HTTP API (/v1/...), /metrics, /openapi.json, MCP at /mcp and
+the web inspector at /ui.
 Requests authenticate with "Authorization: Bearer KEY" (mnemo keys create);
 /metrics needs an admin key (mnemo keys create --admin).
 While no API key has ever existed, serve runs in single-user mode on
@@ -87,7 +91,7 @@ without keys while none is active.`)
 		return usagef("--max-body %q: %v", *maxBody, err)
 	}
 	for name, d := range map[string]time.Duration{"--handler-timeout": *handlerTimeout, "--header-timeout": *headerTimeout,
-		"--read-timeout": *readTimeout, "--idle-timeout": *idleTimeout, "--shutdown-timeout": *shutdownTimeout} {
+		"--read-timeout": *readTimeout, "--idle-timeout": *idleTimeout, "--shutdown-timeout": *shutdownTimeout, "--eval-timeout": *evalTimeout} {
 		if d <= 0 {
 			return usagef("%s = %v: must be positive", name, d)
 		}
@@ -103,6 +107,11 @@ without keys while none is active.`)
 	}
 	if *singleUser && *requireKeys {
 		return usagef("--single-user and --require-keys contradict each other: choose one")
+	}
+	if *evalDatasets != "" {
+		if st, err := os.Stat(*evalDatasets); err != nil || !st.IsDir() {
+			return usagef("--eval-datasets %q: not a folder", *evalDatasets)
+		}
 	}
 	log := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	e, err := ef.openServing(a, log, replicas)
@@ -135,7 +144,8 @@ without keys while none is active.`)
 			"(127.0.0.1, ::1, localhost); create a key first: mnemo keys create --profile P", *addr)
 	}
 	api, err := httpapi.New(httpapi.Config{Engine: e, Profile: *profile, RequireKeys: mustAuth, IgnoreRevokedKeys: *singleUser, MaxBodyBytes: limit,
-		HandlerTimeout: *handlerTimeout, Logger: log, AccessLog: *accessLog, Version: version()})
+		HandlerTimeout: *handlerTimeout, Logger: log, AccessLog: *accessLog, Version: version(),
+		EvalDatasets: *evalDatasets, EvalTimeout: *evalTimeout})
 	if err != nil {
 		e.Close()
 		return err

@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -153,7 +154,9 @@ type call struct {
 // documented schema (required fields present, enums, types), and that the
 // 4xx statuses each route documents are those it answers.
 func TestOpenAPI_EveryAnswerIsDocumented(t *testing.T) {
-	b := setup(t, opts{cfg: func(c *httpapi.Config) { c.MaxBodyBytes, c.MaxRecallBodyBytes = 16<<10, 32<<10 }})
+	b := setup(t, opts{cfg: func(c *httpapi.Config) {
+		c.MaxBodyBytes, c.MaxRecallBodyBytes, c.EvalDatasets = 16<<10, 32<<10, "../../eval/testdata"
+	}})
 	ctx := t.Context()
 	admin, _, err := b.e.CreateAdminKey(ctx, "ops")
 	if err != nil {
@@ -238,6 +241,17 @@ func TestOpenAPI_EveryAnswerIsDocumented(t *testing.T) {
 		call{"metrics, query not UTF-8", "GET", "/metrics", "/metrics?x=%ff", admin, nil, nil, 400},
 		call{"metrics without a key", "GET", "/metrics", "/metrics", "", nil, nil, 401},
 		call{"metrics for a profile key", "GET", "/metrics", "/metrics", b.alice, nil, nil, 403},
+		call{"the datasets", "GET", "/v1/eval/datasets", "/v1/eval/datasets", admin, nil, nil, 200},
+		call{"the datasets, query not UTF-8", "GET", "/v1/eval/datasets", "/v1/eval/datasets?x=%ff", admin, nil, nil, 400},
+		call{"the datasets without a key", "GET", "/v1/eval/datasets", "/v1/eval/datasets", "", nil, nil, 401},
+		call{"the datasets for a profile key", "GET", "/v1/eval/datasets", "/v1/eval/datasets", b.alice, nil, nil, 403},
+		call{"an evaluation", "POST", "/v1/eval", "/v1/eval", admin, map[string]any{"dataset": "tiny", "config": []string{"lexical"}, "resamples": 100}, nil, 200},
+		call{"an evaluation of a path", "POST", "/v1/eval", "/v1/eval", admin, map[string]any{"dataset": "../tiny"}, nil, 400},
+		call{"an evaluation of no dataset", "POST", "/v1/eval", "/v1/eval", admin, map[string]any{"dataset": "nope"}, nil, 404},
+		call{"an evaluation without a key", "POST", "/v1/eval", "/v1/eval", "", map[string]any{"dataset": "tiny"}, nil, 401},
+		call{"an evaluation for a profile key", "POST", "/v1/eval", "/v1/eval", b.alice, map[string]any{"dataset": "tiny"}, nil, 403},
+		call{"an evaluation too large", "POST", "/v1/eval", "/v1/eval", admin, big, nil, 413},
+		call{"an evaluation not JSON", "POST", "/v1/eval", "/v1/eval", admin, map[string]any{"dataset": "tiny"}, plain, 415},
 	)
 	// MCP: alice's session, then what the transport and mnemo refuse.
 	accept := http.Header{"Accept": {"application/json, text/event-stream"}}
@@ -290,9 +304,13 @@ func TestOpenAPI_EveryAnswerIsDocumented(t *testing.T) {
 		}
 		answered[op][r.status] = true
 	}
+	// Answers no request can provoke at will, each shown by its own test.
+	unprovoked := map[string][]int{
+		"POST /v1/eval": {409}, // another evaluation running: TestEval_OneAtATime
+	}
 	for _, rt := range b.srv.Routes() {
 		method, path, _ := strings.Cut(rt, " ")
-		var got []int
+		got := slices.Clone(unprovoked[rt])
 		for code := range answered[rt] {
 			if code >= 400 && code < 500 {
 				got = append(got, code)
@@ -333,13 +351,19 @@ func TestOpenAPI_EveryAnswerIsDocumented(t *testing.T) {
 // server defaults; a body lacking one required field is refused with a
 // message naming it.
 func TestOpenAPI_RequiredRequestFieldsAreTheServers(t *testing.T) {
-	b := setup(t, opts{})
+	b := setup(t, opts{cfg: func(c *httpapi.Config) { c.EvalDatasets = "../../eval/testdata" }})
 	d := loadOpenAPI(t, b)
 	id := b.create(b.alice, map[string]any{"content": "the ferry leaves at nine"})
-	sample := map[string]any{"content": "the ferry is late", "query": "ferry", "memories": []any{map[string]any{"content": "one"}}}
+	sample := map[string]any{"content": "the ferry is late", "query": "ferry", "memories": []any{map[string]any{"content": "one"}},
+		"dataset": "tiny"}
 	alone := map[string]map[string]any{ // where no field is required
 		"MemoryPatch": {"importance": 0.3}, "SettingsPatch": {"min_relevance": 0.1},
 	}
+	admin, _, err := b.e.CreateAdminKey(t.Context(), "ops")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyFor := map[string]string{"/v1/eval": admin} // the admin routes' key; the others act as alice
 	seen := 0
 	for path, ops := range d.paths {
 		for method, op := range ops {
@@ -372,7 +396,8 @@ func TestOpenAPI_RequiredRequestFieldsAreTheServers(t *testing.T) {
 				}
 			}
 			seen++
-			r := b.do(method, url, b.alice, body)
+			key := cmp.Or(keyFor[path], b.alice)
+			r := b.do(method, url, key, body)
 			if r.status >= 300 {
 				t.Errorf("%s %s with %s's required fields alone (%v): %d %s", method, path, name, body, r.status, r.body)
 			}
@@ -380,14 +405,14 @@ func TestOpenAPI_RequiredRequestFieldsAreTheServers(t *testing.T) {
 			for _, f := range required {
 				less := maps.Clone(body)
 				delete(less, f)
-				r := b.do(method, url, b.alice, less)
+				r := b.do(method, url, key, less)
 				if r.status != 400 || !strings.Contains(r.errMsg(t), f) {
 					t.Errorf("%s %s without the required %s: %d %s, want a 400 naming it", method, path, f, r.status, r.body)
 				}
 			}
 		}
 	}
-	if seen != 4 {
-		t.Errorf("checked %d request bodies, want 4", seen)
+	if seen != 5 {
+		t.Errorf("checked %d request bodies, want 5", seen)
 	}
 }

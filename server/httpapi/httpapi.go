@@ -1,7 +1,7 @@
 // Package httpapi serves a mnemo Engine over HTTP/JSON: memories CRUD,
 // hybrid recall, single-leg search, live per-profile settings, health,
-// Prometheus metrics, an OpenAPI description and, at /mcp, the MCP server
-// over streamable HTTP.
+// Prometheus metrics, an OpenAPI description, at /mcp the MCP server over
+// streamable HTTP and, at /ui, the web inspector (package ui).
 //
 // Tenancy: every request acts on one profile, decided by its API key
 // (Authorization: Bearer KEY): a profile key's own (a request may name it,
@@ -46,6 +46,7 @@ import (
 	"github.com/mnemo-dev/mnemo/internal/jsonutf8"
 	"github.com/mnemo-dev/mnemo/mnemotype"
 	"github.com/mnemo-dev/mnemo/server/mcpserver"
+	"github.com/mnemo-dev/mnemo/server/ui"
 )
 
 // Defaults.
@@ -97,6 +98,12 @@ type Config struct {
 	Logger *slog.Logger
 	// AccessLog logs every request at Info level.
 	AccessLog bool
+	// EvalDatasets is a folder of dataset folders (as `mnemo eval` reads
+	// them) that POST /v1/eval may evaluate, for an admin key or in
+	// single-user mode; "" turns the evaluation routes off (403).
+	EvalDatasets string
+	// EvalTimeout bounds one POST /v1/eval. Defaults to DefaultEvalTimeout.
+	EvalTimeout time.Duration
 }
 
 // Server is the HTTP API. It is safe for concurrent use.
@@ -113,6 +120,8 @@ type Server struct {
 	mcpAuthed http.Handler
 
 	draining atomic.Bool
+	// evalBusy is set while POST /v1/eval runs (one at a time).
+	evalBusy atomic.Bool
 
 	keyMu      sync.Mutex
 	keyChecked time.Time
@@ -129,6 +138,8 @@ type route struct {
 	admin bool
 	// stream routes are not wrapped in the handler timeout (MCP streams).
 	stream bool
+	// long routes get Config.EvalTimeout instead of the handler timeout.
+	long bool
 	// bigBody routes take bodies up to Config.MaxRecallBodyBytes.
 	bigBody bool
 	// bodyProfile routes' bodies may name the profile (bodyProfile
@@ -140,7 +151,10 @@ type route struct {
 	// "sesion" would otherwise silently widen a scope). A name ending in
 	// "." allows every parameter it prefixes (metadata.KEY).
 	params []string
-	h      handlerFunc
+	// anyParams routes take any query: the inspector's pages, whose
+	// script reads its state from the URL, and the catch-all's 404.
+	anyParams bool
+	h         handlerFunc
 }
 
 // handlerFunc handles one request for profile ("" on public and admin
@@ -166,6 +180,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.HandlerTimeout <= 0 {
 		cfg.HandlerTimeout = DefaultHandlerTimeout
+	}
+	if cfg.EvalTimeout <= 0 {
+		cfg.EvalTimeout = DefaultEvalTimeout
 	}
 	if cfg.Version == "" {
 		cfg.Version = "dev"
@@ -196,6 +213,8 @@ func New(cfg Config) (*Server, error) {
 		{method: "GET", path: "/healthz", public: true, h: s.healthz},
 		{method: "GET", path: "/readyz", public: true, h: s.readyz},
 		{method: "GET", path: "/metrics", admin: true, h: s.metrics},
+		{method: "GET", path: "/v1/eval/datasets", admin: true, h: s.evalDatasets},
+		{method: "POST", path: "/v1/eval", admin: true, long: true, h: s.runEval},
 		{method: "GET", path: "/openapi.json", public: true, h: s.openapi},
 		{method: "POST", path: "/mcp", stream: true, h: s.serveMCP},
 		{method: "GET", path: "/mcp", stream: true, h: s.serveMCP},
@@ -205,7 +224,19 @@ func New(cfg Config) (*Server, error) {
 	for _, rt := range s.routes {
 		mux.Handle(rt.method+" "+rt.path, s.wrap(rt))
 	}
-	mux.Handle("/", s.wrap(route{path: "unmatched", public: true, h: func(w http.ResponseWriter, r *http.Request, _ string) error {
+	// The web inspector: static files, public (they hold no data; the
+	// page calls /v1 with the key its user gives it).
+	inspector, err := ui.New()
+	if err != nil {
+		return nil, fmt.Errorf("httpapi: the inspector's files: %w", err)
+	}
+	for _, p := range []string{"/ui", "/ui/"} {
+		mux.Handle(p, s.wrap(route{method: "GET", path: p, public: true, anyParams: true, h: func(w http.ResponseWriter, r *http.Request, _ string) error {
+			inspector.ServeHTTP(w, r)
+			return nil
+		}}))
+	}
+	mux.Handle("/", s.wrap(route{path: "unmatched", public: true, anyParams: true, h: func(w http.ResponseWriter, r *http.Request, _ string) error {
 		// The catch-all hides the mux's own 405: find the methods the
 		// path does serve.
 		var allow []string
@@ -334,14 +365,23 @@ func (s *Server) wrap(rt route) http.Handler {
 		}
 	})
 	var h http.Handler = inner
+	timeout := s.cfg.HandlerTimeout
+	if rt.long {
+		timeout = s.cfg.EvalTimeout
+	}
 	if !rt.stream {
-		h = withDeadline(inner, s.cfg.HandlerTimeout)
+		h = withDeadline(inner, timeout)
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		s.m.inflight.Add(1)
 		defer s.m.inflight.Add(-1)
 		sw := &statusWriter{ResponseWriter: w}
+		if rt.long {
+			// Past the server's write timeout, which fits the handler
+			// timeout of the other routes.
+			_ = http.NewResponseController(sw).SetWriteDeadline(time.Now().Add(timeout + 10*time.Second))
+		}
 		if r.Body != nil && !rt.stream { // the MCP handler applies the same limit itself
 			limit := s.cfg.MaxBodyBytes
 			if rt.bigBody {
@@ -412,6 +452,9 @@ func checkURLText(r *http.Request) error {
 // one but rt.params and, on a route acting on a profile, profile (read by
 // the middleware).
 func (rt route) checkParams(q url.Values) error {
+	if rt.anyParams {
+		return nil
+	}
 	allowed := rt.params
 	if !rt.public && !rt.admin {
 		allowed = append(slices.Clip(allowed), paramProfile)

@@ -1409,3 +1409,64 @@ func TestServe_SettingsReset(t *testing.T) {
 		t.Errorf("stored after the reset: %+v", s)
 	}
 }
+
+// TestServe_ListKindAndTotal: GET /v1/memories filters by kind and, with
+// total=true, counts what the filters select on every page (what a client
+// shows before DELETE /v1/memories with the same filters); bad values are
+// 400s naming the parameter.
+func TestServe_ListKindAndTotal(t *testing.T) {
+	b := setup(t, opts{})
+	for i, k := range []string{"episodic", "semantic", "semantic", "identity", "semantic"} {
+		b.create(b.alice, map[string]any{"id": fmt.Sprintf("a%d", i), "content": "zebra note", "kind": k, "session": fmt.Sprint("s", i%2)})
+	}
+	b.create(b.bob, map[string]any{"id": "b1", "content": "zebra of bob", "kind": "semantic"})
+	type page struct {
+		Memories   []mnemo.Memory
+		NextCursor string `json:"next_cursor"`
+		Total      *int
+	}
+	var p page
+	b.must(200, "GET", "/v1/memories?kind=semantic&limit=2&total=true", b.alice, nil, &p)
+	if p.Total == nil || *p.Total != 3 || len(p.Memories) != 2 || p.NextCursor == "" {
+		t.Fatalf("kind=semantic, first page: %d memories, total %v, cursor %q; want 2 of 3 and a cursor", len(p.Memories), p.Total, p.NextCursor)
+	}
+	var p2 page
+	b.must(200, "GET", "/v1/memories?kind=semantic&limit=2&total=true&cursor="+url.QueryEscape(p.NextCursor), b.alice, nil, &p2)
+	if p2.Total == nil || *p2.Total != 3 || len(p2.Memories) != 1 {
+		t.Errorf("kind=semantic, second page: %d memories, total %v; want 1, total 3", len(p2.Memories), p2.Total)
+	}
+	b.must(200, "GET", "/v1/memories?kind=semantic,identity&session=s1&total=true", b.alice, nil, &p)
+	if got := len(p.Memories); got != 2 || *p.Total != 2 {
+		t.Errorf("kind=semantic,identity&session=s1: %d memories, total %d; want 2", got, *p.Total)
+	}
+	var plain page
+	b.must(200, "GET", "/v1/memories", b.alice, nil, &plain)
+	if plain.Total != nil {
+		t.Errorf("total without total=true: %d", *plain.Total)
+	}
+	for _, c := range []struct{ path, want string }{
+		{"/v1/memories?kind=opinion", `kind[0] = "opinion": must be one of episodic, semantic, identity`},
+		{"/v1/memories?total=maybe", `total = "maybe": must be true or false`},
+	} {
+		r := b.do("GET", c.path, b.alice, nil)
+		if msg := r.errMsg(t); r.status != 400 || !strings.Contains(msg, c.want) {
+			t.Errorf("GET %s: %d %q, want 400 %q", c.path, r.status, msg, c.want)
+		}
+	}
+	var del struct{ Deleted int }
+	b.must(200, "DELETE", "/v1/memories?kind=semantic&session=s0", b.alice, nil, &del)
+	if del.Deleted != 2 {
+		t.Errorf("DELETE kind=semantic&session=s0 deleted %d, want 2 (a2, a4)", del.Deleted)
+	}
+	b.must(200, "GET", "/v1/memories?total=true", b.alice, nil, &p)
+	if *p.Total != 3 {
+		t.Errorf("alice has %d memories after the deletion, want 3", *p.Total)
+	}
+	b.must(200, "GET", "/v1/memories?total=true", b.bob, nil, &p)
+	if *p.Total != 1 {
+		t.Errorf("bob has %d memories after alice's deletion by kind, want 1", *p.Total)
+	}
+	if r := b.do("DELETE", "/v1/memories?kind=opinion", b.alice, nil); r.status != 400 {
+		t.Errorf("DELETE kind=opinion: %d, want 400", r.status)
+	}
+}

@@ -277,6 +277,9 @@ func (s *Server) deleteMemories(w http.ResponseWriter, r *http.Request, profile 
 	q := r.URL.Query()
 	fq := mnemo.ForgetQuery{Profile: profile, Project: q.Get("project"), Session: q.Get("session"), Actors: listParam(q, "actor")}
 	var err error
+	if fq.Kinds, err = kindParam(q); err != nil {
+		return err
+	}
 	if fq.After, err = timeParam(q, "after"); err != nil {
 		return err
 	}
@@ -286,8 +289,8 @@ func (s *Server) deleteMemories(w http.ResponseWriter, r *http.Request, profile 
 	if fq.Metadata, err = metadataParam(q); err != nil {
 		return err
 	}
-	if fq.Project == "" && fq.Session == "" && len(fq.Actors) == 0 && fq.After.IsZero() && fq.Before.IsZero() && len(fq.Metadata) == 0 {
-		return mnemotype.Invalidf("give session, project, actor, after, before or metadata.KEY=VALUE to delete their memories (DELETE /v1/profile deletes the whole profile)")
+	if fq.Project == "" && fq.Session == "" && len(fq.Actors) == 0 && len(fq.Kinds) == 0 && fq.After.IsZero() && fq.Before.IsZero() && len(fq.Metadata) == 0 {
+		return mnemotype.Invalidf("give session, project, actor, kind, after, before or metadata.KEY=VALUE to delete their memories (DELETE /v1/profile deletes the whole profile)")
 	}
 	n, err := s.e.ForgetMatching(r.Context(), fq)
 	if err != nil {
@@ -318,6 +321,9 @@ func (s *Server) deleteProfile(w http.ResponseWriter, r *http.Request, profile s
 type listResponse struct {
 	Memories   []mnemo.Memory `json:"memories"`
 	NextCursor string         `json:"next_cursor,omitempty"`
+	// Total is the number of memories the filters select, on every page
+	// (only with total=true).
+	Total *int `json:"total,omitempty"`
 }
 
 func (s *Server) listMemories(w http.ResponseWriter, r *http.Request, profile string) error {
@@ -325,6 +331,14 @@ func (s *Server) listMemories(w http.ResponseWriter, r *http.Request, profile st
 	lq := mnemo.ListQuery{Profile: profile, Project: q.Get("project"), Session: q.Get("session"), Cursor: q.Get("cursor"),
 		Actors: listParam(q, "actor")}
 	var err error
+	if lq.Kinds, err = kindParam(q); err != nil {
+		return err
+	}
+	if v := q.Get("total"); v != "" {
+		if lq.Total, err = strconv.ParseBool(v); err != nil {
+			return badRequest("total = %q: must be true or false", v)
+		}
+	}
 	if lq.Metadata, err = metadataParam(q); err != nil {
 		return err
 	}
@@ -342,6 +356,9 @@ func (s *Server) listMemories(w http.ResponseWriter, r *http.Request, profile st
 		return err
 	}
 	out := listResponse{Memories: page.Memories, NextCursor: page.NextCursor}
+	if lq.Total {
+		out.Total = &page.Total
+	}
 	if out.Memories == nil {
 		out.Memories = []mnemo.Memory{}
 	}
@@ -351,14 +368,14 @@ func (s *Server) listMemories(w http.ResponseWriter, r *http.Request, profile st
 
 // The query parameters of the routes that read more than the profile.
 var (
-	deleteParams = []string{"project", "session", "actor", "after", "before", metadataParams}
-	listParams   = []string{"project", "session", "actor", "after", "before", "limit", "cursor", metadataParams}
+	deleteParams = []string{"project", "session", "actor", "kind", "after", "before", metadataParams}
+	listParams   = []string{"project", "session", "actor", "kind", "after", "before", "limit", "cursor", "total", metadataParams}
 	searchParams = []string{"q", "session", "project", "kind", "exclude", "actor", "after", "before", "limit", metadataParams,
 		"sessions", "sessionIds", "kinds", "actors"}
 )
 
 // metadataParams is the prefix of the query parameters of a metadata
-// filter: metadata.KEY=VALUE (onlyParams allows them all when given it).
+// filter: metadata.KEY=VALUE (a route whose params list it allows them all).
 const metadataParams = "metadata."
 
 // metadataParam is the metadata filter of q's metadata.KEY=VALUE
@@ -392,6 +409,25 @@ func intParam(q url.Values, name string, def, lo, hi int) (int, error) {
 		return 0, badRequest("%s = %q: must be an integer in [%d, %d]", name, v, lo, hi)
 	}
 	return n, nil
+}
+
+// kindParam parses the kind query parameter (comma-separated or
+// repeated): nil when absent.
+func kindParam(q url.Values) ([]mnemo.Kind, error) {
+	return parseKinds("kind", listParam(q, "kind"))
+}
+
+// parseKinds parses the kinds a filter named field lists.
+func parseKinds(field string, ks []string) ([]mnemo.Kind, error) {
+	var out []mnemo.Kind
+	for i, k := range ks {
+		kd, err := mnemotype.ParseKind(k)
+		if err != nil || k == "" {
+			return nil, badRequest("%s[%d] = %q: must be one of episodic, semantic, identity", field, i, k)
+		}
+		out = append(out, kd)
+	}
+	return out, nil
 }
 
 // listParam splits a comma-separated query parameter (repeatable).

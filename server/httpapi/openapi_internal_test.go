@@ -45,6 +45,7 @@ func TestOpenAPI_SchemasMatchTheTypes(t *testing.T) {
 		{"SearchResponse", jsonFields(reflect.TypeFor[searchResponse]())},
 		{"Error", jsonFields(reflect.TypeFor[errorBody]())},
 		{"Deleted", jsonFields(reflect.TypeFor[deletedResponse]())},
+		{"EvalRequest", jsonFields(reflect.TypeFor[evalRequest]())},
 		{"ProfileDeleted", jsonFields(reflect.TypeFor[profileDeletedResponse]())},
 	} {
 		var documented []string

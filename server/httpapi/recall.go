@@ -186,12 +186,8 @@ func (s *Server) recall(w http.ResponseWriter, r *http.Request, profile string) 
 	if req.Before != nil {
 		q.Before = *req.Before
 	}
-	for i, k := range req.Kind {
-		kd, err := mnemotype.ParseKind(k)
-		if err != nil || k == "" {
-			return badRequest("%s[%d] = %q: must be one of episodic, semantic, identity", kindField, i, k)
-		}
-		q.Kinds = append(q.Kinds, kd)
+	if q.Kinds, err = parseKinds(kindField, req.Kind); err != nil {
+		return err
 	}
 	res, err := s.e.Recall(mnemo.AllowReplica(r.Context()), q)
 	if err != nil {
@@ -290,12 +286,8 @@ func (s *Server) searchLeg(leg string) handlerFunc {
 		if query.Before, err = timeParam(q, "before"); err != nil {
 			return err
 		}
-		for i, k := range kind {
-			kd, err := mnemotype.ParseKind(k)
-			if err != nil {
-				return badRequest("kind[%d] = %q: must be one of episodic, semantic, identity", i, k)
-			}
-			query.Kinds = append(query.Kinds, kd)
+		if query.Kinds, err = parseKinds("kind", kind); err != nil {
+			return err
 		}
 		res, err := s.e.Recall(mnemo.AllowReplica(r.Context()), query)
 		if err != nil {

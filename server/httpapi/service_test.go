@@ -402,7 +402,7 @@ func TestServe_MetadataFilter(t *testing.T) {
 		{"GET", "/v1/memories?metadata=x", nil, "unknown query parameter"},
 		{"GET", "/v1/memories?after=yesterday", nil, "after"},
 		{"GET", "/v1/search/dense?q=walrus&metadata.n=1&metadata.n=1", nil, "given 2 times"},
-		{"DELETE", "/v1/memories", nil, "give session, project, actor, after, before or metadata"},
+		{"DELETE", "/v1/memories", nil, "give session, project, actor, kind, after, before or metadata"},
 		{"DELETE", "/v1/memories?metadata.x=%7B%7D&metadata.x=1", nil, "given 2 times"},
 	} {
 		r := b.do(c.method, c.path, b.alice, c.body)

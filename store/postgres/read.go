@@ -129,12 +129,18 @@ func (s *Store) List(ctx context.Context, p store.ListParams) (store.ListPage, e
 	if p.Limit <= 0 {
 		p.Limit = 100
 	}
-	sc := mnemotype.Scope{Profile: p.Profile, Project: p.Project, Actors: p.Actors, After: p.After, Before: p.Before, Metadata: p.Metadata}
+	sc := mnemotype.Scope{Profile: p.Profile, Project: p.Project, Actors: p.Actors, After: p.After, Before: p.Before, Metadata: p.Metadata, Kinds: p.Kinds}
 	if p.Session != "" {
 		sc.Sessions = []string{p.Session}
 	}
 	var a args
 	cond := scopeSQL(&a, "m", sc)
+	var total int
+	if p.Total {
+		if err := s.reader(ctx).QueryRow(ctx, `SELECT count(*) FROM memories m WHERE `+cond, a...).Scan(&total); err != nil {
+			return store.ListPage{}, fmt.Errorf("count memories: %w", err)
+		}
+	}
 	if p.Cursor != "" {
 		at, id, err := decodeCursor(p.Cursor)
 		if err != nil {
@@ -152,7 +158,7 @@ func (s *Store) List(ctx context.Context, p store.ListParams) (store.ListPage, e
 	if err != nil {
 		return store.ListPage{}, fmt.Errorf("list memories: %w", err)
 	}
-	page := store.ListPage{Memories: ms}
+	page := store.ListPage{Memories: ms, Total: total}
 	if len(ms) > p.Limit {
 		page.Memories = ms[:p.Limit]
 		last := page.Memories[p.Limit-1]

@@ -17,8 +17,8 @@ import (
 // follow, and the turns after it are indexed with their new context), and
 // each gets a tombstone for other processes' change feeds.
 func (s *Store) DeleteMatching(ctx context.Context, p store.DeleteParams) (int, error) {
-	if p.Project == "" && p.Session == "" && len(p.Actors) == 0 && p.After.IsZero() && p.Before.IsZero() && len(p.Metadata) == 0 {
-		return 0, mnemotype.Invalidf("delete: give a project, a session, actors, a time range or a metadata filter (deleting a whole profile is DeleteProfile)")
+	if p.Unfiltered() {
+		return 0, mnemotype.Invalidf("delete: give a project, a session, actors, kinds, a time range or a metadata filter (deleting a whole profile is DeleteProfile)")
 	}
 	w, err := s.writer()
 	if err != nil {
@@ -29,7 +29,7 @@ func (s *Store) DeleteMatching(ctx context.Context, p store.DeleteParams) (int, 
 		return 0, fmt.Errorf("delete memories: %w", err)
 	}
 	defer tx.Rollback()
-	sc := mnemotype.Scope{Profile: p.Profile, Project: p.Project, Actors: p.Actors, After: p.After, Before: p.Before, Metadata: p.Metadata}
+	sc := mnemotype.Scope{Profile: p.Profile, Project: p.Project, Actors: p.Actors, After: p.After, Before: p.Before, Metadata: p.Metadata, Kinds: p.Kinds}
 	if p.Session != "" {
 		sc.Sessions = []string{p.Session}
 	}

@@ -875,11 +875,17 @@ func (s *Store) List(ctx context.Context, p store.ListParams) (store.ListPage, e
 	if p.Limit <= 0 {
 		p.Limit = 100
 	}
-	sc := mnemotype.Scope{Profile: p.Profile, Project: p.Project, Actors: p.Actors, After: p.After, Before: p.Before, Metadata: p.Metadata}
+	sc := mnemotype.Scope{Profile: p.Profile, Project: p.Project, Actors: p.Actors, After: p.After, Before: p.Before, Metadata: p.Metadata, Kinds: p.Kinds}
 	if p.Session != "" {
 		sc.Sessions = []string{p.Session}
 	}
 	cond, args := scopeSQL("m", sc)
+	var page store.ListPage
+	if p.Total {
+		if err := s.rc.QueryRowContext(ctx, `SELECT count(*) FROM memories m WHERE `+cond, args...).Scan(&page.Total); err != nil {
+			return store.ListPage{}, fmt.Errorf("count memories: %w", err)
+		}
+	}
 	if p.Cursor != "" {
 		at, id, err := decodeCursor(p.Cursor)
 		if err != nil {
@@ -897,7 +903,6 @@ func (s *Store) List(ctx context.Context, p store.ListParams) (store.ListPage, e
 		return store.ListPage{}, fmt.Errorf("list memories: %w", err)
 	}
 	defer rows.Close()
-	var page store.ListPage
 	for rows.Next() {
 		var blob []byte
 		var extra []any

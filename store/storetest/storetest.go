@@ -1004,6 +1004,29 @@ func exerciseDelete(t *testing.T, open OpenFunc) {
 		}
 	})
 
+	t.Run("MatchingKinds", func(t *testing.T) {
+		b := setup(t, open)
+		b.insert(
+			mem("alice", "k-ep", "walrus one", session("s1"), embedded(1)),
+			mem("alice", "k-sem", "walrus two", session("s1"), kind(mnemotype.KindSemantic), embedded(2)),
+			mem("alice", "k-id", "walrus three", session("s2"), kind(mnemotype.KindIdentity), embedded(3)),
+			mem("bob", "k-bob", "walrus of bob", kind(mnemotype.KindSemantic), embedded(4)),
+		)
+		n, err := b.s.DeleteMatching(b.ctx, store.DeleteParams{Profile: "alice", Session: "s1", Kinds: []mnemotype.Kind{mnemotype.KindSemantic, mnemotype.KindIdentity}})
+		if err != nil || n != 1 {
+			t.Fatalf("DeleteMatching session s1, kinds semantic and identity = %d, %v; want 1", n, err)
+		}
+		if n, err := b.s.DeleteMatching(b.ctx, store.DeleteParams{Profile: "alice", Kinds: []mnemotype.Kind{mnemotype.KindIdentity}}); err != nil || n != 1 {
+			t.Errorf("DeleteMatching kind identity = %d, %v; want 1", n, err)
+		}
+		if got := b.search("alice", false, "walrus"); !slices.Equal(got, []string{"k-ep"}) {
+			t.Errorf("Lexical after deleting by kind = %v, want [k-ep]", got)
+		}
+		if got := b.count("bob"); got != 1 {
+			t.Errorf("bob's memories after deleting alice's by kind = %d, want 1", got)
+		}
+	})
+
 	t.Run("Profile", func(t *testing.T) {
 		b := setup(t, open)
 		b.insert(
@@ -1207,6 +1230,37 @@ func exerciseList(t *testing.T, open OpenFunc) {
 		}
 	})
 
+	t.Run("Total", func(t *testing.T) {
+		b := setup(t, open)
+		listFixture(b, 25)
+		b.insert(mem("alice", "t-sem", "a semantic one", kind(mnemotype.KindSemantic), at(time.Minute)))
+		for _, tc := range []struct {
+			p    store.ListParams
+			want int
+		}{
+			{store.ListParams{Profile: "alice", Limit: 10, Total: true}, 26},
+			{store.ListParams{Profile: "alice", Limit: 10, Total: true, Kinds: []mnemotype.Kind{mnemotype.KindSemantic}}, 1},
+			{store.ListParams{Profile: "bob", Limit: 2, Total: true}, 5},
+			{store.ListParams{Profile: "carol", Limit: 2, Total: true}, 0},
+			{store.ListParams{Profile: "alice", Limit: 10}, 0}, // not asked for
+		} {
+			p := tc.p
+			for page := 0; ; page++ {
+				got, err := b.s.List(b.ctx, p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got.Total != tc.want {
+					t.Errorf("List(%+v) page %d: Total = %d, want %d", tc.p, page, got.Total, tc.want)
+				}
+				if got.NextCursor == "" {
+					break
+				}
+				p.Cursor = got.NextCursor
+			}
+		}
+	})
+
 	t.Run("CursorSurvivesWrites", func(t *testing.T) {
 		b := setup(t, open)
 		want := listFixture(b, 25)
@@ -1233,9 +1287,9 @@ func exerciseList(t *testing.T, open OpenFunc) {
 	fixture := func(b *bundle) {
 		b.insert(
 			mem("alice", "f-1", "one", project("apollo"), session("s1")),
-			mem("alice", "f-2", "two", project("apollo"), session("s2"), at(time.Second)),
+			mem("alice", "f-2", "two", project("apollo"), session("s2"), at(time.Second), kind(mnemotype.KindSemantic)),
 			mem("alice", "f-3", "three", project("zeus"), session("s1"), at(2*time.Second)),
-			mem("alice", "f-4", "four", at(3*time.Second)),
+			mem("alice", "f-4", "four", at(3*time.Second), kind(mnemotype.KindIdentity)),
 			mem("bob", "f-bob", "bob's", project("apollo"), session("s1")),
 		)
 	}
@@ -1252,6 +1306,8 @@ func exerciseList(t *testing.T, open OpenFunc) {
 		{"ProjectAndSession", store.ListParams{Profile: "alice", Project: "apollo", Session: "s1"}, []string{"f-1"}},
 		{"NoMatch", store.ListParams{Profile: "alice", Project: "hermes"}, nil},
 		{"FilteredPages", store.ListParams{Profile: "alice", Project: "apollo", Limit: 1}, []string{"f-1", "f-2"}},
+		{"Kinds", store.ListParams{Profile: "alice", Kinds: []mnemotype.Kind{mnemotype.KindSemantic, mnemotype.KindIdentity}}, []string{"f-2", "f-4"}},
+		{"KindAndProject", store.ListParams{Profile: "alice", Project: "apollo", Kinds: []mnemotype.Kind{mnemotype.KindSemantic}}, []string{"f-2"}},
 	} {
 		t.Run("Filter"+tc.name, func(t *testing.T) {
 			b := setup(t, open)
