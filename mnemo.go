@@ -606,20 +606,16 @@ func (e *Engine) Prepare(ctx context.Context, ins []Input) (*PreparedWrite, erro
 }
 
 // checkGivenEmbedding refuses an embedding a caller gives with in that
-// recall could not use: a non-finite value, all zeros (no direction:
-// its cosine with anything is undefined), or a model other than the
+// recall could not use: a non-finite value, or a model other than the
 // engine's (a vector of another model is not comparable with the query's).
 // An engine that embeds nothing keeps what it is given, labelled as given.
+// All zeros is accepted: the built-in model gives it to a text none of
+// whose words it knows (the dense leg scores it 0 against every query).
 func (e *Engine) checkGivenEmbedding(in Input) error {
-	zero := true
 	for _, f := range in.Embedding {
 		if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
 			return mnemotype.Invalidf("embedding contains a non-finite value")
 		}
-		zero = zero && f == 0
-	}
-	if zero {
-		return mnemotype.Invalidf("embedding is all zeros: give a vector with a direction, or none to have the memory embedded")
 	}
 	if e.noEmbedding() == nil && in.EmbeddingModel != "" && in.EmbeddingModel != e.emb.Model() {
 		return mnemotype.Invalidf("embedding_model %q: this engine embeds with %q, and recall compares vectors of one model only; "+

@@ -131,7 +131,6 @@ func TestBadInput_Catalogue(t *testing.T) {
 		{name: "KeysCreateProfileSpace", args: []string{"keys", "create", "--profile", "me "}, field: "profile"},
 		{name: "ImportProfileSpace", args: []string{"import", "--profile", "me ", lines("plain", `{"content": "x"}`)}, field: "profile"},
 		{name: "ImportLineProfileNumber", args: []string{"import", lines("numeric", `{"content": "x", "profile": 5}`)}, field: "profile"},
-		{name: "ImportEmbeddingZero", args: []string{"import", lines("zero", `{"content": "x", "embedding": [`+strings.Repeat("0,", embed.DefaultHashDim-1)+`0]}`)}, field: "embedding"},
 
 		// The HTTP API.
 		{name: "HTTPImportance", method: "POST", path: "/v1/memories", body: `{"content": "x", "importance": 2}`, field: "importance"},
@@ -182,7 +181,6 @@ func TestBadInput_Catalogue(t *testing.T) {
 		{name: "HTTPRecallUnknownParam", method: "POST", path: "/v1/recall?limit=1", body: `{"query": "x"}`, field: "limit"},
 		{name: "HTTPSettingsUnknownParam", method: "PATCH", path: "/v1/settings?scope=all", body: `{"keyword_weight": 2}`, field: "scope"},
 		{name: "HTTPGetUnknownParam", method: "GET", path: "/v1/memories/" + stored + "?fields=content", field: "fields"},
-		{name: "HTTPEmbeddingZero", method: "POST", path: "/v1/memories", body: `{"content": "x", "embedding": [` + strings.Repeat("0,", embed.DefaultHashDim-1) + `0]}`, field: "embedding"},
 
 		// MCP.
 		{name: "MCPImportance", tool: mcpserver.ToolStore, mcpArgs: map[string]any{"content": "x", "importance": 3}, field: "importance"},

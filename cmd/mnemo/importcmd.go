@@ -202,7 +202,7 @@ type importer struct {
 	rejected        []int // line numbers
 	// moved counts the lines stored (now or before) in profile although
 	// they named another; reembedded, those whose embedding, of another
-	// model than the engine's, was replaced by the engine's.
+	// model than the engine's or all zeros, was replaced by the engine's.
 	moved, reembedded int
 
 	// inflight is the batch being stored, if any.
@@ -213,7 +213,7 @@ type pending struct {
 	line int
 	in   mnemo.Input
 	// moved: the line named another profile than --profile's;
-	// reembedded: its embedding, of another model, was left out.
+	// reembedded: its embedding, of another model or all zeros, was left out.
 	moved, reembedded bool
 }
 
@@ -237,7 +237,7 @@ func (im *importer) summary() string {
 		s += fmt.Sprintf("; %d lines naming another profile went into %q (--profile)", im.moved, im.profile)
 	}
 	if im.reembedded > 0 {
-		s += fmt.Sprintf("; %d embeddings of another model than %s were left out and the memories embedded again", im.reembedded, im.e.Embedder().Model())
+		s += fmt.Sprintf("; %d embeddings of another model than %s, or of zeros only, were left out and the memories embedded again", im.reembedded, im.e.Embedder().Model())
 	}
 	return s
 }
@@ -390,6 +390,15 @@ func (im *importer) count(batch []pending, res *mnemo.WriteResult) {
 	}
 }
 
+func allZero(v []float32) bool {
+	for _, f := range v {
+		if f != 0 {
+			return false
+		}
+	}
+	return true
+}
+
 func b2i(b bool) int {
 	if b {
 		return 1
@@ -469,10 +478,11 @@ func (im *importer) lineID(profile string, raw []byte) string {
 func (im *importer) parse(raw []byte, line int) (pending, error) {
 	in, moved, err := im.input(raw, line)
 	p := pending{line: line, in: in, moved: moved}
-	if err == nil && len(in.Embedding) > 0 && in.EmbeddingModel != "" && im.e.Embedder().Dim() > 0 &&
-		in.EmbeddingModel != im.e.Embedder().Model() {
+	if err == nil && len(in.Embedding) > 0 && im.e.Embedder().Dim() > 0 &&
+		(in.EmbeddingModel != "" && in.EmbeddingModel != im.e.Embedder().Model() || allZero(in.Embedding)) {
 		// A vector of another model cannot be compared with this
-		// engine's queries: the memory is embedded again.
+		// engine's queries, and one of zeros with none: the memory is
+		// embedded again.
 		p.in.Embedding, p.in.EmbeddingModel, p.reembedded = nil, "", true
 	}
 	return p, err
